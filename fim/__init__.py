@@ -1,0 +1,1 @@
+"""Fill-in-the-middle generation: models, prompt templates, decoding, the CLI and evaluation."""

@@ -1,0 +1,1 @@
+"""Python lexical layer: lexemes, the branching lexer, right-context lexing and layout guessing."""

@@ -1,0 +1,1 @@
+"""The Seam language server (pygls): inline completions that always parse."""

@@ -1,0 +1,1 @@
+"""Context-free grammars, the Earley recognizer over NFAs, and left/right quotients."""
