@@ -1,0 +1,95 @@
+"""Running decodes off the event loop, one at a time, and cancelling them.
+
+Decoding is CPU-bound, so it runs in a single worker thread (two decodes at once would only
+share the same cores and both be late). Each request gets a cancel flag that ``fim`` polls once
+per model step: the flag is raised by ``$/cancelRequest`` (the asyncio task awaiting the decode
+is cancelled) and by a newer request on the same document, which makes the older answer moot.
+A job whose flag is already raised when the worker reaches it is skipped without touching the
+model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Job:
+    """One decode: its document, its cancel flag and when it was queued."""
+
+    uri: str
+    cancel: threading.Event = field(default_factory=threading.Event)
+    queued_at: float = field(default_factory=time.perf_counter)
+    started_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a job produced: the engine's result (``None`` if skipped) and the queue wait."""
+
+    result: Any
+    queue_ms: float
+    skipped: bool
+
+
+class Decoder:
+    """A one-thread executor for ``engine.complete`` with per-document supersession."""
+
+    def __init__(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seam-decode")
+        self._inflight: dict[str, Job] = {}
+        self._closed = False
+
+    def supersede(self, uri: str) -> None:
+        """Raise the cancel flag of the running or queued job on ``uri``, if any."""
+        job = self._inflight.get(uri)
+        if job is not None:
+            job.cancel.set()
+
+    async def run(self, uri: str, engine: Any, request: Any) -> Outcome:
+        """Decode ``request`` with ``engine``; a newer call on the same ``uri`` cancels this one.
+
+        Raises ``asyncio.CancelledError`` when the awaiting task is cancelled, after raising the
+        job's flag so the worker stops within one model step.
+        """
+        if self._closed:
+            raise RuntimeError("decoder is shut down")
+        self.supersede(uri)
+        job = Job(uri)
+        self._inflight[uri] = job
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._executor, self._work, job, engine, request)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            job.cancel.set()
+            raise
+        finally:
+            if self._inflight.get(uri) is job:
+                del self._inflight[uri]
+
+    @staticmethod
+    def _work(job: Job, engine: Any, request: Any) -> Outcome:
+        job.started_at = time.perf_counter()
+        queue_ms = (job.started_at - job.queued_at) * 1000.0
+        if job.cancel.is_set():
+            return Outcome(None, queue_ms, True)
+        result = engine.complete(request, cancel=job.cancel.is_set)
+        return Outcome(result, queue_ms, False)
+
+    def cancel_all(self) -> None:
+        for job in list(self._inflight.values()):
+            job.cancel.set()
+
+    def shutdown(self) -> None:
+        self._closed = True
+        self.cancel_all()
+        self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,187 @@
+"""Open text documents: incremental sync and LSP position <-> string offset conversion.
+
+pygls keeps its own workspace, but it re-splits the whole text with ``str.splitlines`` on every
+position lookup, which both costs O(file) per call and treats form feeds, ``\\x1c`` or
+``\\u2028`` as line breaks, whereas LSP counts only ``\\n``, ``\\r\\n`` and ``\\r``. This module
+keeps each document as one string plus the sorted list of line-start offsets, and patches that
+list around each edit instead of rebuilding it.
+
+Positions arrive in the negotiated encoding (UTF-16 by default, or UTF-8 / UTF-32). A position
+whose line lies beyond the document or whose column splits a character raises
+:class:`PositionError`; a column past the end of its line is clamped to the line's end, as the
+LSP specification prescribes.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+from lsprotocol import types
+
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+class PositionError(ValueError):
+    """A client position that names no place in the document."""
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """A resolved position: string offset, its line, and where that line starts and ends."""
+
+    offset: int
+    line: int
+    line_start: int
+    line_end: int  # offset of the line's break (or of the end of the text)
+
+
+def _units(ch: str, encoding: str) -> int:
+    if encoding == types.PositionEncodingKind.Utf32:
+        return 1
+    cp = ord(ch)
+    if encoding == types.PositionEncodingKind.Utf8:
+        return 1 if cp < 0x80 else 2 if cp < 0x800 else 3 if cp < 0x10000 else 4
+    return 2 if cp > 0xFFFF else 1
+
+
+def _line_starts(text: str) -> list[int]:
+    return [0] + [m.end() for m in _BREAK.finditer(text)]
+
+
+class Document:
+    """One open document: its text, version, language and line index."""
+
+    def __init__(self, uri: str, text: str, version: int | None, language_id: str,
+                 encoding: str = types.PositionEncodingKind.Utf16) -> None:
+        self.uri = uri
+        self.version = version
+        self.language_id = language_id
+        self.encoding = encoding
+        self._text = text
+        self._starts = _line_starts(text)
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    @property
+    def line_count(self) -> int:
+        return len(self._starts)
+
+    def _line_bounds(self, line: int) -> tuple[int, int]:
+        start = self._starts[line]
+        if line + 1 < len(self._starts):
+            nxt = self._starts[line + 1]
+            end = nxt - 2 if self._text.startswith("\r\n", nxt - 2) else nxt - 1
+        else:
+            end = len(self._text)
+        return start, end
+
+    def cursor(self, position: types.Position, *, clamp_line: bool = False) -> Cursor:
+        """Resolve a client position; raise :class:`PositionError` when it names no place."""
+        line, col = position.line, position.character
+        if line < 0 or col < 0:
+            raise PositionError(f"negative position {line}:{col}")
+        if line >= len(self._starts):
+            if not clamp_line:
+                raise PositionError(
+                    f"line {line} is beyond the end of the document ({len(self._starts)} lines)")
+            line = len(self._starts) - 1
+            col = 1 << 62
+        start, end = self._line_bounds(line)
+        if self.encoding == types.PositionEncodingKind.Utf32:
+            off = start + min(col, end - start)
+            return Cursor(off, line, start, end)
+        segment = self._text[start:end]
+        if segment.isascii():
+            return Cursor(start + min(col, end - start), line, start, end)
+        units = 0
+        for i, ch in enumerate(segment):
+            if units == col:
+                return Cursor(start + i, line, start, end)
+            units += _units(ch, self.encoding)
+            if units > col:
+                raise PositionError(
+                    f"character {col} on line {line} falls inside a character "
+                    f"({self.encoding} code units)")
+        return Cursor(end, line, start, end)
+
+    def offset_at(self, position: types.Position) -> int:
+        return self.cursor(position).offset
+
+    def position_at(self, offset: int) -> types.Position:
+        """The client position of a string offset (clamped into the text)."""
+        offset = max(0, min(offset, len(self._text)))
+        line = bisect.bisect_right(self._starts, offset) - 1
+        start = self._starts[line]
+        segment = self._text[start:offset]
+        if self.encoding == types.PositionEncodingKind.Utf32 or segment.isascii():
+            return types.Position(line=line, character=len(segment))
+        return types.Position(line=line,
+                              character=sum(_units(c, self.encoding) for c in segment))
+
+    def apply_change(self, change: types.TextDocumentContentChangeEvent) -> None:
+        """Apply one content change (a ranged edit, or a whole new text)."""
+        if isinstance(change, types.TextDocumentContentChangePartial):
+            a = self.cursor(change.range.start, clamp_line=True).offset
+            b = self.cursor(change.range.end, clamp_line=True).offset
+            if b < a:
+                a, b = b, a
+            self._splice(a, b, change.text)
+        else:
+            self._text = change.text
+            self._starts = _line_starts(change.text)
+
+    def _splice(self, a: int, b: int, new: str) -> None:
+        # Line starts strictly before the edited line's predecessor cannot change, nor can starts
+        # at or after b + 1 (old offsets) except for a shift: whether offset s starts a line
+        # depends only on the characters at s - 1 and s. Everything between is rescanned.
+        old = self._text
+        text = old[:a] + new + old[b:]
+        delta = len(new) - (b - a)
+        starts = self._starts
+        i = bisect.bisect_right(starts, a) - 1
+        i0 = max(0, i - 1)
+        p0 = starts[i0]
+        j = bisect.bisect_left(starts, b + 1)
+        if j < len(starts):
+            q = starts[j] + delta
+            middle = [m.end() for m in _BREAK.finditer(text, p0, q) if m.end() < q]
+        else:
+            q = len(text)
+            middle = [m.end() for m in _BREAK.finditer(text, p0, q)]
+        self._text = text
+        self._starts = starts[: i0 + 1] + middle + [s + delta for s in starts[j:]]
+
+
+class DocumentStore:
+    """The open documents, by URI."""
+
+    def __init__(self) -> None:
+        self._docs: dict[str, Document] = {}
+        self.encoding: str = types.PositionEncodingKind.Utf16
+
+    def open(self, item: types.TextDocumentItem) -> Document:
+        doc = Document(item.uri, item.text, item.version, item.language_id, self.encoding)
+        self._docs[item.uri] = doc
+        return doc
+
+    def change(self, params: types.DidChangeTextDocumentParams) -> Document | None:
+        doc = self._docs.get(params.text_document.uri)
+        if doc is None:
+            return None
+        for change in params.content_changes:
+            doc.apply_change(change)
+        doc.version = params.text_document.version
+        return doc
+
+    def close(self, uri: str) -> None:
+        self._docs.pop(uri, None)
+
+    def get(self, uri: str) -> Document | None:
+        return self._docs.get(uri)
+
+    def __len__(self) -> int:
+        return len(self._docs)

@@ -1,0 +1,139 @@
+"""Loading the model once, in the background, and knowing whether it is ready.
+
+The language server must answer from its first second, while loading a model takes from a
+fraction of a second (``random:...`` test models) to about a minute (the bundled GGUF on first
+use). :class:`ModelHost` runs ``fim.api.Engine.load`` in a daemon thread and exposes the state
+(``loading`` / ``ready`` / ``error``); requests consult it and answer empty while it is not
+ready. A newer load (the user changed ``seam.model``) supersedes an older one: the older
+engine, when it finally arrives, is dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+ProgressFn = Callable[[float, str], None]
+StateFn = Callable[["HostState"], None]
+
+
+@dataclass(frozen=True)
+class HostState:
+    """A snapshot of the model's lifecycle."""
+
+    state: str  # "idle" | "loading" | "ready" | "error"
+    model: str | None = None
+    message: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {"state": self.state, "model": self.model, "message": self.message}
+
+
+def _hint_for(exc: BaseException, model: str) -> str:
+    """A sentence telling the user what to change, from what went wrong."""
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, ImportError):
+        return (f"Seam could not import a module it needs to load '{model}' ({text}). "
+                "Reinstall Seam with its extras, e.g. `pip install 'seam[bundled]'`.")
+    if isinstance(exc, (FileNotFoundError, OSError)):
+        return (f"Seam could not find or read the model '{model}' ({text}). Check the "
+                "`seam.model` setting: a Hugging Face id, a local directory, a .gguf file, "
+                "or \"bundled\".")
+    if isinstance(exc, MemoryError):
+        return (f"Loading '{model}' ran out of memory. Choose a smaller model in `seam.model` "
+                "or set `seam.dtype` to \"bfloat16\".")
+    return (f"Seam could not load the model '{model}' ({text}). Check the `seam.model`, "
+            "`seam.device` and `seam.dtype` settings and the server log.")
+
+
+class ModelHost:
+    """Owns the current ``fim.api.Engine`` and its background loading."""
+
+    def __init__(self, on_state: StateFn | None = None,
+                 on_progress: ProgressFn | None = None) -> None:
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._engine: Any = None
+        self._key: tuple | None = None
+        self._state = HostState("idle")
+        self._on_state = on_state
+        self._on_progress = on_progress
+        self._threads: list[threading.Thread] = []
+
+    @property
+    def state(self) -> HostState:
+        return self._state
+
+    @property
+    def engine(self) -> Any:
+        """The loaded engine, or ``None`` while none is ready."""
+        return self._engine if self._state.state == "ready" else None
+
+    @property
+    def key(self) -> tuple | None:
+        return self._key
+
+    def _set_state(self, state: HostState) -> None:
+        self._state = state
+        if self._on_state is not None:
+            try:
+                self._on_state(state)
+            except Exception:  # a broken listener must not kill the loader
+                log.exception("state listener failed")
+
+    def load(self, model: str, device: str = "auto", dtype: str = "auto",
+             trust_remote_code: bool = False) -> threading.Thread:
+        """Start loading ``model`` in the background; returns the loader thread."""
+        key = (model, device, dtype, trust_remote_code)
+        with self._lock:
+            self._generation += 1
+            generation = self._generation
+            self._key = key
+            self._engine = None
+            self._set_state(HostState("loading", model, f"loading {model}"))
+
+        def progress(fraction: float, message: str) -> None:
+            if generation == self._generation and self._on_progress is not None:
+                try:
+                    self._on_progress(float(fraction), str(message))
+                except Exception:
+                    log.exception("progress listener failed")
+
+        def run() -> None:
+            log.info("loading model %s (device=%s, dtype=%s)", model, device, dtype)
+            try:
+                from fim.api import Engine
+
+                engine = Engine.load(model, device=device, dtype=dtype,
+                                     trust_remote_code=trust_remote_code, progress=progress)
+            except BaseException as exc:  # any failure must leave the server up
+                with self._lock:
+                    if generation != self._generation:
+                        return
+                    hint = _hint_for(exc, model)
+                    log.error("model load failed: %s", hint, exc_info=exc)
+                    self._set_state(HostState("error", model, hint))
+                return
+            with self._lock:
+                if generation != self._generation:
+                    log.info("dropping superseded model %s", model)
+                    return
+                self._engine = engine
+                log.info("model %s ready", model)
+                self._set_state(HostState("ready", model, f"{model} ready"))
+
+        thread = threading.Thread(target=run, name=f"seam-load-{generation}", daemon=True)
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+        return thread
+
+    def wait(self, timeout: float | None = None) -> HostState:
+        """Block until every loader thread finished (for tests and the benchmark)."""
+        for thread in list(self._threads):
+            thread.join(timeout)
+        return self._state

@@ -1,0 +1,76 @@
+"""An LRU of recent completions, so that typing through a shown suggestion needs no model.
+
+When the editor showed the middle ``M`` for the split ``(L, R)`` and the user then types the
+first ``k`` characters of ``M``, the new split is ``(L + M[:k], R)`` and the answer is
+``M[k:]``: the constraint held for ``L + M + R``, so it still holds. Entries store digests of
+``L`` and ``R`` rather than the texts, so a 5 MB document costs a few bytes per entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+@dataclass(frozen=True)
+class _Entry:
+    left_len: int
+    left_digest: bytes
+    right_digest: bytes
+    middle: str
+
+
+class SuggestionCache:
+    """Recent (left, right) -> middle answers, looked up by a left context that may have grown."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self.capacity = capacity
+        self._entries: OrderedDict[tuple[str, bytes, int], _Entry] = OrderedDict()
+
+    def put(self, uri: str, left: str, right: str, middle: str) -> None:
+        if not middle:
+            return
+        entry = _Entry(len(left), _digest(left), _digest(right), middle)
+        key = (uri, entry.left_digest, entry.left_len)
+        self._entries[key] = entry
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.capacity:
+            self._entries.popitem(last=False)
+
+    def lookup(self, uri: str, left: str, right: str) -> str | None:
+        """The rest of a cached middle that ``left`` has typed part of, or ``None``."""
+        right_digest: bytes | None = None
+        # Newest first: the suggestion most recently shown is the likeliest one being typed.
+        for key in reversed(self._entries):
+            entry_uri, _, entry_len = key
+            if entry_uri != uri:
+                continue
+            entry = self._entries[key]
+            typed = len(left) - entry_len
+            if typed < 0 or typed >= len(entry.middle):
+                continue
+            if typed and not entry.middle.startswith(left[entry_len:]):
+                continue
+            if right_digest is None:
+                right_digest = _digest(right)
+            if entry.right_digest != right_digest:
+                continue
+            if _digest(left[:entry_len]) != entry.left_digest:
+                continue
+            self._entries.move_to_end(key)
+            return entry.middle[typed:]
+        return None
+
+    def forget(self, uri: str) -> None:
+        for key in [k for k in self._entries if k[0] == uri]:
+            del self._entries[key]
+
+    def __len__(self) -> int:
+        return len(self._entries)
