@@ -1,0 +1,63 @@
+"""Settings validation, the auto policy, and the typing-through cache."""
+
+from __future__ import annotations
+
+from lsp_server.settings import (
+    EMPTY_LINE_POLICY,
+    MID_LINE_POLICY,
+    Settings,
+    merge,
+    policy_for,
+    section_of,
+)
+from lsp_server.suggestions import SuggestionCache
+
+
+def test_merge_keeps_old_value_on_bad_input() -> None:
+    s, problems = merge(Settings(), {"maxTokens": 12, "topK": "many", "constrained": "yes",
+                                     "languages": ["python", "cython"], "bogus": 1})
+    assert s.max_tokens == 12
+    assert s.top_k == Settings().top_k and s.constrained is True
+    assert s.languages == ("python", "cython")
+    assert len(problems) == 3
+    assert any("bogus" in p for p in problems) and any("topK" in p for p in problems)
+
+
+def test_auto_values_and_section_extraction() -> None:
+    s, problems = merge(Settings(max_tokens=5), {"maxTokens": "auto", "scope": "auto"})
+    assert not problems and s.max_tokens is None and s.scope is None
+    assert section_of({"seam": {"model": "x"}}) == {"model": "x"}
+    assert section_of({"model": "x"}) == {"model": "x"}
+    assert section_of({"other": 1}) is None and section_of(None) is None
+
+
+def test_policy_mid_line_vs_empty_line() -> None:
+    s = Settings()
+    mid = policy_for(s, "    x = foo(", ")")
+    empty = policy_for(s, "    ", "")
+    assert (mid.scope, mid.max_tokens, mid.time_budget_ms) == MID_LINE_POLICY
+    assert (empty.scope, empty.max_tokens, empty.time_budget_ms) == EMPTY_LINE_POLICY
+    fixed = policy_for(Settings(scope="block", max_tokens=7, constrained=False), "x", "")
+    assert (fixed.scope, fixed.max_tokens, fixed.mode) == ("block", 7, "unconstrained")
+
+
+def test_typing_through_returns_the_rest() -> None:
+    cache = SuggestionCache()
+    cache.put("u", "def f(", "):\n", "a, b")
+    assert cache.lookup("u", "def f(", "):\n") == "a, b"
+    assert cache.lookup("u", "def f(a", "):\n") == ", b"
+    assert cache.lookup("u", "def f(a,", "):\n") == " b"
+    assert cache.lookup("u", "def f(x", "):\n") is None      # typed something else
+    assert cache.lookup("u", "def f(a", ")\n") is None       # right context changed
+    assert cache.lookup("v", "def f(a", "):\n") is None      # other document
+    assert cache.lookup("u", "def f(a, b", "):\n") is None   # fully typed: nothing left
+    assert cache.lookup("u", "xdef f(a", "):\n") is None     # earlier text changed
+
+
+def test_cache_is_bounded_and_forgets() -> None:
+    cache = SuggestionCache(capacity=2)
+    for i in range(3):
+        cache.put("u", f"l{i}", "r", "mid")
+    assert len(cache) == 2 and cache.lookup("u", "l0", "r") is None
+    cache.forget("u")
+    assert len(cache) == 0
