@@ -1,0 +1,192 @@
+// Owns the language client for `seam serve`: starts and restarts it, forwards settings, follows
+// the model's lifecycle (the server reports loading through $/progress and a failed load through
+// window/showMessage) into the status bar, and gates completions behind the on/off toggle.
+import * as vscode from "vscode";
+import {
+  DidChangeConfigurationNotification,
+  LanguageClient,
+  LanguageClientOptions,
+  MessageType,
+  ServerOptions,
+  ShowMessageNotification,
+  ShowMessageParams,
+  State,
+  WorkDoneProgressBegin,
+  WorkDoneProgressEnd,
+  WorkDoneProgressReport,
+} from "vscode-languageclient/node";
+import { languages, SECTION, serverCommand, serverSettings } from "./settings";
+import { StatusItem } from "./status";
+
+type Progress = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd;
+
+export class SeamClient implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private readonly activeProgress = new Set<string | number>();
+  private starting: Promise<void> | undefined;
+
+  constructor(
+    private readonly output: vscode.LogOutputChannel,
+    private readonly status: StatusItem,
+    private readonly isEnabled: () => boolean,
+  ) {}
+
+  /** Starts a fresh server process; a running one is stopped first. */
+  async restart(): Promise<void> {
+    // Serialise restarts: a burst of setting changes must not leave two servers running.
+    const previous = this.starting ?? Promise.resolve();
+    this.starting = previous.then(() => this.stopQuietly()).then(() => this.start());
+    return this.starting;
+  }
+
+  private async start(): Promise<void> {
+    const { command, args } = serverCommand();
+    const serverOptions: ServerOptions = {
+      command,
+      args,
+      options: { env: { ...process.env, PYTHONUNBUFFERED: "1" } },
+    };
+    const selector = languages().flatMap((language) => [
+      { language, scheme: "file" },
+      { language, scheme: "untitled" },
+    ]);
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: selector,
+      outputChannel: this.output,
+      initializationOptions: { [SECTION]: serverSettings() },
+      middleware: {
+        provideInlineCompletionItems: (document, position, context, token, next) =>
+          this.isEnabled() ? next(document, position, context, token) : null,
+        provideCompletionItem: (document, position, context, token, next) =>
+          this.isEnabled() ? next(document, position, context, token) : null,
+        handleWorkDoneProgress: (token, params, next) => {
+          this.onProgress(token, params);
+          next(token, params);
+        },
+        workspace: {
+          // The server may pull settings instead of waiting for pushes: answer with the same
+          // translated values as the pushes, not VS Code's raw `seam` section.
+          configuration: (params, token, next) => {
+            const ours = params.items.map((item) => item.section === SECTION);
+            if (!ours.some((x) => x)) {
+              return next(params, token);
+            }
+            return params.items.map((item) => (item.section === SECTION ? serverSettings() : null));
+          },
+        },
+      },
+    };
+    const client = new LanguageClient("seam", "Seam", serverOptions, clientOptions);
+    // Registered before start so that it replaces the client's default handler on every
+    // (re)connection: errors must reach the status bar, not only a notification toast.
+    client.onNotification(ShowMessageNotification.type, (params) => this.onShowMessage(params));
+    client.onDidChangeState((event) => {
+      if (event.newState === State.Stopped && this.client === client && this.status.current !== "error") {
+        this.status.set("stopped", "The server process is not running. Run \"Seam: Restart Server\".");
+      }
+    });
+    this.client = client;
+    this.activeProgress.clear();
+    this.status.set("starting", `${command} ${args.join(" ")}`);
+    this.output.info(`starting: ${command} ${args.join(" ")}`);
+    try {
+      await client.start();
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      const hint =
+        `Seam could not start its server (${command} ${args.join(" ")}): ${reason}. ` +
+        "Set seam.server.python to an interpreter that has Seam installed, or seam.server.command.";
+      this.status.set("error", hint);
+      this.output.error(hint);
+      void vscode.window.showErrorMessage(hint);
+      return;
+    }
+    // A model that loads without reporting progress (or before the client listened) would leave
+    // the item at "starting" forever; the server is up and answering, so call it ready unless a
+    // load is under way or already failed.
+    if (this.status.current === "starting") {
+      this.status.set("ready", `Server running: ${command} ${args.join(" ")}`);
+    }
+  }
+
+  private onProgress(token: string | number, params: Progress): void {
+    if (params.kind === "begin") {
+      this.activeProgress.add(token);
+      this.status.set("loading", describe(params.title, params.message, params.percentage));
+    } else if (params.kind === "report") {
+      if (this.status.current !== "error") {
+        this.status.set("loading", describe("", params.message, params.percentage));
+      }
+    } else {
+      this.activeProgress.delete(token);
+      // An error reported while loading wins over the end of the progress that follows it.
+      if (this.activeProgress.size === 0 && this.status.current !== "error") {
+        this.status.set("ready", params.message ?? "Model loaded.");
+      }
+    }
+  }
+
+  private onShowMessage(params: ShowMessageParams): void {
+    this.output.info(`server message: ${params.message}`);
+    switch (params.type) {
+      case MessageType.Error:
+        this.status.set("error", params.message);
+        void vscode.window.showErrorMessage(params.message, "Show Log").then((choice) => {
+          if (choice) {
+            this.output.show(true);
+          }
+        });
+        break;
+      case MessageType.Warning:
+        void vscode.window.showWarningMessage(params.message);
+        break;
+      default:
+        void vscode.window.showInformationMessage(params.message);
+    }
+  }
+
+  /** Pushes the current settings; the server reloads the model only if a model key changed. */
+  async sendSettings(): Promise<void> {
+    const client = this.client;
+    if (client === undefined || !client.isRunning()) {
+      return;
+    }
+    await client.sendNotification(DidChangeConfigurationNotification.type, {
+      settings: { [SECTION]: serverSettings() },
+    });
+  }
+
+  private async stopQuietly(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client === undefined) {
+      return;
+    }
+    try {
+      if (client.isRunning()) {
+        await client.stop(5000);
+      }
+      await client.dispose();
+    } catch (err) {
+      this.output.warn(`stopping the server: ${err instanceof Error ? err.message : err}`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    await (this.starting ?? Promise.resolve()).catch(() => undefined);
+    await this.stopQuietly();
+    this.status.set("stopped");
+  }
+
+  dispose(): void {
+    void this.stop();
+  }
+}
+
+function describe(title: string, message: string | undefined, percentage: number | undefined): string {
+  const parts = [title, message].filter((x): x is string => Boolean(x));
+  if (typeof percentage === "number") {
+    parts.push(`${Math.round(percentage)}%`);
+  }
+  return parts.join(" ");
+}

@@ -1,0 +1,50 @@
+// Entry point of the Seam extension: creates the status bar item and the language client, and
+// registers the commands and the settings listener.
+import * as vscode from "vscode";
+import { SeamClient } from "./client";
+import { RESTART_KEYS, SECTION } from "./settings";
+import { StatusItem } from "./status";
+
+const ENABLED_KEY = "seam.completionsEnabled";
+
+let seam: SeamClient | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const output = vscode.window.createOutputChannel("Seam", { log: true });
+  const status = new StatusItem("seam.toggleCompletions");
+  // The toggle is a per-user switch that outlives the window, not a setting synced to the server:
+  // the server keeps its model loaded while completions are off, so turning them on is instant.
+  const isEnabled = () => context.globalState.get<boolean>(ENABLED_KEY, true);
+  status.setEnabled(isEnabled());
+  seam = new SeamClient(output, status, isEnabled);
+
+  context.subscriptions.push(
+    output,
+    status,
+    seam,
+    vscode.commands.registerCommand("seam.restartServer", () => seam?.restart()),
+    vscode.commands.registerCommand("seam.toggleCompletions", async () => {
+      const enabled = !isEnabled();
+      await context.globalState.update(ENABLED_KEY, enabled);
+      status.setEnabled(enabled);
+      void vscode.window.setStatusBarMessage(`Seam completions ${enabled ? "on" : "off"}`, 3000);
+    }),
+    vscode.commands.registerCommand("seam.showLog", () => output.show(true)),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (!event.affectsConfiguration(SECTION)) {
+        return;
+      }
+      if (RESTART_KEYS.some((key) => event.affectsConfiguration(`${SECTION}.${key}`))) {
+        void seam?.restart();
+      } else {
+        void seam?.sendSettings();
+      }
+    }),
+  );
+  await seam.restart();
+}
+
+export async function deactivate(): Promise<void> {
+  await seam?.stop();
+  seam = undefined;
+}
