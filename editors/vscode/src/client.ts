@@ -20,6 +20,13 @@ import { StatusItem } from "./status";
 
 type Progress = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd;
 
+/** The server's own notification of the model's state (lsp_server/server.py). */
+interface SeamStatus {
+  state: string;
+  model?: string | null;
+  message?: string;
+}
+
 export class SeamClient implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private readonly activeProgress = new Set<string | number>();
@@ -80,6 +87,7 @@ export class SeamClient implements vscode.Disposable {
     // Registered before start so that it replaces the client's default handler on every
     // (re)connection: errors must reach the status bar, not only a notification toast.
     client.onNotification(ShowMessageNotification.type, (params) => this.onShowMessage(params));
+    client.onNotification("seam/status", (params: SeamStatus) => this.onSeamStatus(params));
     client.onDidChangeState((event) => {
       if (event.newState === State.Stopped && this.client === client && this.status.current !== "error") {
         this.status.set("stopped", "The server process is not running. Run \"Seam: Restart Server\".");
@@ -123,6 +131,19 @@ export class SeamClient implements vscode.Disposable {
       if (this.activeProgress.size === 0 && this.status.current !== "error") {
         this.status.set("ready", params.message ?? "Model loaded.");
       }
+    }
+  }
+
+  // The most direct signal: the server says which state the model is in. Progress and
+  // showMessage above cover servers (or moments) without it.
+  private onSeamStatus(params: SeamStatus): void {
+    const message = params.message ?? "";
+    if (params.state === "loading") {
+      this.status.set("loading", message);
+    } else if (params.state === "ready") {
+      this.status.set("ready", message);
+    } else if (params.state === "error") {
+      this.status.set("error", message);
     }
   }
 

@@ -62,7 +62,7 @@ export function serverCommand(): ServerCommand {
   }
   const python = cfg.get<string>("server.python", "").trim();
   if (python !== "") {
-    return { command: python, args: ["-m", "lsp_server"] };
+    return { command: python, args: ["-m", "lsp_server.cli", "serve"] };
   }
   return { command: "seam", args: ["serve"] };
 }
