@@ -1,0 +1,252 @@
+"""The public entry point of ``fim``: load a model once, then complete requests.
+
+```python
+engine = Engine.load("bundled:qwen2.5-coder-1.5b")
+res = engine.complete(CompletionRequest(left, right, mode="constrained"), cancel=None)
+res.middle, res.stop, res.tokens, res.setup_ms, res.model_ms, res.constraint_ms, res.mode
+```
+
+``complete`` is serialised by a lock (one model, one request at a time) and may be called from
+any thread.  ``cancel`` is polled before every model step.
+
+The engine keeps the last few constraint languages keyed by ``(left, right, scope)``.  A request
+whose left context extends a cached one by typed text (same right context and scope) reuses that
+language: its state is ``cached_initial.feed(typed)`` instead of a rebuild, which is what keeps
+as-you-type completion in the editor cheap.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from fim import decoding
+from fim.decoding import DecodeSetup, FeedCache, HealIndex, StepModel
+from fim.models import LoadedModel, load_model
+from fim.templates import FimTemplate, build_prompt, detect_template, model_window, stop_ids
+from fim.vocab import build_vocabulary
+
+log = logging.getLogger(__name__)
+
+MODES = decoding.MODES
+SCOPES = ("line", "statement", "block", "free")
+STOPS = ("eos", "best_complete", "budget", "no_candidate", "cancelled", "time")
+
+LanguageFactory = Callable[[str, str, str], object]
+
+
+class ConstraintUnavailable(RuntimeError):
+    """Constrained mode was asked for but no constraint language can be built."""
+
+
+def python_language(left: str, right: str, scope: str):
+    """The Python FIM language of ``quotient`` for these contexts."""
+    try:
+        from quotient import FimLanguage
+    except ImportError as err:
+        raise ConstraintUnavailable(
+            f"constrained mode needs quotient.FimLanguage, which is not available ({err}); "
+            "use --mode checked or unconstrained"
+        ) from err
+    return FimLanguage.for_python(left, right, scope=scope)
+
+
+@dataclass
+class CompletionRequest:
+    """One fill-in-the-middle question: the text left and right of the cursor and settings."""
+
+    left: str
+    right: str
+    mode: str = "constrained"
+    max_tokens: int = 64
+    top_k: int = 50
+    scope: str = "statement"
+    temperature: float = 0.0
+    time_budget_ms: float | None = None
+    seed: int = 0
+
+    def validate(self) -> None:
+        if not isinstance(self.left, str) or not isinstance(self.right, str):
+            raise TypeError("left and right must be str")
+        if self.mode not in MODES:
+            raise ValueError(f"unknown mode {self.mode!r}; expected one of {', '.join(MODES)}")
+        if self.scope not in SCOPES:
+            raise ValueError(f"unknown scope {self.scope!r}; expected one of {', '.join(SCOPES)}")
+        if not isinstance(self.max_tokens, int) or self.max_tokens < 0:
+            raise ValueError("max_tokens must be a non-negative integer")
+        if not isinstance(self.top_k, int) or self.top_k < 1:
+            raise ValueError("top_k must be a positive integer")
+        if not self.temperature >= 0:
+            raise ValueError("temperature must be >= 0")
+        if self.time_budget_ms is not None and not self.time_budget_ms > 0:
+            raise ValueError("time_budget_ms must be positive (or None)")
+
+
+@dataclass
+class CompletionResult:
+    """The middle (``None`` on failure) and how it was obtained."""
+
+    middle: str | None
+    stop: str
+    tokens: int
+    setup_ms: float
+    model_ms: float
+    constraint_ms: float
+    mode: str  # the constraint language's mode; "none" without a constraint
+    decoding: str = "constrained"  # the request's mode
+    raw: str = ""  # everything generated (after the healed prefix), before any cut
+    parses: bool | None = None  # ast.parse(left + middle + right); None when middle is None
+    prompt_tokens: int = 0
+    left_chars_dropped: int = 0
+    right_chars_dropped: int = 0
+    healed: str = ""
+    error: str | None = None
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class _LanguageEntry:
+    left: str
+    right: str
+    scope: str
+    language: object
+    initial: object
+    cache: FeedCache = field(default_factory=FeedCache)
+
+
+class Engine:
+    """A loaded model with its FIM template, ready to complete requests."""
+
+    def __init__(
+        self,
+        loaded: LoadedModel,
+        *,
+        template: FimTemplate | str | None = None,
+        left_share: float = 0.75,
+        heal: bool = True,
+        language_factory: LanguageFactory | None = None,
+        language_cache_size: int = 4,
+        window: int | None = None,
+    ) -> None:
+        self.loaded = loaded
+        tok = loaded.tokenizer
+        self.template = (
+            template if isinstance(template, FimTemplate) else detect_template(tok, template)
+        )
+        self.left_share = left_share
+        self.heal = heal
+        self.window = window or model_window(loaded.model, tok)
+        self.language_factory = language_factory or python_language
+        self.language_cache_size = language_cache_size
+        model_vocab = loaded.model.get_output_embeddings().weight.shape[0]
+        vocab = build_vocabulary(tok, model_vocab)
+        stops = frozenset(i for i in stop_ids(tok, self.template) if i < model_vocab)
+        self._setup = DecodeSetup(
+            step_model=StepModel(loaded.model, loaded.device),
+            vocab=vocab,
+            stop_ids=stops,
+            disallowed=vocab.disallowed_mask(set(stops), loaded.device),
+            heal_index=HealIndex(vocab) if heal else None,
+        )
+        self._languages: list[_LanguageEntry] = []
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(
+        cls,
+        model_spec: str,
+        device: str = "auto",
+        dtype: str = "auto",
+        trust_remote_code: bool = False,
+        progress: Callable[[float, str], None] | None = None,
+        **options,
+    ) -> Engine:
+        """Load ``model_spec`` (see ``fim.models``); ``options`` go to ``Engine(...)``."""
+        loaded = load_model(model_spec, device, dtype, trust_remote_code, progress)
+        return cls(loaded, **options)
+
+    @property
+    def tokenizer(self):
+        return self.loaded.tokenizer
+
+    def _language(self, left: str, right: str, scope: str) -> tuple[_LanguageEntry, object]:
+        """A language entry and the state after ``left``, reusing cached languages."""
+        for entry in reversed(self._languages):
+            if entry.right != right or entry.scope != scope or not left.startswith(entry.left):
+                continue
+            typed = left[len(entry.left):]
+            state = entry.cache.feed(entry.initial, typed)
+            if state is not None:
+                self._languages.remove(entry)
+                self._languages.append(entry)
+                return entry, state
+        language = self.language_factory(left, right, scope)
+        entry = _LanguageEntry(left, right, scope, language, language.initial())
+        self._languages.append(entry)
+        del self._languages[: -self.language_cache_size]
+        return entry, entry.initial
+
+    def complete(
+        self, req: CompletionRequest, cancel: Callable[[], bool] | None = None
+    ) -> CompletionResult:
+        """Complete one request; see ``CompletionResult`` for the fields."""
+        req.validate()
+        with self._lock:
+            return self._complete(req, cancel)
+
+    def _complete(self, req: CompletionRequest, cancel) -> CompletionResult:
+        start = time.perf_counter()
+        deadline = None
+        if req.time_budget_ms is not None:
+            deadline = time.monotonic() + req.time_budget_ms / 1e3
+        state = entry = None
+        lang_mode = "none"
+        if req.mode == "constrained":
+            entry, state = self._language(req.left, req.right, req.scope)
+            lang_mode = str(getattr(entry.language, "mode", "exact"))
+        prompt = build_prompt(
+            self.tokenizer, self.template, req.left, req.right,
+            window=self.window, reserve=req.max_tokens, left_share=self.left_share,
+            heal=self.heal,
+        )
+        setup_ms = (time.perf_counter() - start) * 1e3
+        out = decoding.decode(
+            self._setup, prompt.ids, prompt.healed,
+            mode=req.mode, max_tokens=req.max_tokens, top_k=req.top_k,
+            temperature=req.temperature, seed=req.seed,
+            state=state, cache=entry.cache if entry else None,
+            cancel=cancel, deadline=deadline,
+        )
+        middle, stop, constraint_ms = out.middle, out.stop, out.constraint_ms
+        parses = None
+        error = None
+        if req.mode == "checked" and middle is not None and out.stop != "cancelled":
+            t0 = time.perf_counter()
+            kept = decoding.longest_parsing_prefix(req.left, middle, req.right)
+            constraint_ms += (time.perf_counter() - t0) * 1e3
+            if kept is None:
+                middle, stop = None, "no_candidate"
+            elif len(kept) < len(middle) or stop != "eos":
+                middle, stop = kept, "best_complete"
+            parses = middle is not None
+        elif middle is not None:
+            parses = decoding.parses(req.left + middle + req.right)
+            if req.mode == "constrained" and not parses:
+                # The constraint accepted a middle that Python rejects: a bug to surface.
+                error = (
+                    f"constrained middle does not parse (language mode {lang_mode!r}); "
+                    "please report this case"
+                )
+                log.warning("%s: left=%r middle=%r", error, req.left[-80:], middle)
+        return CompletionResult(
+            middle=middle, stop=stop, tokens=out.tokens, setup_ms=setup_ms,
+            model_ms=out.model_ms, constraint_ms=constraint_ms, mode=lang_mode,
+            decoding=req.mode, raw=out.raw, parses=parses, prompt_tokens=len(prompt.ids),
+            left_chars_dropped=prompt.left_chars_dropped,
+            right_chars_dropped=prompt.right_chars_dropped, healed=prompt.healed, error=error,
+        )

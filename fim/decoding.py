@@ -1,0 +1,378 @@
+"""The decoding loop: unconstrained, checked and constrained fill-in-the-middle generation.
+
+One loop serves all three modes.  The prompt is run once (``logits_to_keep=1``), then one token
+per step through the KV cache.  Generation works on token *bytes*; complete characters are fed
+to the constraint and an incomplete UTF-8 tail waits for the next token.
+
+* ``unconstrained``: greedy (or Gumbel-max sampling at ``temperature > 0``) until a stop token.
+* ``checked``: unconstrained, then the longest prefix of the output, cut at any character, for
+  which ``ast.parse(left + prefix + right)`` succeeds (paper section III-A).
+* ``constrained`` (paper VII-B): candidates are tried in score order, up to ``top_k``; a text
+  token is accepted when the recognizer state can take its characters, a stop token only where
+  the state ``is_complete()``.  When the token budget runs out or no candidate survives, the
+  answer is the stopping point with the best length-weighted EOS log-probability among the
+  positions (any character, also inside a token) where the language is complete, or failure.
+
+Token healing: the prompt's left context is backed off by its last token (see
+``templates.heal_split``) and the first generated tokens must reproduce the removed characters
+byte for byte; they are not part of the middle.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import math
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from fim.vocab import Vocabulary, split_utf8
+
+MODES = ("unconstrained", "checked", "constrained")
+_FEED_CACHE_LIMIT = 200_000
+
+
+class StepModel:
+    """A causal LM driven one token at a time over a KV cache."""
+
+    def __init__(self, model: torch.nn.Module, device: torch.device) -> None:
+        self.model = model
+        self.device = device
+        self.past = None
+
+    def prefill(self, ids: list[int]) -> torch.Tensor:
+        """Run the prompt once; the next-token logits (float32, 1-D)."""
+        with torch.inference_mode():
+            out = self.model(
+                input_ids=torch.tensor([ids], device=self.device),
+                use_cache=True,
+                logits_to_keep=1,
+            )
+        self.past = out.past_key_values
+        return out.logits[0, -1].float()
+
+    def step(self, token: int) -> torch.Tensor:
+        """Append one token; the next-token logits."""
+        with torch.inference_mode():
+            out = self.model(
+                input_ids=torch.tensor([[token]], device=self.device),
+                past_key_values=self.past,
+                use_cache=True,
+            )
+        self.past = out.past_key_values
+        return out.logits[0, -1].float()
+
+
+def parses(source: str) -> bool:
+    """Whether ``source`` is a syntactically valid Python module."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes etc. still parse
+            ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return False
+    return True
+
+
+def longest_parsing_prefix(left: str, text: str, right: str) -> str | None:
+    """The longest ``p``, a prefix of ``text`` cut at any character, with ``left+p+right`` valid."""
+    for end in range(len(text), -1, -1):
+        if parses(left + text[:end] + right):
+            return text[:end]
+    return None
+
+
+class FeedCache:
+    """Memoised ``feed`` and ``is_complete`` for persistent recognizer states.
+
+    Keys use ``id(state)``; the cache keeps every keyed state alive, so ids cannot be reused
+    while an entry exists.
+    """
+
+    def __init__(self) -> None:
+        self._feed: dict[tuple[int, str], tuple[object, object]] = {}
+        self._complete: dict[int, tuple[object, bool]] = {}
+
+    def feed(self, state, text: str):
+        if not text:
+            return state
+        key = (id(state), text)
+        hit = self._feed.get(key)
+        if hit is not None:
+            return hit[1]
+        if len(self._feed) > _FEED_CACHE_LIMIT:
+            self._feed.clear()
+            self._complete.clear()
+        result = state.feed(text)
+        self._feed[key] = (state, result)
+        return result
+
+    def is_complete(self, state) -> bool:
+        hit = self._complete.get(id(state))
+        if hit is not None:
+            return hit[1]
+        result = bool(state.is_complete())
+        self._complete[id(state)] = (state, result)
+        return result
+
+
+@dataclass
+class Decoded:
+    """What the loop produced, before the engine wraps it into a result."""
+
+    middle: str | None
+    stop: str
+    tokens: int
+    model_ms: float = 0.0
+    constraint_ms: float = 0.0
+    raw: str = ""  # all generated characters after the healed prefix
+
+
+@dataclass
+class _Step:
+    """A constrained step, kept for the best-stopping-point search."""
+
+    state: object  # recognizer state before this step's token
+    chars: int  # middle length before this step's token
+    eos_logp: float  # log-probability of stopping before this step's token
+    text: str = ""  # characters this step's token added to the middle
+
+
+@dataclass
+class _Sequence:
+    """The generated bytes: healing residue, complete text and an incomplete UTF-8 tail."""
+
+    heal: bytes
+    pending: bytes = b""
+    text: list[str] = field(default_factory=list)
+    chars: int = 0
+
+    def advance(self, data: bytes) -> tuple[bytes, bytes, str] | None:
+        """``(heal, pending, new_text)`` after appending ``data``, or ``None`` if impossible."""
+        heal = self.heal
+        if heal:
+            if data.startswith(heal):
+                data = data[len(heal):]
+                heal = b""
+            elif heal.startswith(data):
+                return heal[len(data):], self.pending, ""
+            else:
+                return None
+        split = split_utf8(self.pending + data)
+        if split is None:
+            return None
+        return heal, split[1], split[0]
+
+    def commit(self, heal: bytes, pending: bytes, text: str) -> None:
+        self.heal, self.pending = heal, pending
+        if text:
+            self.text.append(text)
+            self.chars += len(text)
+
+    def joined(self) -> str:
+        return "".join(self.text)
+
+
+class HealIndex:
+    """Token ids whose bytes are consistent with a healing residue, found by bisection."""
+
+    def __init__(self, vocab: Vocabulary) -> None:
+        pairs = sorted((b, i) for i, b in enumerate(vocab.token_bytes) if b)
+        self._keys = [b for b, _ in pairs]
+        self._ids = [i for _, i in pairs]
+        self._exact: dict[bytes, list[int]] = {}
+        for b, i in pairs:
+            self._exact.setdefault(b, []).append(i)
+
+    def consistent(self, heal: bytes) -> list[int]:
+        """Ids whose bytes start with ``heal`` or are a non-empty prefix of it."""
+        lo = bisect.bisect_left(self._keys, heal)
+        out = []
+        for k in range(lo, len(self._keys)):
+            if not self._keys[k].startswith(heal):
+                break
+            out.append(self._ids[k])
+        for n in range(1, len(heal)):
+            out.extend(self._exact.get(heal[:n], ()))
+        return out
+
+
+@dataclass
+class DecodeSetup:
+    """Everything the loop needs besides the request: model, vocabulary, stops, masks."""
+
+    step_model: StepModel
+    vocab: Vocabulary
+    stop_ids: frozenset[int]
+    disallowed: torch.Tensor  # bool mask over the model's vocabulary
+    heal_index: HealIndex | None = None
+
+
+def _order(scores: torch.Tensor, k: int) -> list[int]:
+    k = max(1, min(k, scores.shape[0]))
+    if k == 1:
+        return [int(torch.argmax(scores))]
+    return torch.topk(scores, k).indices.tolist()
+
+
+def decode(
+    setup: DecodeSetup,
+    prompt_ids: list[int],
+    healed: str,
+    *,
+    mode: str,
+    max_tokens: int,
+    top_k: int = 50,
+    temperature: float = 0.0,
+    seed: int = 0,
+    state=None,
+    cache: FeedCache | None = None,
+    cancel: Callable[[], bool] | None = None,
+    deadline: float | None = None,
+) -> Decoded:
+    """Generate a middle.  ``state``/``cache`` are required for ``constrained`` mode."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
+    constrained = mode == "constrained"
+    if constrained and (state is None or cache is None):
+        raise ValueError("constrained decoding needs a recognizer state and a feed cache")
+    vocab = setup.vocab
+    generator = None
+    if temperature > 0:
+        generator = torch.Generator(device="cpu").manual_seed(seed)
+    seq = _Sequence(heal=healed.encode("utf-8"))
+    steps: list[_Step] = []
+    model_s = constraint_s = 0.0
+    stop = "budget"
+    tokens = 0
+    last_eos_logp: float | None = None
+    stop_list = sorted(setup.stop_ids)
+
+    t0 = time.perf_counter()
+    logits = setup.step_model.prefill(prompt_ids)
+    model_s += time.perf_counter() - t0
+
+    while True:
+        if cancel is not None and cancel():
+            return Decoded(None, "cancelled", tokens, model_s * 1e3, constraint_s * 1e3,
+                           seq.joined())
+        if deadline is not None and time.monotonic() > deadline:
+            stop = "time"
+            break
+        if tokens >= max_tokens:
+            stop = "budget"
+            break
+        t0 = time.perf_counter()
+        masked = logits.masked_fill(setup.disallowed, float("-inf"))
+        if seq.heal and setup.heal_index is not None:
+            keep = torch.full_like(masked, float("-inf"))
+            allowed = setup.heal_index.consistent(seq.heal) + stop_list
+            idx = torch.tensor(allowed, dtype=torch.long, device=masked.device)
+            keep[idx] = masked[idx]
+            masked = keep
+        if constrained:
+            lse = torch.logsumexp(masked, 0)
+            last_eos_logp = float(torch.max(masked[stop_list]) - lse) if stop_list else -math.inf
+        scores = masked
+        if generator is not None:
+            u = torch.rand(masked.shape, generator=generator).to(masked.device)
+            scores = masked / temperature - torch.log(-torch.log(u.clamp_min(1e-20)))
+        candidates = _order(scores, top_k if constrained else 1)
+        finite = torch.isfinite(masked[candidates]).tolist()
+        model_s += time.perf_counter() - t0
+
+        chosen = None
+        if not constrained:
+            tid = candidates[0]
+            if tid in setup.stop_ids or not finite[0]:
+                stop = "eos"
+                break
+            moved = seq.advance(vocab.token_bytes[tid])
+            if moved is None:
+                # Invalid UTF-8 from an unconstrained model: drop the bytes, keep going.
+                moved = (seq.heal, b"", "")
+            seq.commit(*moved)
+            chosen = tid
+        else:
+            t0 = time.perf_counter()
+            finished = False
+            for tid, ok in zip(candidates, finite, strict=True):
+                if not ok:
+                    break  # only disallowed ids are left
+                if tid in setup.stop_ids:
+                    if cache.is_complete(state):
+                        finished = True
+                        break
+                    continue
+                moved = seq.advance(vocab.token_bytes[tid])
+                if moved is None:
+                    continue
+                nxt = cache.feed(state, moved[2]) if moved[2] else state
+                if nxt is None:
+                    continue
+                steps.append(_Step(state, seq.chars, last_eos_logp, moved[2]))
+                seq.commit(*moved)
+                state = nxt
+                chosen = tid
+                break
+            constraint_s += time.perf_counter() - t0
+            if finished:
+                stop = "eos"
+                break
+            if chosen is None:
+                stop = "no_candidate"
+                break
+        tokens += 1
+        t0 = time.perf_counter()
+        logits = setup.step_model.step(chosen)
+        model_s += time.perf_counter() - t0
+
+    raw = seq.joined()
+    if not constrained:
+        return Decoded(raw, stop, tokens, model_s * 1e3, constraint_s * 1e3, raw)
+    if stop == "eos":
+        return Decoded(raw, "eos", tokens, model_s * 1e3, constraint_s * 1e3, raw)
+    # Budget, time or no candidate: the best complete stopping point, if any.
+    t0 = time.perf_counter()
+    final_logp = last_eos_logp if stop == "no_candidate" else None
+    best = best_stopping_point(steps, state, seq.chars, final_logp, cache)
+    constraint_s += time.perf_counter() - t0
+    if best is None:
+        return Decoded(None, stop, tokens, model_s * 1e3, constraint_s * 1e3, raw)
+    return Decoded(raw[:best], "time" if stop == "time" else "best_complete", tokens,
+                   model_s * 1e3, constraint_s * 1e3, raw)
+
+
+def best_stopping_point(
+    steps: list[_Step], final_state, final_chars: int, final_logp: float | None,
+    cache: FeedCache,
+) -> int | None:
+    """The middle length (in characters) of the best complete stopping point, or ``None``.
+
+    Each position where the language is complete scores ``log P(EOS) + log(1 + chars)``: the
+    paper's "EOS probability weighted by generation length".  A position inside a token has no
+    EOS estimate of its own and borrows the one from the start of that token.
+    """
+    best, best_score = None, -math.inf
+    for st in steps:
+        state = st.state
+        for j in range(len(st.text) + (0 if st.text else 1)):
+            if j > 0:
+                state = cache.feed(state, st.text[j - 1])
+                if state is None:
+                    break
+            if cache.is_complete(state):
+                score = st.eos_logp + math.log1p(st.chars + j)
+                if score > best_score:
+                    best, best_score = st.chars + j, score
+    if final_logp is None and steps:
+        final_logp = steps[-1].eos_logp
+    if final_logp is not None and cache.is_complete(final_state):
+        score = final_logp + math.log1p(final_chars)
+        if score > best_score:
+            best = final_chars
+    return best

@@ -1,0 +1,226 @@
+"""Fill-in-the-middle prompt templates per model family, and the context budget.
+
+A template names the family's sentinel tokens (prefix / suffix / middle, in the
+prefix-suffix-middle order every supported family was trained with) and the tokens that end a
+FIM middle.  Stop tokens come from the template, not only from the model's
+``generation_config``: Qwen2.5-Coder ends a middle with ``<|endoftext|>`` while its config names
+``<|im_end|>``.
+
+The context budget keeps the prompt inside the model's window: the left context is cut at a line
+start from the front and the right context at a line end from the back, sharing the room by a
+configurable left share.  The constraint still sees the full contexts; only the prompt shrinks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FimTemplate:
+    """Sentinel tokens and stop tokens of one model family."""
+
+    name: str
+    prefix: str
+    suffix: str
+    middle: str
+    stops: tuple[str, ...]
+    bos: bool = False  # prepend the tokenizer's BOS token
+    left_lead: str = ""  # text glued before the left context (CodeLlama's leading space)
+
+
+TEMPLATES: dict[str, FimTemplate] = {
+    t.name: t
+    for t in (
+        FimTemplate("santacoder", "<fim-prefix>", "<fim-suffix>", "<fim-middle>",
+                    ("<|endoftext|>",)),
+        FimTemplate("starcoder", "<fim_prefix>", "<fim_suffix>", "<fim_middle>",
+                    ("<|endoftext|>", "<file_sep>")),
+        FimTemplate("qwen2.5-coder", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>",
+                    ("<|endoftext|>", "<|fim_pad|>", "<|file_sep|>", "<|repo_name|>",
+                     "<|im_end|>")),
+        FimTemplate("deepseek-coder", "<｜fim▁begin｜>", "<｜fim▁hole｜>", "<｜fim▁end｜>",
+                    ("<｜end▁of▁sentence｜>", "<|EOT|>"), bos=True),
+        FimTemplate("codellama", "▁<PRE>", "▁<SUF>", "▁<MID>", ("▁<EOT>", "</s>"), bos=True,
+                    left_lead=" "),
+    )
+}
+
+
+def _token_id(tokenizer, token: str) -> int | None:
+    vocab = tokenizer.get_vocab()
+    return vocab.get(token)
+
+
+def detect_template(tokenizer, override: str | None = None) -> FimTemplate:
+    """The template whose sentinels the tokenizer has (or ``override`` by name)."""
+    if override is not None:
+        try:
+            return TEMPLATES[override]
+        except KeyError:
+            raise ValueError(
+                f"unknown FIM template {override!r}; known: {', '.join(TEMPLATES)}"
+            ) from None
+    vocab = tokenizer.get_vocab()
+    for template in TEMPLATES.values():
+        if all(t in vocab for t in (template.prefix, template.suffix, template.middle)):
+            return template
+    raise ValueError(
+        "the tokenizer has no known fill-in-the-middle tokens "
+        f"(looked for the {', '.join(TEMPLATES)} templates); pass a template explicitly"
+    )
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """Token ids of a FIM prompt and how the contexts were cut to fit."""
+
+    ids: list[int]
+    left_chars_dropped: int  # characters cut from the front of the left context
+    right_chars_dropped: int  # characters cut from the back of the right context
+    healed: str  # characters removed from the end of the left context (token healing)
+
+
+class PromptTooLong(ValueError):
+    """The model window cannot hold the sentinels plus the generation budget."""
+
+
+def _encode(tokenizer, text: str) -> list[int]:
+    if not text:
+        return []
+    return list(tokenizer.encode(text, add_special_tokens=False))
+
+
+def _fit_left(tokenizer, left: str, budget: int) -> tuple[list[int], int]:
+    """Tokens of the longest suffix of ``left`` starting at a line start that fits ``budget``."""
+    ids = _encode(tokenizer, left)
+    if len(ids) <= budget:
+        return ids, 0
+    # Estimate the cut from the average characters per token, then walk line by line.
+    start = max(0, len(left) - int(budget * len(left) / max(1, len(ids))))
+    while True:
+        nl = left.find("\n", start)
+        if nl < 0:
+            break
+        start = nl + 1
+        ids = _encode(tokenizer, left[start:])
+        if len(ids) <= budget:
+            return ids, start
+        # Skip ahead proportionally when far over budget.
+        over = len(ids) - budget
+        if over > 64:
+            start += int(over * (len(left) - start) / max(1, len(ids))) // 2
+    # No line start fits: fall back to a token boundary inside the last line.
+    ids = _encode(tokenizer, left)[-budget:] if budget > 0 else []
+    kept = tokenizer.decode(ids) if ids else ""
+    return ids, len(left) - len(kept)
+
+
+def _fit_right(tokenizer, right: str, budget: int) -> tuple[list[int], int]:
+    """Tokens of the longest prefix of ``right`` ending at a line end that fits ``budget``."""
+    ids = _encode(tokenizer, right)
+    if len(ids) <= budget:
+        return ids, 0
+    end = min(len(right), int(budget * len(right) / max(1, len(ids))) + 1)
+    while end > 0:
+        nl = right.rfind("\n", 0, end)
+        if nl < 0:
+            break
+        end = nl + 1
+        ids = _encode(tokenizer, right[:end])
+        if len(ids) <= budget:
+            return ids, len(right) - end
+        end = nl  # look for the previous line end
+    ids = _encode(tokenizer, right)[:budget] if budget > 0 else []
+    kept = tokenizer.decode(ids) if ids else ""
+    return ids, len(right) - len(kept)
+
+
+def heal_split(tokenizer, left_ids: list[int], left: str) -> tuple[list[int], str]:
+    """Back the left context off by its last token when that token could merge further.
+
+    Returns the shortened ids and the removed characters, which generation must reproduce
+    first.  Nothing is removed when the decoded remainder is not an exact prefix of ``left``
+    (a token boundary inside a multi-byte character) or when the left context is empty.
+    """
+    if not left_ids:
+        return left_ids, ""
+    kept = tokenizer.decode(left_ids[:-1]) if len(left_ids) > 1 else ""
+    if not left.startswith(kept) or len(kept) >= len(left):
+        return left_ids, ""
+    return left_ids[:-1], left[len(kept):]
+
+
+def build_prompt(
+    tokenizer,
+    template: FimTemplate,
+    left: str,
+    right: str,
+    *,
+    window: int,
+    reserve: int,
+    left_share: float = 0.75,
+    heal: bool = True,
+) -> Prompt:
+    """The FIM prompt for ``left``/``right`` fitted into ``window - reserve`` tokens."""
+    if not 0.0 <= left_share <= 1.0:
+        raise ValueError("left_share must lie between 0 and 1")
+    vocab = tokenizer.get_vocab()
+    sentinels = [vocab[template.prefix], vocab[template.suffix], vocab[template.middle]]
+    head = [tokenizer.bos_token_id] if template.bos and tokenizer.bos_token_id is not None else []
+    room = window - reserve - len(sentinels) - len(head)
+    if room < 1:
+        raise PromptTooLong(
+            f"the model window ({window} tokens) cannot hold the prompt sentinels and "
+            f"{reserve} generated tokens; lower --max-tokens"
+        )
+    left_text = template.left_lead + left
+    left_ids = _encode(tokenizer, left_text)
+    right_ids = _encode(tokenizer, right)
+    left_dropped = right_dropped = 0
+    if len(left_ids) + len(right_ids) > room:
+        left_budget = int(room * left_share)
+        right_budget = room - left_budget
+        # Give room one side does not need to the other.
+        if len(right_ids) < right_budget:
+            left_budget = room - len(right_ids)
+        elif len(left_ids) < left_budget:
+            right_budget = room - len(left_ids)
+        if len(left_ids) > left_budget:
+            left_ids, left_dropped = _fit_left(tokenizer, left_text, left_budget)
+        if len(right_ids) > right_budget:
+            right_ids, right_dropped = _fit_right(tokenizer, right, right_budget)
+    healed = ""
+    if heal:
+        kept_left = left_text[left_dropped:]
+        healed_ids, healed = heal_split(tokenizer, left_ids, kept_left)
+        if len(healed) <= len(left):  # never ask the model to retype the template's lead
+            left_ids = healed_ids
+        else:
+            healed = ""
+    ids = head + [sentinels[0]] + left_ids + [sentinels[1]] + right_ids + [sentinels[2]]
+    return Prompt(ids, max(0, left_dropped - len(template.left_lead)), right_dropped, healed)
+
+
+def stop_ids(tokenizer, template: FimTemplate) -> set[int]:
+    """Ids that end a middle: the template's stops plus the tokenizer's EOS."""
+    vocab = tokenizer.get_vocab()
+    out = {vocab[t] for t in template.stops if t in vocab}
+    if tokenizer.eos_token_id is not None:
+        out.add(tokenizer.eos_token_id)
+    return out
+
+
+def model_window(model, tokenizer) -> int:
+    """The number of positions the model attends over (capped by the tokenizer's limit)."""
+    config = model.config
+    window = None
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            window = value
+            break
+    limit = getattr(tokenizer, "model_max_length", None)
+    if isinstance(limit, int) and 0 < limit < 10**8:
+        window = min(window, limit) if window else limit
+    return window or 2048
