@@ -43,9 +43,11 @@ tables beyond what the GIL gives (a race can only build an equal duplicate DFA s
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable, Sequence
+from typing import Any
 
-__all__ = ["Automaton", "State", "compile_rules"]
+__all__ = ["Automaton", "State", "automaton", "recognizer"]
 
 # goto entry meaning "no transition on this symbol" (None means "not computed yet").
 _NO = False
@@ -72,7 +74,7 @@ class _DState:
         self.items = items
         nxt = auto.item_next
         lhs = auto.item_lhs
-        nsym_t = auto.is_terminal
+        n_t = auto.n_terminals
         bysym: dict[int, list[int]] = {}
         completed = set()
         for i in items:
@@ -88,8 +90,8 @@ class _DState:
         self.bysym = bysym
         self.goto: dict[int, _DState | bool] = {}
         names = auto.names
-        self.tnames = frozenset(names[x] for x in bysym if nsym_t[x])
-        self.nts_out = frozenset(x for x in bysym if not nsym_t[x])
+        self.tnames = frozenset(names[x] for x in bysym if x < n_t)
+        self.nts_out = frozenset(x for x in bysym if x >= n_t)
         # Completed items of a prediction state are nullable completions at the current
         # position; the ε-closure already skipped them, so they are never completed again.
         self.completed = tuple(completed) if kernel else ()
@@ -149,113 +151,75 @@ class _DState:
         return p  # type: ignore[return-value]
 
 
-def _nullable(rules: Sequence[tuple[int, tuple[int, ...]]], known: set[int]) -> set[int]:
-    """Nullable nonterminals of `rules`, starting from the already known nullable set."""
-    nullable = set(known)
-    changed = True
-    while changed:
-        changed = False
-        for lhs, rhs in rules:
-            if lhs not in nullable and all(x in nullable for x in rhs):
-                nullable.add(lhs)
-                changed = True
-    return nullable
-
-
 class Automaton:
     """Integer tables of one grammar and its lazily built LR(0) ε-DFA.
 
-    Build with :func:`compile_rules` (a whole grammar) or :meth:`extend` (base + new rules).
+    Built from a grammar's integer encoding (``Grammar.symbol_names``, ``n_terminals``,
+    ``rule_table``, ``start_id``, ``nullable_ids``, ``productive_ids``): use
+    :func:`automaton`, which caches the result on the grammar. With `base`, `rule_table` holds
+    only the rules added to `base`'s grammar, whose left-hand sides are new nonterminals.
+
+    Rules that use an unproductive nonterminal are dropped: they derive nothing, and keeping
+    them would let ``scan`` accept prefixes that have no completion.
     """
 
     def __init__(
         self,
-        rules: Sequence[tuple[str, Sequence[str]]],
-        start: str,
-        terminals: Iterable[str] = (),
+        symbol_names: Sequence[str],
+        n_terminals: int,
+        rule_table: Sequence[tuple[int, tuple[int, ...]]],
+        start_id: int,
+        nullable_ids: Iterable[int],
+        productive_ids: Iterable[int],
         base: Automaton | None = None,
     ) -> None:
         self.base = base
+        self.names = symbol_names
+        self.n_terminals = n_terminals
         if base is None:
-            self.names: list[str] = []
-            self.ids: dict[str, int] = {}
-            self.is_terminal: list[bool] = []
+            self.terminal_ids: dict[str, int] = {
+                symbol_names[i]: i for i in range(n_terminals)
+            }
             self.item_next: list[int] = []
             self.item_lhs: list[int] = []
-            self.rules_of: dict[int, list[int]] = {}  # nonterminal -> first item of each rule
-            nullable: set[int] = set()
             self.nsyms_base = 0
             self.nitems_base = 0
         else:
-            self.names = list(base.names)
-            self.ids = dict(base.ids)
-            self.is_terminal = list(base.is_terminal)
+            if n_terminals != base.n_terminals:
+                raise ValueError("an extension cannot add terminals to its base grammar")
+            self.terminal_ids = base.terminal_ids
             self.item_next = list(base.item_next)
             self.item_lhs = list(base.item_lhs)
-            self.rules_of = {}
-            nullable = set(base.nullable)
             self.nsyms_base = len(base.names)
             self.nitems_base = len(base.item_next)
-        lhs_names = []
-        seen_lhs = set()
-        for lhs, _rhs in rules:
-            if lhs not in seen_lhs:
-                seen_lhs.add(lhs)
-                lhs_names.append(lhs)
-        if base is not None:
-            clash = [n for n in lhs_names if n in base.ids]
-            if clash:
+        productive = frozenset(productive_ids)
+        self.rules_of: dict[int, list[int]] = {}  # nonterminal -> first item of each rule
+        nxt = self.item_next
+        for lhs, rhs in rule_table:
+            if base is not None and lhs < self.nsyms_base:
                 raise ValueError(
-                    f"extension rules must define new nonterminals; {clash[0]!r} is a symbol "
-                    "of the base grammar"
+                    f"extension rules must define new nonterminals; {symbol_names[lhs]!r} is "
+                    "a symbol of the base grammar"
                 )
-        for n in lhs_names:
-            self._symbol(n, terminal=False)
-        for t in terminals:
-            if t not in self.ids:
-                self._symbol(t, terminal=True)
-            elif not self.is_terminal[self.ids[t]]:
-                raise ValueError(f"{t!r} is both a terminal and a nonterminal")
-        int_rules: list[tuple[int, tuple[int, ...]]] = []
-        for lhs, rhs in rules:
-            enc = []
-            for x in rhs:
-                sid = self.ids.get(x)
-                if sid is None:
-                    sid = self._symbol(x, terminal=True)
-                enc.append(sid)
-            int_rules.append((self.ids[lhs], tuple(enc)))
-        for a, rhs in int_rules:
-            first = len(self.item_next)
-            self.rules_of.setdefault(a, []).append(first)
-            self.item_next.extend(rhs)
-            self.item_next.append(-1)
-            self.item_lhs.extend([a] * (len(rhs) + 1))
-        self.nullable = frozenset(_nullable(int_rules, nullable))
+            if lhs not in productive or any(
+                x >= n_terminals and x not in productive for x in rhs
+            ):
+                continue
+            self.rules_of.setdefault(lhs, []).append(len(nxt))
+            nxt.extend(rhs)
+            nxt.append(-1)
+            self.item_lhs.extend([lhs] * (len(rhs) + 1))
+        self.nullable = frozenset(nullable_ids)
         self._direct_pred: dict[int, tuple[int, ...]] = {}
         self._pred_closure: dict[int, frozenset[int]] = {}
         self._pred_items: dict[int, frozenset[int]] = {}
         self._kernels: dict[frozenset[int], _DState] = {}
         self._predictions: dict[frozenset[int], _DState] = {}
         self._unions: dict[frozenset[_DState], _DState | None] = {}
-        if start not in self.ids or self.is_terminal[self.ids[start]]:
-            raise ValueError(f"start symbol {start!r} has no rules")
-        self.start = self.ids[start]
+        if start_id < n_terminals:
+            raise ValueError(f"start symbol {symbol_names[start_id]!r} is a terminal")
+        self.start = start_id
         self.root_prediction = self.prediction_state(self.pred_closure(self.start))
-
-    @classmethod
-    def extend(
-        cls, base: Automaton, rules: Sequence[tuple[str, Sequence[str]]], start: str
-    ) -> Automaton:
-        """Tables for `base`'s grammar plus `rules` (whose LHS are new nonterminals)."""
-        return cls(rules, start, (), base=base)
-
-    def _symbol(self, name: str, terminal: bool) -> int:
-        sid = len(self.names)
-        self.names.append(name)
-        self.ids[name] = sid
-        self.is_terminal.append(terminal)
-        return sid
 
     # -- grammar closures (lazy, per nonterminal) ------------------------------------------
 
@@ -271,7 +235,7 @@ class Automaton:
             for i in self.rules_of.get(x, ()):
                 while True:
                     y = nxt[i]
-                    if y < 0 or self.is_terminal[y]:
+                    if y < self.n_terminals:  # the rule's end (-1) or a terminal
                         break
                     out.append(y)
                     if y not in self.nullable:
@@ -417,8 +381,8 @@ class State:
 
         Raises ``KeyError`` naming `terminal` when the grammar does not know it.
         """
-        sid = self._auto.ids.get(terminal)
-        if sid is None or not self._auto.is_terminal[sid]:
+        sid = self._auto.terminal_ids.get(terminal)
+        if sid is None:
             raise KeyError(f"unknown terminal {terminal!r}")
         nxt = self._next.get(sid)
         if nxt is None:
@@ -427,19 +391,28 @@ class State:
 
     def scan_many(self, terminals: Iterable[str]) -> State | None:
         """The state after all of `terminals` in order, or ``None`` once no sentence starts so."""
-        ids = self._auto.ids
-        is_t = self._auto.is_terminal
+        ids = self._auto.terminal_ids
         st = self
-        for name in terminals:
-            sid = ids.get(name)
-            if sid is None or not is_t[sid]:
-                raise KeyError(f"unknown terminal {name!r}")
-            nxt = st._next.get(sid)
-            if nxt is None:
-                nxt = st._step(sid)
-            if not nxt:
-                return None
-            st = nxt  # type: ignore[assignment]
+        # Every chart allocates a few small containers; on a long input the cyclic garbage
+        # collector would walk the growing chart tree again and again (4x the parse time on a
+        # 14,000-terminal file). Charts are only ever freed by reference counting, so pause it.
+        paused = gc.isenabled()
+        if paused:
+            gc.disable()
+        try:
+            for name in terminals:
+                sid = ids.get(name)
+                if sid is None:
+                    raise KeyError(f"unknown terminal {name!r}")
+                nxt = st._next.get(sid)
+                if nxt is None:
+                    nxt = st._step(sid)
+                if not nxt:
+                    return None
+                st = nxt  # type: ignore[assignment]
+        finally:
+            if paused:
+                gc.enable()
         return st
 
     def is_complete(self) -> bool:
@@ -551,9 +524,46 @@ class State:
         return got
 
 
-def compile_rules(
-    rules: Sequence[tuple[str, Sequence[str]]], start: str, terminals: Iterable[str] = ()
-) -> Automaton:
-    """Compile a grammar given as ``(lhs, rhs)`` name pairs; symbols that never appear as a
-    left-hand side are terminals. `terminals` adds terminals no rule mentions."""
-    return Automaton(rules, start, terminals)
+_CACHE_KEY = "quotient.fast.automaton"
+
+
+def automaton(grammar: Any) -> Automaton:
+    """The compiled tables of `grammar` (a ``quotient.Grammar``), cached on it.
+
+    A grammar made by ``base.with_rules(...)`` (``grammar.base`` set) extends the base's
+    cached tables instead of compiling from scratch.
+    """
+    cache = grammar._cache
+    got = cache.get(_CACHE_KEY)
+    if got is None:
+        base = grammar.base
+        if base is None:
+            got = Automaton(
+                grammar.symbol_names,
+                grammar.n_terminals,
+                grammar.rule_table,
+                grammar.start_id,
+                grammar.nullable_ids,
+                grammar.productive_ids,
+            )
+        else:
+            got = Automaton(
+                grammar.symbol_names,
+                grammar.n_terminals,
+                grammar.rule_table[grammar.n_base_rules :],
+                grammar.start_id,
+                grammar.nullable_ids,
+                grammar.productive_ids,
+                base=automaton(base),
+            )
+        cache[_CACHE_KEY] = got
+    return got
+
+
+def recognizer(grammar: Any) -> State:
+    """A fresh recognizer state for the empty input over `grammar`.
+
+    Each call gets its own chart storage (so memo tables of one request do not outlive it);
+    the DFA tables are shared through the grammar's cache.
+    """
+    return automaton(grammar).initial()
