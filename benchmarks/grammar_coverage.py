@@ -1,0 +1,161 @@
+"""Grammar coverage: the share of standard-library files Seam's Python grammar accepts whole.
+
+Of the `.py` files under a Python installation's library directory (site-packages excluded)
+that this interpreter's `ast.parse` accepts, count those whose whole terminal stream Seam's
+grammar (`quotient/grammars/python.lark`) recognizes, and list the others with the first
+terminal the recognizer refused. Terminal streams come from Seam's lexer (`lexer.lex_python`)
+when it exists, else from CPython's `tokenize` through the test adapter; files that the chosen
+tokenizer cannot handle are counted and skipped, never counted as grammar failures.
+
+Run from the repository root:
+
+    .venv/bin/python benchmarks/grammar_coverage.py               # every stdlib file
+    .venv/bin/python benchmarks/grammar_coverage.py --sample 200  # a seeded random sample
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import random
+import sys
+import time
+import tokenize
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from quotient import Grammar  # noqa: E402
+from tests.grammar._tokenize import tokenize_terminals  # noqa: E402
+
+GRAMMAR_PATH = ROOT / "quotient" / "grammars" / "python.lark"
+DEFAULT_LIBRARY = "/root/.pyenv/versions/3.11.7/lib/python3.11"
+
+
+def library_files(library: Path) -> list[Path]:
+    """Every `.py` file under `library`, site-packages excluded, in a stable order."""
+    out: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(library):
+        dirnames[:] = sorted(d for d in dirnames if d != "site-packages")
+        out.extend(Path(dirpath) / f for f in sorted(filenames) if f.endswith(".py"))
+    return out
+
+
+def read_source(path: Path) -> str | None:
+    """The file's text decoded as Python decodes it (coding cookie, BOM), or None."""
+    try:
+        with tokenize.open(path) as f:
+            return f.read()
+    except (SyntaxError, UnicodeDecodeError, OSError):
+        return None
+
+
+def make_lexer(grammar: Grammar, which: str) -> tuple[str, Callable[[str], list[str]]]:
+    """The named terminal-stream producer: ("seam", lexer.lex_python) or ("tokenize", adapter)."""
+    if which in ("auto", "seam"):
+        try:
+            from lexer import lex_python  # type: ignore[attr-defined]
+        except ImportError:
+            if which == "seam":
+                raise
+        else:
+            return "seam", lambda text: [t.type for t in lex_python(text)]
+    literals = {d.pattern: d.name for d in grammar.terminal_defs.values() if d.kind == "str"}
+    return "tokenize", lambda text: [t.type for t in tokenize_terminals(text, literals)]
+
+
+def first_refusal(grammar: Grammar, terminals: list[str]) -> int:
+    """Index of the first terminal the recognizer refuses (len(terminals): end not accepted)."""
+    state = grammar.recognizer()
+    for i, term in enumerate(terminals):
+        state = state.scan(term)
+        if state is None:
+            return i
+    return len(terminals)
+
+
+def run(files: list[Path], grammar: Grammar, lex: Callable[[str], list[str]],
+        show: Callable[[str], None]) -> dict[str, object]:
+    """Check each file; return the counts and the failures."""
+    counts = {"files": len(files), "unreadable": 0, "ast_rejected": 0, "lex_skipped": 0,
+              "checked": 0, "accepted": 0, "terminals": 0}
+    failures: list[tuple[Path, int, int, list[str]]] = []
+    lex_skips: list[tuple[Path, str]] = []
+    recognize_seconds = 0.0
+    for path, text in _sources(files, counts):
+        try:
+            terminals = lex(text)
+        except (SyntaxError, tokenize.TokenError, ValueError) as exc:
+            counts["lex_skipped"] += 1
+            lex_skips.append((path, f"{type(exc).__name__}: {exc}"))
+            continue
+        counts["checked"] += 1
+        counts["terminals"] += len(terminals)
+        started = time.perf_counter()
+        state = grammar.recognizer().scan_many(terminals)
+        ok = state is not None and state.is_complete()
+        recognize_seconds += time.perf_counter() - started
+        if ok:
+            counts["accepted"] += 1
+            continue
+        at = first_refusal(grammar, terminals)
+        failures.append((path, at, len(terminals), terminals[max(0, at - 8) : at + 1]))
+        show(f"REJECTED {path} at terminal {at}/{len(terminals)}: {' '.join(failures[-1][3])}")
+    return {"counts": counts, "failures": failures, "lex_skips": lex_skips,
+            "recognize_seconds": recognize_seconds}
+
+
+def _sources(files: list[Path], counts: dict[str, int]) -> Iterator[tuple[Path, str]]:
+    for path in files:
+        text = read_source(path)
+        if text is None:
+            counts["unreadable"] += 1
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ast.parse(text)
+        except (SyntaxError, ValueError):
+            counts["ast_rejected"] += 1
+            continue
+        yield path, text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--library", default=DEFAULT_LIBRARY, help="library directory to scan")
+    parser.add_argument("--sample", type=int, default=0, help="check N random files (0: all)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lexer", choices=("auto", "seam", "tokenize"), default="auto")
+    args = parser.parse_args(argv)
+
+    grammar = Grammar.from_lark(GRAMMAR_PATH.read_text(encoding="utf-8"), start="file_input")
+    lexer_name, lex = make_lexer(grammar, args.lexer)
+    files = library_files(Path(args.library))
+    if args.sample and args.sample < len(files):
+        files = sorted(random.Random(args.seed).sample(files, args.sample))
+
+    started = time.perf_counter()
+    result = run(files, grammar, lex, print)
+    elapsed = time.perf_counter() - started
+    c = result["counts"]
+    for path, reason in result["lex_skips"]:
+        print(f"LEX-SKIPPED {path}: {reason}")
+    share = c["accepted"] / c["checked"] if c["checked"] else 0.0
+    print(f"library: {args.library}  ({'sample of ' + str(args.sample) if args.sample else 'all'}"
+          f" files, lexer: {lexer_name})")
+    print(f"files {c['files']}, unreadable {c['unreadable']}, rejected by ast.parse "
+          f"{c['ast_rejected']}, skipped by the lexer {c['lex_skipped']}")
+    print(f"accepted {c['accepted']} of {c['checked']} checked = {100 * share:.3f}%")
+    rate = c["terminals"] / result["recognize_seconds"] if result["recognize_seconds"] else 0.0
+    print(f"{c['terminals']} terminals recognized in {result['recognize_seconds']:.1f} s "
+          f"({rate:,.0f} terminals/s); wall time {elapsed:.1f} s")
+    return 0 if not result["failures"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
