@@ -2,7 +2,10 @@
 
 from .earley import EarleyState
 from .errors import GrammarError
+from .fim_language import FimLanguage, FimState
 from .grammar import Grammar, TerminalDef
 from .nfa import Nfa
 
-__all__ = ["EarleyState", "Grammar", "GrammarError", "Nfa", "TerminalDef"]
+__all__ = [
+    "EarleyState", "FimLanguage", "FimState", "Grammar", "GrammarError", "Nfa", "TerminalDef",
+]

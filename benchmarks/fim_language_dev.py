@@ -1,0 +1,158 @@
+"""Development-set measurement of `quotient.FimLanguage` (issue: Python FIM language).
+
+Builds Stack-Boundary and Stack-RandSpan cases (`fim.datasets`) from the standard library and
+reports, over all cases:
+
+* completeness — the true middle is accepted at every character and `is_complete()` holds at
+  its end;
+* soundness at the end — over the true middle and random corruptions of it (insert, delete or
+  replace a character, an extra closing bracket), agreement of `is_complete()` with
+  `ast.parse(prefix + middle + suffix)` on the whole file, and the share of invalid
+  corruptions rejected;
+* setup time (`for_python` + `initial`) and feed time per character (with an `is_complete`
+  call after each).
+
+Usage: python benchmarks/fim_language_dev.py [--cases 500] [--corruptions 4] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import random
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fim.datasets import build_cases  # noqa: E402
+from quotient import FimLanguage  # noqa: E402
+
+CLOSERS = ")]}"
+ALPHABET = "abcxyz_019 ()[]{}:.,=+-*'\"\n\t#\\"
+
+
+def parses(text: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+        return True
+    except (SyntaxError, ValueError):
+        return False
+
+
+def corrupt(middle: str, rng: random.Random) -> str:
+    kind = rng.choice(["insert", "delete", "replace", "closer"])
+    pos = rng.randint(0, len(middle))
+    if kind == "insert":
+        return middle[:pos] + rng.choice(ALPHABET) + middle[pos:]
+    if kind == "closer":
+        return middle[:pos] + rng.choice(CLOSERS) + middle[pos:]
+    if not middle:
+        return rng.choice(ALPHABET)
+    pos = min(pos, len(middle) - 1)
+    if kind == "delete":
+        return middle[:pos] + middle[pos + 1:]
+    return middle[:pos] + rng.choice(ALPHABET) + middle[pos + 1:]
+
+
+def accepts(lang: FimLanguage, middle: str) -> bool:
+    st = lang.initial().feed(middle)
+    return st is not None and st.is_complete()
+
+
+def run(cases: list[dict], corruptions: int, seed: int) -> dict:
+    rng = random.Random(seed)
+    setup_ms: list[float] = []
+    feed_ms: list[float] = []
+    modes: dict[str, int] = {}
+    incomplete: list[str] = []
+    agree = total = 0
+    invalid = rejected = 0
+    disagreements: list[str] = []
+    for case in cases:
+        left, right, middle = case["prefix"], case["suffix"], case["middle"]
+        t0 = time.perf_counter()
+        lang = FimLanguage.for_python(left, right)
+        st = lang.initial()
+        setup_ms.append((time.perf_counter() - t0) * 1000)
+        modes[lang.mode] = modes.get(lang.mode, 0) + 1
+        ok = True
+        for k, ch in enumerate(middle):
+            t0 = time.perf_counter()
+            nxt = st.feed(ch)
+            if nxt is not None:
+                nxt.is_complete()
+            feed_ms.append((time.perf_counter() - t0) * 1000)
+            if nxt is None:
+                ok = False
+                incomplete.append(f"{case['id']}: rejected at {k} {middle[:k + 1]!r}")
+                break
+            st = nxt
+        if ok and not st.is_complete():
+            ok = False
+            incomplete.append(f"{case['id']}: not complete at the end")
+        candidates = [middle] + [corrupt(middle, rng) for _ in range(corruptions)]
+        for m in candidates:
+            truth = parses(left + m + right)
+            got = accepts(lang, m) if m != middle else ok
+            total += 1
+            agree += truth == got
+            if truth != got:
+                disagreements.append(f"{case['id']}: middle={m!r} ours={got} ast={truth}")
+            if m != middle and not truth:
+                invalid += 1
+                rejected += not got
+    n = len(cases)
+    return {
+        "cases": n,
+        "complete": n - len(incomplete),
+        "completeness": (n - len(incomplete)) / n if n else 0.0,
+        "agreement": agree / total if total else 0.0,
+        "checked_middles": total,
+        "invalid_corruptions": invalid,
+        "invalid_rejected": rejected / invalid if invalid else 1.0,
+        "setup_ms_median": statistics.median(setup_ms),
+        "setup_ms_p90": statistics.quantiles(setup_ms, n=10)[-1] if len(setup_ms) > 1 else 0,
+        "feed_ms_median": statistics.median(feed_ms) if feed_ms else 0.0,
+        "feed_ms_mean": statistics.fmean(feed_ms) if feed_ms else 0.0,
+        "modes": modes,
+        "incomplete": incomplete[:50],
+        "disagreements": disagreements[:50],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", type=int, default=500, help="cases per dataset")
+    ap.add_argument("--corruptions", type=int, default=4)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--per-file", type=int, default=3)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    report = {}
+    for dataset in ("boundary", "randspan"):
+        cases = build_cases(dataset, args.cases, seed=args.seed, per_file=args.per_file,
+                            max_file_chars=40_000)
+        r = run(cases, args.corruptions, args.seed)
+        report[dataset] = r
+        print(f"{dataset}: {r['complete']}/{r['cases']} complete "
+              f"({100 * r['completeness']:.2f}%), agreement {100 * r['agreement']:.2f}% "
+              f"of {r['checked_middles']}, invalid rejected {100 * r['invalid_rejected']:.2f}% "
+              f"of {r['invalid_corruptions']}, setup median {r['setup_ms_median']:.1f} ms "
+              f"p90 {r['setup_ms_p90']:.1f} ms, feed+is_complete median "
+              f"{r['feed_ms_median']:.3f} ms/char (mean {r['feed_ms_mean']:.3f}), "
+              f"modes {r['modes']}")
+        for line in r["incomplete"][:10] + r["disagreements"][:10]:
+            print("   ", line[:300])
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,275 @@
+"""Lexing the right context when the text before it is not yet written (paper V-B and VI).
+
+The symbols of the right context R depend on the unknown middle in two ways:
+
+* **where its first symbol starts** — the middle's last lexeme may run into R (a half-typed
+  name, an open string whose quote is in R, a comment). `start_indices` lists every index `i`
+  at which a lexeme begun in the middle could end: fresh lexing resumes at `i`. At the end of
+  the middle the recognizer lexes `pending + R[:i]` itself and checks that `i` really is a
+  lexeme boundary, so a guess here only decides what is precomputed, never what is accepted;
+* **the layout state at `i`** — bracket depth, whether `i` is at the start of a logical line
+  (and with how much of the middle's indentation), and the indentation stack. `layout_
+  signature` reduces a layout state to exactly the part that decides the symbols of R[i:]:
+  the depth, the line-start columns, every stack level at or below the deepest column R
+  itself indents to, and how many levels lie above it (they are all popped by R's first
+  dedent, so only their number matters). Two layouts with one signature lex R[i:] alike.
+
+`RightContext.branches` renders the symbol stream of R[i:] for a set of plausible layouts (the
+left context's stack, shallower prefixes of it, and deeper stacks the middle may open). The
+symbols are produced once per (i, depth, line-start) with the indentation left symbolic, then
+rendered per stack, so many guesses cost little. The DEDENTs at the very end are left out:
+there the grammar itself forces their number (every INDENT must be closed), so the recognizer
+accepts any number (`DEDENT*`) without losing exactness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+from lexer.layout import DEDENT, INDENT, Layout, LayoutError, Level, indent_tokens
+from lexer.tokenizer import LexError, Tokenizer
+
+# Heads a middle may end with; lexing head + R tells where such a lexeme would end in R.
+_HEADS = (
+    "a", "1", "0x1", "1.", "1e", ".", "'", '"', "'''", '"""', "'\\", '"\\', "'''\\", '"""\\',
+    "f'", 'f"', "f'''", 'f"""', "f'{", 'f"{', "f'{x:", 'f"{x:', "b'", 'b"', "rb'", 'rb"',
+    "=", "*", "**", "<", "<<", ">", ">>", "!", "/", "//", "-", "+", "%", "&", "|", "^", "@", ":",
+    "..", "~",
+)
+
+Signature = tuple
+
+
+class Branch(NamedTuple):
+    start: int  # index in R where fresh lexing resumes
+    signature: Signature  # layout signature at `start` (see module docstring)
+    tokens: tuple[str, ...]  # R[start:] as terminal names, without the closing DEDENTs
+
+
+def layout_signature(layout: Layout, max_col: int, col_matters: bool) -> Signature:
+    """The part of a layout state that decides how R[i:] lexes (see the module docstring)."""
+    stack, depth, bol, col, alt = layout
+    col_matters = bol and col_matters
+    limit = max(max_col, col) if col_matters else max_col
+    kept = tuple(level for level in stack if level[0] <= limit)
+    return (depth, bol, (col, alt) if col_matters else None, kept, len(stack) - len(kept))
+
+
+class _Symbolic(NamedTuple):
+    tokens: list  # terminal names and (col, alt) indentation events
+    max_col: int  # deepest indentation event after the first
+
+
+class RightContext:
+    """The right context of a completion, lexed for every start index and layout guess."""
+
+    def __init__(self, tokenizer: Tokenizer, right: str):
+        self.tokenizer = tokenizer
+        self.right = right
+        self.starts = self._start_indices()
+        self._symbolic: dict[tuple[int, int, bool], _Symbolic | None] = {}
+        self.max_cols: dict[int, int] = {}
+
+    # -- start indices ---------------------------------------------------------------------
+
+    def _start_indices(self) -> list[int]:
+        right = self.right
+        table = self.tokenizer.table
+        limit = min(len(right), 4096)
+        found = {0}
+        for head in _HEADS:
+            text = head + right[:limit]
+            try:
+                hit = table.longest(text, 0, len(text))
+            except (IndexError, ValueError):
+                hit = None
+            if hit is not None and hit[1] > len(head):
+                found.add(hit[1] - len(head))
+        nl = _first_newline(right)
+        if nl > 0:
+            found.add(nl)  # a comment begun in the middle runs to the end of R's first line
+        if right[:1] == "\n":
+            found.add(1)  # after a backslash continuation in the middle
+        ws = len(right) - len(right.lstrip(" \t\f"))
+        if ws:
+            found.add(ws)
+        return sorted(i for i in found if i <= len(right))
+
+    # -- symbol streams ----------------------------------------------------------------------
+
+    def symbolic(self, start: int, depth: int, bol: bool) -> _Symbolic | None:
+        key = (start, depth, bol)
+        if key not in self._symbolic:
+            self._symbolic[key] = self._lex_symbolic(start, depth, bol)
+        return self._symbolic[key]
+
+    def _lex_symbolic(self, start: int, depth: int, bol: bool) -> _Symbolic | None:
+        layout = Layout(((0, 0),), depth, bol, 0, 0)
+        try:
+            lexed = self.tokenizer.lex(self.right, start, len(self.right), layout, final=True,
+                                       eof=True, events=True)
+        except LexError:
+            return None
+        toks = lexed.tokens
+        first = 1 if bol and self.continues_line(start) else 0
+        cols = [t[0] for t in toks[first:] if isinstance(t, tuple)]
+        return _Symbolic(toks, max(cols, default=0))
+
+    def net_closers(self, start: int) -> int | None:
+        """The bracket depth R[start:] must start at (its closers minus its openers)."""
+        depth = 0
+        lowest = 0
+        try:
+            lexed = self.tokenizer.lex(self.right, start, len(self.right), Layout(((0, 0),), 10**6,
+                                       False, 0, 0), final=True, eof=False, events=True)
+        except LexError:
+            return None
+        tk = self.tokenizer
+        for t in lexed.tokens:
+            if t in tk.openers:
+                depth += 1
+            elif t in tk.closers:
+                depth -= 1
+                lowest = min(lowest, depth)
+        if depth != lowest:
+            return None  # R leaves a bracket open: no depth at the cursor closes it
+        return -lowest
+
+    def render(self, start: int, layout: Layout) -> Branch | None:
+        """R[start:]'s symbols when the layout state at `start` is `layout`."""
+        sym = self.symbolic(start, layout.depth, layout.bol)
+        if sym is None:
+            return None
+        stack = layout.stack
+        out: list[str] = []
+        toks = sym.tokens
+        lead = _leading_ws(self.right, start) if layout.bol else ""
+        same_line = self.continues_line(start)
+        for k, t in enumerate(toks):
+            if isinstance(t, tuple):
+                col, alt = t
+                if k == 0 and layout.bol and same_line:
+                    col, alt = _advance(layout.col, layout.alt, lead)
+                try:
+                    pre, stack = indent_tokens(Layout(stack, 0, True, col, alt))
+                except LayoutError:
+                    return None
+                out.extend(pre)
+            else:
+                out.append(t)
+        while out and out[-1] == DEDENT:
+            out.pop()
+        return Branch(start, self.signature(start, layout), tuple(out))
+
+    def continues_line(self, start: int) -> bool:
+        """Whether R[start:] has content on the physical line the middle ends on."""
+        rest = self.right[start:].lstrip(" \t\f")
+        return bool(rest) and rest[0] not in "\r\n#\\"
+
+    def signature(self, start: int, layout: Layout) -> Signature | None:
+        sym = self.symbolic(start, layout.depth, layout.bol)
+        if sym is None:
+            return None
+        return layout_signature(layout, sym.max_col, self.continues_line(start))
+
+    def max_col(self, start: int, depth: int, bol: bool) -> int | None:
+        sym = self.symbolic(start, depth, bol)
+        return None if sym is None else sym.max_col
+
+    def branches(self, stacks: Iterable[tuple[Level, ...]], indent_width: int) -> list[Branch]:
+        """Render R[i:] for every start index and every plausible layout at it."""
+        stacks = list(dict.fromkeys(stacks))
+        out: dict[tuple[int, Signature], Branch] = {}
+        for start in self.starts:
+            depth = self.net_closers(start)
+            if depth is None:
+                continue
+            bols = (False, True) if depth == 0 else (False,)
+            lead = _leading_ws(self.right, start)
+            for bol in bols:
+                if self.symbolic(start, depth, bol) is None:
+                    continue
+                for stack in stacks:
+                    for col, alt in (_line_starts(stack, lead, indent_width) if bol else [(0, 0)]):
+                        b = self.render(start, Layout(stack, depth, bol, col, alt))
+                        if b is not None:
+                            out.setdefault((b.start, b.signature), b)
+        return list(out.values())
+
+
+def plausible_stacks(stack: tuple[Level, ...], right_columns: Sequence[Level],
+                     indent_width: int) -> list[tuple[Level, ...]]:
+    """Indentation stacks the middle may leave behind, most likely first.
+
+    The left context's own stack; every shallower prefix of it (the middle dedented); and each
+    of those deepened by one or two levels, at R's own line columns or one indentation width
+    further (the middle opened blocks that R continues).
+    """
+    out: list[tuple[Level, ...]] = []
+    for k in range(len(stack), 0, -1):
+        base = stack[:k]
+        out.append(base)
+        top = base[-1]
+        deeper = sorted({c for c in right_columns if c[0] > top[0] and c[1] > top[1]}
+                        | {(top[0] + indent_width, top[1] + indent_width)})
+        for level in deeper[:4]:
+            out.append(base + (level,))
+            nxt = [c for c in deeper if c[0] > level[0] and c[1] > level[1]]
+            for level2 in nxt[:2]:
+                out.append(base + (level, level2))
+    return list(dict.fromkeys(out))
+
+
+def right_columns(right: str) -> list[Level]:
+    """The (col, alt) indentation of every non-blank physical line of R after its first."""
+    cols = set()
+    for line in right.split("\n")[1:]:
+        stripped = line.lstrip(" \t\f")
+        if not stripped or stripped.startswith("#"):
+            continue
+        cols.add(_advance(0, 0, line[: len(line) - len(stripped)]))
+    return sorted(cols)
+
+
+def _line_starts(stack: tuple[Level, ...], lead: str, width: int) -> list[Level]:
+    """Indentation the middle may have written before R's first line continues it."""
+    targets = set(stack) | {(stack[-1][0] + width, stack[-1][1] + width)}
+    out = []
+    for col, alt in sorted(targets):
+        if not lead:
+            out.append((col, alt))
+        elif "\t" not in lead and "\f" not in lead and col >= len(lead) and alt >= len(lead):
+            out.append((col - len(lead), alt - len(lead)))
+    if lead:
+        out.append((0, 0))
+    return list(dict.fromkeys(out))
+
+
+def _advance(col: int, alt: int, ws: str) -> Level:
+    for ch in ws:
+        if ch == " ":
+            col += 1
+            alt += 1
+        elif ch == "\t":
+            col = (col // 8 + 1) * 8
+            alt += 1
+        else:
+            col = alt = 0
+    return col, alt
+
+
+def _leading_ws(text: str, start: int) -> str:
+    end = start
+    while end < len(text) and text[end] in " \t\f":
+        end += 1
+    return text[start:end]
+
+
+def _first_newline(text: str) -> int:
+    nl = text.find("\n")
+    return nl
+
+
+__all__ = ["Branch", "RightContext", "layout_signature", "plausible_stacks", "right_columns",
+           "INDENT"]

@@ -1,0 +1,408 @@
+"""The Python fill-in-the-middle language: which middles fit between a left and right context.
+
+    lang = FimLanguage.for_python(left, right)
+    state = lang.initial()          # after the left context
+    state = state.feed("abc")       # None when no completion can follow
+    state.is_complete()             # left + fed text + right is a valid Python file
+
+How it works (paper sections IV–VI):
+
+1. **Windows** (`lexer.windows`): the left context is cut at the last clean top-level boundary
+   before the cursor and the right context at the first one after it, so the cost depends on
+   the enclosing top-level statement, not on the file.
+2. **Right context** (`lexer.right_context`): R's symbols are rendered for every index where a
+   lexeme begun in the middle could end and every plausible layout state there (bracket depth,
+   line start, indentation stack), each a *branch* with a layout signature.
+3. **Quotient**: all branches, reversed, form one trie-shaped NFA (shared tails of R are parsed
+   once), whose start carries a `DEDENT*` loop for the file's closing dedents. One reversed
+   Earley parse gives a quotient start nonterminal per branch; the language's grammar is
+   `START -> S_b MARK_b` over all branches, so one forward parse of the left context serves
+   every branch.
+4. **Middle**: fed text is lexed incrementally (`lexer.tokenizer`, certain lexemes only; the
+   uncertain tail stays pending) and certain symbols are scanned by the fast recognizer.
+   `feed` returns None when the symbols cannot continue, or when the pending tail cannot begin
+   any lexeme the recognizer could scan next (with the layout symbols it would imply).
+5. **End**: `is_complete` lexes `pending + R[:i]` for the smallest start index `i` that is a
+   true lexeme boundary, computes the actual layout signature there and scans the symbols,
+   then `MARK_b` of the matching branch, and asks whether the result is complete. When the
+   actual layout matches no precomputed branch (a middle that restructures indentation in a
+   way no guess covered), it answers exactly with CPython's parser instead.
+
+Fallbacks (`lang.mode`), never an exception for any text:
+  "exact"  — the windowed quotient is exact and the text outside the windows parses;
+  "window" — as exact, but text outside the windows is broken (the user is mid-edit
+             elsewhere) and is ignored;
+  "prefix" — no right-context branch could be built (R itself is broken near the cursor):
+             left + middle + R_window must only be a valid prefix;
+  "none"   — the left context itself cannot be lexed or parsed: no constraint.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from collections import Counter
+from typing import Literal
+
+from lexer.layout import DEDENT, INDENT, NEWLINE, Layout, LayoutError, indent_tokens
+from lexer.right_context import Branch, RightContext, plausible_stacks, right_columns
+from lexer.tokenizer import LexError, Tokenizer
+from lexer.windows import left_boundaries, right_boundaries
+
+from . import fast
+from .nfa import Nfa
+from .python_grammar import MARKER_PREFIX, MARKERS, python_grammar, python_tokenizer
+
+Scope = Literal["line", "statement", "block", "free"]
+SCOPES = ("line", "statement", "block", "free")
+_START = "$fim"
+_MAX_BRANCHES = MARKERS
+
+
+class FimLanguage:
+    """The set of middles that complete a (left, right) pair; see the module docstring."""
+
+    mode: str
+
+    def __init__(self) -> None:  # use FimLanguage.for_python
+        self.tokenizer: Tokenizer = python_tokenizer()
+        self.scope: Scope = "free"
+        self.left = self.right = ""
+        self.left_start = 0
+        self.right_end = 0
+        self.right_window = ""
+        self.marks: dict[tuple[int, tuple], str] = {}
+        self.starts: list[int] = []
+        self.rc: RightContext | None = None
+        self._base_mode = "none"
+        self._mode_checked: str | None = None
+        self._initial: FimState | None = None
+        self._prefix_cache: dict[str, frozenset[str]] = {}
+        self.block_floor = 1
+
+    # -- construction -----------------------------------------------------------------------
+
+    @classmethod
+    def for_python(cls, left: str, right: str, *, scope: Scope = "free",
+                   windowing: bool = True) -> FimLanguage:
+        if scope not in SCOPES:
+            raise ValueError(f"scope must be one of {', '.join(SCOPES)}, not {scope!r}")
+        lang = cls()
+        lang.scope = scope
+        if left.startswith("\ufeff"):
+            left = left[1:]  # CPython ignores a byte-order mark at the start of a file
+        lang.left, lang.right = left, right
+        try:
+            lang._build(windowing)
+        except RecursionError:
+            lang._unconstrained()
+        return lang
+
+    def _build(self, windowing: bool) -> None:
+        tok = self.tokenizer
+        lefts = left_boundaries(self.left)[:3] + [0] if windowing else [0]
+        lexed = None
+        for start in dict.fromkeys(lefts):
+            try:
+                lexed = tok.lex(self.left, start, len(self.left), Layout(), final=False)
+            except LexError:
+                continue
+            self.left_start = start
+            break
+        if lexed is None:
+            self._unconstrained()
+            return
+        self._left_tokens = lexed.tokens
+        layout = lexed.layout
+        pending = self.left[lexed.tail:]
+        width = _indent_width(layout.stack)
+        self.block_floor = _block_floor(layout)
+
+        rights = right_boundaries(self.right)[:3] + [len(self.right)] if windowing \
+            else [len(self.right)]
+        for end in dict.fromkeys(rights):
+            window = self.right[:end]
+            rc = RightContext(tok, window)
+            stacks = plausible_stacks(layout.stack, right_columns(window), width)
+            branches = rc.branches(stacks, width)[:_MAX_BRANCHES]
+            if not branches:
+                continue
+            parser = self._exact_parser(branches)
+            if parser is None:
+                continue
+            state = parser.scan_many(lexed.tokens)
+            if state is None:
+                continue
+            self.rc, self.right_end, self.right_window = rc, end, window
+            self.starts = sorted({b.start for b in branches})
+            self._base_mode = "exact"
+            self._initial = FimState(self, state, layout, pending, "")
+            if pending and not self._initial._tail_viable(state, layout, pending):
+                self._initial = None
+                continue
+            return
+        # No branch fits: only ask that left + middle + R_window stays a valid prefix.
+        self.right_end = rights[0]
+        self.right_window = self.right[: self.right_end]
+        state = fast.recognizer(python_grammar()).scan_many(lexed.tokens)
+        if state is None:
+            self._unconstrained()
+            return
+        self._base_mode = "prefix"
+        self._initial = FimState(self, state, layout, pending, "")
+
+    def _exact_parser(self, branches: list[Branch]) -> fast.State | None:
+        g = python_grammar()
+        nfa = Nfa(1, 0, [])
+        nfa.add_edge(0, DEDENT, 0)  # the file's closing DEDENTs: the grammar fixes how many
+        trie: dict[tuple[int, str], int] = {}
+        finals: dict[int, list[tuple[int, tuple]]] = {}
+        for b in branches:
+            node = 0
+            for sym in reversed(b.tokens):
+                nxt = trie.get((node, sym))
+                if nxt is None:
+                    nxt = nfa.add_state()
+                    nfa.add_edge(node, sym, nxt)
+                    trie[(node, sym)] = nxt
+                node = nxt
+            finals.setdefault(node, []).append((b.start, b.signature))
+        for node in finals:
+            nfa.finals.add(node)
+        quotient, starts = g.right_quotient_split(nfa)
+        rules = []
+        for k, (node, keys) in enumerate(finals.items()):
+            nt = starts.get(node)
+            if nt is None:
+                continue
+            mark = f"{MARKER_PREFIX}{k}"
+            rules.append((_START, (nt, mark)))
+            for key in keys:
+                self.marks[key] = mark
+        if not rules:
+            return None
+        return fast.recognizer(quotient.with_rules(rules, start=_START))
+
+    def _unconstrained(self) -> None:
+        self._base_mode = "none"
+        self.right_window = self.right
+        self._initial = FimState(self, None, Layout(), "", "")
+
+    # -- public ------------------------------------------------------------------------------
+
+    def initial(self) -> FimState:
+        assert self._initial is not None
+        return self._initial
+
+    @property
+    def mode(self) -> str:
+        """"exact" | "window" | "prefix" | "none" (see the module docstring)."""
+        if self._base_mode != "exact":
+            return self._base_mode
+        if self._mode_checked is None:
+            outside = (self.left[: self.left_start], self.right[self.right_end:])
+            self._mode_checked = "exact" if all(map(_parses, outside)) else "window"
+        return self._mode_checked
+
+    @property
+    def left_window(self) -> str:
+        return self.left[self.left_start:]
+
+    def prefix_terminals(self, tail: str) -> frozenset[str]:
+        got = self._prefix_cache.get(tail)
+        if got is None:
+            got = frozenset(self.tokenizer.table.prefix_terminals(tail))
+            if len(self._prefix_cache) < 4096:
+                self._prefix_cache[tail] = got
+        return got
+
+
+class FimState:
+    """A persistent recognizer state: the left context plus the middle fed so far."""
+
+    __slots__ = ("lang", "parser", "layout", "pending", "text", "_memo", "_complete")
+
+    def __init__(self, lang: FimLanguage, parser: fast.State | None, layout: Layout,
+                 pending: str, text: str):
+        self.lang = lang
+        self.parser = parser
+        self.layout = layout
+        self.pending = pending
+        self.text = text
+        self._memo: dict[str, FimState | None] | None = None
+        self._complete: bool | None = None
+
+    def feed(self, text: str) -> FimState | None:
+        """The state after `text`, or None when no completion can follow it."""
+        if not text:
+            return self
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = {}
+        elif text in memo:
+            return memo[text]
+        result = self._feed(text)
+        if len(memo) < 256:
+            memo[text] = result
+        return result
+
+    def _feed(self, text: str) -> FimState | None:
+        lang = self.lang
+        if lang._base_mode == "none":
+            return FimState(lang, None, self.layout, "", self.text + text)
+        scope = lang.scope
+        if scope == "line" and ("\n" in text or "\r" in text):
+            return None
+        pending = self.pending + text
+        try:
+            lexed = lang.tokenizer.lex(pending, 0, len(pending), self.layout, final=False)
+        except LexError:
+            return None
+        toks = lexed.tokens
+        if toks:
+            if scope == "statement" and NEWLINE in toks:
+                return None
+            if scope == "block" and not self._within_block(toks):
+                return None
+            parser = self.parser.scan_many(toks)
+            if parser is None:
+                return None
+        else:
+            parser = self.parser
+        tail = pending[lexed.tail:]
+        if tail and not self._tail_viable(parser, lexed.layout, tail):
+            return None
+        return FimState(lang, parser, lexed.layout, tail, self.text + text)
+
+    def _within_block(self, toks: list[str]) -> bool:
+        depth = len(self.layout.stack)
+        floor = self.lang.block_floor
+        for t in toks:
+            if t == DEDENT:
+                depth -= 1
+                if depth < floor:
+                    return False
+            elif t == INDENT:
+                depth += 1
+        return True
+
+    def _tail_viable(self, parser: fast.State, layout: Layout, tail: str) -> bool:
+        c = tail[0]
+        if c == "#":
+            return True
+        if c == "\\":
+            return tail == "\\"
+        if layout.bol and layout.depth == 0:
+            try:
+                pre, _ = indent_tokens(layout)
+            except LayoutError:
+                return False
+            if pre:
+                parser = parser.scan_many(pre)
+                if parser is None:
+                    return False
+        allowed = parser.allowed_terminals()
+        return not self.lang.prefix_terminals(tail).isdisjoint(allowed)
+
+    # -- the end of the middle ------------------------------------------------------------
+
+    def is_complete(self) -> bool:
+        """True iff left + fed text + right is a valid Python file (within the windows)."""
+        if self._complete is None:
+            self._complete = self._is_complete()
+        return self._complete
+
+    def _is_complete(self) -> bool:
+        lang = self.lang
+        mode = lang._base_mode
+        if mode == "none":
+            return True
+        if mode == "prefix":
+            return self._prefix_complete()
+        right = lang.right_window
+        for i in lang.starts:
+            head = self.pending + right[:i]
+            boundary = self._at_boundary(head, right, i)
+            if boundary is None:
+                continue
+            toks, layout = boundary
+            sig = lang.rc.signature(i, layout)
+            mark = lang.marks.get((i, sig))
+            if mark is None:
+                return self._exact_fallback()
+            st = self.parser.scan_many(toks) if toks else self.parser
+            if st is None:
+                return False
+            st = st.scan(mark)
+            return st is not None and st.is_complete()
+        return self._exact_fallback()
+
+    def _at_boundary(self, head: str, right: str, i: int) -> tuple[list[str], Layout] | None:
+        """Lex `head` (= pending + R[:i]) if `i` is a lexeme boundary of pending + R."""
+        tok = self.lang.tokenizer
+        try:
+            lexed = tok.lex(head, 0, len(head), self.layout, final=False)
+        except LexError:
+            return None
+        tail_start = lexed.tail
+        if tail_start == len(head):
+            return lexed.tokens, lexed.layout
+        tail = head[tail_start:]
+        nxt = right[i:i + 1]
+        if tail[0] == "#":
+            if nxt in ("", "\n", "\r"):
+                return lexed.tokens, lexed.layout
+            return None
+        if tail[0] == "\\":
+            return None
+        probe = head + nxt
+        if nxt and tok.table.is_prefix(probe, tail_start, len(probe)):
+            return None  # the lexeme runs on into R[i:]
+        try:
+            rest = tok.lex(head, tail_start, len(head), lexed.layout, final=True, eof=False)
+        except LexError:
+            return None
+        return lexed.tokens + rest.tokens, rest.layout
+
+    def _prefix_complete(self) -> bool:
+        text = self.pending + self.lang.right_window
+        try:
+            lexed = self.lang.tokenizer.lex(text, 0, len(text), self.layout, final=False)
+        except LexError:
+            return False
+        st = self.parser.scan_many(lexed.tokens)
+        if st is None:
+            return False
+        tail = text[lexed.tail:]
+        return not tail or self._tail_viable(st, lexed.layout, tail)
+
+    def _exact_fallback(self) -> bool:
+        lang = self.lang
+        return _parses(lang.left_window + self.text + lang.right_window)
+
+    def __repr__(self) -> str:
+        return f"FimState(text={self.text!r}, pending={self.pending!r})"
+
+
+def _parses(text: str) -> bool:
+    if not text.strip():
+        return True
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+        return True
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+
+
+def _indent_width(stack: tuple[tuple[int, int], ...]) -> int:
+    steps = Counter(b[0] - a[0] for a, b in zip(stack, stack[1:], strict=False))
+    return steps.most_common(1)[0][0] if steps else 4
+
+
+def _block_floor(layout: Layout) -> int:
+    """How many indentation levels the middle may not dedent out of (scope "block")."""
+    if not layout.bol:
+        return len(layout.stack)
+    return max(1, sum(1 for level in layout.stack if level[0] <= layout.col))
