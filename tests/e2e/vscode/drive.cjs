@@ -1,0 +1,152 @@
+// Drives VS Code (code-server) in Debian's headless Chromium with playwright-core, as a person
+// would: open the file, put the cursor at the hole, ask for an inline suggestion, wait for the
+// ghost text, take a screenshot, accept it with Tab, save. Used by tests/e2e/test_vscode.py.
+//
+// Usage: node drive.cjs CONFIG.json. CONFIG holds url, file (name in the workspace), line and
+// column (1-based) of the hole, screenshot paths, chromium path and a timeout in ms. Prints one
+// JSON line on stdout: {"ghost": "...", "status": "...", "saved": true}; progress goes to stderr.
+// playwright-core is found through NODE_PATH (the test points it at .e2e/tools/node_modules).
+"use strict";
+
+const fs = require("fs");
+const { chromium } = require("playwright-core");
+
+const config = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+const timeout = config.timeoutMs || 180000;
+
+function log(message) {
+  process.stderr.write(`[drive ${new Date().toISOString()}] ${message}\n`);
+}
+
+// Chromium's own traffic (updates, sync, QUIC probes) has nowhere to go on a closed network and
+// only slows start-up; none of it is needed to run a page served on loopback.
+const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+async function runCommand(page, title) {
+  // F1 opens the command palette in the browser too (Ctrl+Shift+P can be claimed by Chromium).
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible", timeout });
+  await input.fill(`>${title}`);
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
+  await row.waitFor({ state: "visible", timeout });
+  await page.keyboard.press("Enter");
+  await input.waitFor({ state: "hidden", timeout });
+}
+
+async function main() {
+  const browser = await chromium.launch({
+    executablePath: config.chromium,
+    headless: true,
+    args: CHROMIUM_ARGS,
+  });
+  const result = { ghost: "", status: "", saved: false };
+  try {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    const consoleLog = [];
+    page.on("console", (msg) => consoleLog.push(`[${msg.type()}] ${msg.text()}`));
+    page.setDefaultTimeout(timeout);
+
+    log(`opening ${config.url}`);
+    await page.goto(config.url, { waitUntil: "domcontentloaded" });
+    await page.locator(".monaco-workbench").waitFor({ state: "visible" });
+
+    // Quick Open the file by name.
+    log(`opening ${config.file}`);
+    await page.locator(".monaco-workbench").click({ position: { x: 640, y: 400 } }).catch(() => {});
+    await page.keyboard.press("Control+P");
+    const quick = page.locator(".quick-input-widget input");
+    await quick.waitFor({ state: "visible" });
+    await quick.fill(config.file);
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: config.file }).first().waitFor();
+    await page.keyboard.press("Enter");
+    const editor = page.locator(".editor-instance .monaco-editor").first();
+    await editor.waitFor({ state: "visible" });
+
+    // The status bar item says when the model is ready; asking earlier gets an empty answer.
+    log("waiting for the Seam status bar item to say ready");
+    const ready = page.locator(".statusbar-item", { hasText: "Seam: ready" });
+    const failed = page.locator(".statusbar-item", { hasText: "Seam: error" });
+    await Promise.race([
+      ready.waitFor({ state: "visible" }),
+      failed.waitFor({ state: "visible" }).then(async () => {
+        const tip = await failed.getAttribute("aria-label");
+        throw new Error(`the Seam server reports an error: ${tip}`);
+      }),
+    ]);
+    result.status = (await ready.innerText()).trim();
+
+    log(`cursor to ${config.line}:${config.column}`);
+    await editor.click();
+    await page.keyboard.press("Control+G");
+    await quick.waitFor({ state: "visible" });
+    await quick.fill(`:${config.line}:${config.column}`);
+    await page.keyboard.press("Enter");
+    await quick.waitFor({ state: "hidden" });
+
+    // Ask again now and then: a request can legitimately come back empty (the server was
+    // still settling the document, or the decoder ran out of budget on a slow machine).
+    const ghost = page.locator(".ghost-text-decoration, .ghost-text-decoration-preview").first();
+    const attempts = config.attempts || 4;
+    for (let attempt = 1; ; attempt++) {
+      log(`asking for an inline suggestion (attempt ${attempt} of ${attempts})`);
+      await runCommand(page, "Trigger Inline Suggestion");
+      try {
+        await ghost.waitFor({ state: "visible", timeout: Math.ceil(timeout / attempts) });
+        break;
+      } catch (err) {
+        if (attempt >= attempts) {
+          throw err;
+        }
+      }
+    }
+    // Ghost text is rendered as inline decorations on the cursor line plus view zones for
+    // further lines; collect both so the test can compare them with what lands in the file.
+    result.ghost = await page.evaluate(() => {
+      const parts = [];
+      for (const el of document.querySelectorAll(".ghost-text-decoration, .ghost-text-decoration-preview, .ghost-text .view-line")) {
+        parts.push(el.textContent || "");
+      }
+      return parts.join("\n");
+    });
+    log(`ghost text: ${JSON.stringify(result.ghost)}`);
+    await page.screenshot({ path: config.screenshot });
+
+    log("accepting with Tab and saving");
+    await page.keyboard.press("Tab");
+    await ghost.waitFor({ state: "hidden" });
+    await page.keyboard.press("Control+S");
+    await page.locator(".tab.dirty").waitFor({ state: "detached" });
+    result.saved = true;
+    if (config.screenshotAccepted) {
+      await page.screenshot({ path: config.screenshotAccepted });
+    }
+    if (config.consoleLog) {
+      fs.writeFileSync(config.consoleLog, consoleLog.join("\n") + "\n");
+    }
+  } catch (err) {
+    // Keep evidence of what the page looked like when a step failed.
+    const pages = browser.contexts().flatMap((c) => c.pages());
+    if (pages.length > 0 && config.screenshotFailure) {
+      await pages[0].screenshot({ path: config.screenshotFailure }).catch(() => {});
+    }
+    throw err;
+  } finally {
+    await browser.close();
+  }
+  process.stdout.write(JSON.stringify(result) + "\n");
+}
+
+main().catch((err) => {
+  log(`failed: ${err && err.stack ? err.stack : err}`);
+  process.exit(1);
+});
