@@ -118,11 +118,11 @@ def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout: float) -> N
                          f"{log.read_text()[-3000:]}")
 
 
-def _user_settings() -> dict:
+def _user_settings(seam: dict) -> dict:
     return {
-        "seam.model": "random:santacoder",
         "seam.device": "cpu",
         "seam.server.python": sys.executable,
+        **seam,
         # Nothing but the inline suggestion may claim Tab: no suggest widget, no welcome pages.
         "editor.quickSuggestions": {"other": "off", "comments": "off", "strings": "off"},
         "editor.suggestOnTriggerCharacters": False,
@@ -143,22 +143,24 @@ def _user_settings() -> dict:
     }
 
 
-def test_ghost_text_accepted_with_tab_leaves_file_parsable(vsix: Path, tmp_path: Path) -> None:
-    OUTPUT.mkdir(parents=True, exist_ok=True)
-    for old in OUTPUT.glob("*"):
-        if old.is_file():
-            old.unlink()
+def run_in_vscode(vsix: Path, tmp_path: Path, out: Path, seam: dict, drive: dict) -> dict:
+    """Install the extension into a fresh code-server, open scale.py and run the driver.
+
+    ``seam`` holds the `seam.*` user settings, ``drive`` the driver's options (what to expect,
+    where the hole is). Returns the driver's result; code-server, the browser and the Seam
+    server are stopped whatever happens, and their logs land in ``out``.
+    """
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
     user_data = tmp_path / "user-data"
     extensions = tmp_path / "extensions"
     workspace = tmp_path / "workspace"
     xdg = tmp_path / "xdg"
     for d in (user_data / "User", extensions, workspace, xdg):
         d.mkdir(parents=True)
-    (user_data / "User" / "settings.json").write_text(json.dumps(_user_settings(), indent=2))
-    source = workspace / "scale.py"
-    source.write_text(LEFT + RIGHT)
-    hole_line = LEFT.count("\n") + 1
-    hole_column = len(LEFT.rsplit("\n", 1)[-1]) + 1
+    (user_data / "User" / "settings.json").write_text(json.dumps(_user_settings(seam), indent=2))
+    (workspace / "scale.py").write_text(LEFT + RIGHT)
 
     env = dict(os.environ)
     env.update({
@@ -183,7 +185,7 @@ def test_ghost_text_accepted_with_tab_leaves_file_parsable(vsix: Path, tmp_path:
     assert "seam.seam" in listed.stdout, listed.stdout + listed.stderr
 
     port = _free_port()
-    server_log = OUTPUT / "code-server.log"
+    server_log = out / "code-server.log"
     with server_log.open("w") as log_file:
         server = subprocess.Popen(
             base + ["--bind-addr", f"127.0.0.1:{port}", "--auth", "none",
@@ -193,45 +195,55 @@ def test_ghost_text_accepted_with_tab_leaves_file_parsable(vsix: Path, tmp_path:
             env=env, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)
     driver = None
+    out_text = err_text = ""
     try:
         _wait_http(f"http://127.0.0.1:{port}/healthz", server, server_log, timeout=120)
         drive_config = tmp_path / "drive.json"
         drive_config.write_text(json.dumps({
             "url": f"http://127.0.0.1:{port}/?folder={workspace}",
-            "file": source.name,
-            "line": hole_line,
-            "column": hole_column,
+            "file": "scale.py",
             "chromium": str(CHROMIUM),
             "timeoutMs": STEP_TIMEOUT_S * 1000,
-            "screenshot": str(OUTPUT / "ghost_text.png"),
-            "screenshotAccepted": str(OUTPUT / "accepted.png"),
-            "screenshotFailure": str(OUTPUT / "failure.png"),
-            "consoleLog": str(OUTPUT / "browser-console.log"),
+            "screenshotFailure": str(out / "failure.png"),
+            "consoleLog": str(out / "browser-console.log"),
+            **drive,
         }))
         driver = subprocess.Popen([str(NODE), str(DRIVER), str(drive_config)],
                                   env={**env, "NODE_PATH": str(TOOLS)},
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                   start_new_session=True)
         try:
-            out, err = driver.communicate(timeout=STEP_TIMEOUT_S * 4)
+            out_text, err_text = driver.communicate(timeout=STEP_TIMEOUT_S * 4)
         except subprocess.TimeoutExpired:
             _stop(driver)
-            out, err = driver.communicate()
-        (OUTPUT / "driver.log").write_text(err)
+            out_text, err_text = driver.communicate()
+        (out / "driver.log").write_text(err_text)
     finally:
         if driver is not None:
             _stop(driver)
         _stop(server)
         for log in (xdg / "state").rglob("*.log"):
-            shutil.copy(log, OUTPUT / f"seam-{log.name}")
+            shutil.copy(log, out / f"seam-{log.name}")
 
-    seam_logs = "".join(p.read_text() for p in OUTPUT.glob("seam-*.log"))
-    assert driver.returncode == 0, (f"the browser driver failed:\n{err[-3000:]}\n"
+    seam_logs = "".join(p.read_text() for p in out.glob("seam-*.log"))
+    assert driver.returncode == 0, (f"the browser driver failed:\n{err_text[-3000:]}\n"
                                     f"--- Seam server log (end):\n{seam_logs[-3000:]}")
-    result = json.loads(out.strip().splitlines()[-1])
+    result = json.loads(out_text.strip().splitlines()[-1])
+    result["workspace"] = workspace
+    return result
+
+
+def test_ghost_text_accepted_with_tab_leaves_file_parsable(vsix: Path, tmp_path: Path) -> None:
+    out = OUTPUT / "completion"
+    result = run_in_vscode(vsix, tmp_path, out, {"seam.model": "random:santacoder"}, {
+        "line": LEFT.count("\n") + 1,
+        "column": len(LEFT.rsplit("\n", 1)[-1]) + 1,
+        "screenshot": str(out / "ghost_text.png"),
+        "screenshotAccepted": str(out / "accepted.png"),
+    })
     assert result["saved"], result
     assert result["status"].endswith("Seam: ready"), result
-    saved = source.read_text()
+    saved = (result["workspace"] / "scale.py").read_text()
     ast.parse(saved)  # the whole point: an accepted suggestion never breaks the file
     assert saved.startswith(LEFT) and saved.endswith(RIGHT), saved
     middle = saved[len(LEFT):len(saved) - len(RIGHT)]
@@ -240,3 +252,16 @@ def test_ghost_text_accepted_with_tab_leaves_file_parsable(vsix: Path, tmp_path:
     shown = result["ghost"].replace("\u00a0", " ").strip()
     assert shown, result
     assert shown.splitlines()[0].strip() in middle, (shown, middle)
+
+
+def test_model_that_cannot_load_shows_error_in_status_bar(vsix: Path, tmp_path: Path) -> None:
+    out = OUTPUT / "model_error"
+    missing = tmp_path / "no-such-model"
+    result = run_in_vscode(vsix, tmp_path, out, {"seam.model": str(missing)}, {
+        "expect": "error",
+        "screenshot": str(out / "error.png"),
+    })
+    assert result["status"].endswith("Seam: error"), result
+    # The notification names the model and the setting to change.
+    assert str(missing) in result["notification"], result
+    assert "seam.model" in result["notification"], result

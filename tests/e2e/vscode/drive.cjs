@@ -5,6 +5,8 @@
 // Usage: node drive.cjs CONFIG.json. CONFIG holds url, file (name in the workspace), line and
 // column (1-based) of the hole, screenshot paths, chromium path and a timeout in ms. Prints one
 // JSON line on stdout: {"ghost": "...", "status": "...", "saved": true}; progress goes to stderr.
+// With "expect": "error" it only waits for the status bar to report a server error and returns
+// {"status": "...", "notification": "..."}.
 // playwright-core is found through NODE_PATH (the test points it at .e2e/tools/node_modules).
 "use strict";
 
@@ -49,10 +51,10 @@ async function main() {
     args: CHROMIUM_ARGS,
   });
   const result = { ghost: "", status: "", saved: false };
+  const consoleLog = [];
   try {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const page = await context.newPage();
-    const consoleLog = [];
     page.on("console", (msg) => consoleLog.push(`[${msg.type()}] ${msg.text()}`));
     page.setDefaultTimeout(timeout);
 
@@ -72,10 +74,23 @@ async function main() {
     const editor = page.locator(".editor-instance .monaco-editor").first();
     await editor.waitFor({ state: "visible" });
 
-    // The status bar item says when the model is ready; asking earlier gets an empty answer.
-    log("waiting for the Seam status bar item to say ready");
     const ready = page.locator(".statusbar-item", { hasText: "Seam: ready" });
     const failed = page.locator(".statusbar-item", { hasText: "Seam: error" });
+    if (config.expect === "error") {
+      // A model that cannot load must show up as an error in the status bar and a notification
+      // that says what to fix.
+      log("waiting for the Seam status bar item to say error");
+      await failed.waitFor({ state: "visible" });
+      result.status = (await failed.innerText()).trim();
+      const toast = page.locator(".notifications-toasts .notification-list-item-message").first();
+      await toast.waitFor({ state: "visible" });
+      result.notification = (await toast.innerText()).trim();
+      await page.screenshot({ path: config.screenshot, animations: "disabled" });
+      return result;
+    }
+
+    // The status bar item says when the model is ready; asking earlier gets an empty answer.
+    log("waiting for the Seam status bar item to say ready");
     await Promise.race([
       ready.waitFor({ state: "visible" }),
       failed.waitFor({ state: "visible" }).then(async () => {
@@ -119,7 +134,7 @@ async function main() {
       return parts.join("\n");
     });
     log(`ghost text: ${JSON.stringify(result.ghost)}`);
-    await page.screenshot({ path: config.screenshot });
+    await page.screenshot({ path: config.screenshot, animations: "disabled" });
 
     log("accepting with Tab and saving");
     await page.keyboard.press("Tab");
@@ -128,11 +143,9 @@ async function main() {
     await page.locator(".tab.dirty").waitFor({ state: "detached" });
     result.saved = true;
     if (config.screenshotAccepted) {
-      await page.screenshot({ path: config.screenshotAccepted });
+      await page.screenshot({ path: config.screenshotAccepted, animations: "disabled" });
     }
-    if (config.consoleLog) {
-      fs.writeFileSync(config.consoleLog, consoleLog.join("\n") + "\n");
-    }
+    return result;
   } catch (err) {
     // Keep evidence of what the page looked like when a step failed.
     const pages = browser.contexts().flatMap((c) => c.pages());
@@ -141,12 +154,16 @@ async function main() {
     }
     throw err;
   } finally {
+    if (config.consoleLog) {
+      fs.writeFileSync(config.consoleLog, consoleLog.join("\n") + "\n");
+    }
     await browser.close();
   }
-  process.stdout.write(JSON.stringify(result) + "\n");
 }
 
-main().catch((err) => {
+main().then((result) => {
+  process.stdout.write(JSON.stringify(result) + "\n");
+}).catch((err) => {
   log(`failed: ${err && err.stack ? err.stack : err}`);
   process.exit(1);
 });
