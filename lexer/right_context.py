@@ -24,7 +24,7 @@ accepts any number (`DEDENT*`) without losing exactness.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from lexer.layout import DEDENT, INDENT, Layout, LayoutError, Level, indent_tokens
@@ -150,7 +150,7 @@ class RightContext:
             if isinstance(t, tuple):
                 col, alt = t
                 if k == 0 and layout.bol and same_line:
-                    col, alt = _advance(layout.col, layout.alt, lead)
+                    col, alt = advance_ws(layout.col, layout.alt, lead)
                 try:
                     pre, stack = indent_tokens(Layout(stack, 0, True, col, alt))
                 except LayoutError:
@@ -177,76 +177,103 @@ class RightContext:
         sym = self.symbolic(start, depth, bol)
         return None if sym is None else sym.max_col
 
-    def branches(self, stacks: Iterable[tuple[Level, ...]], indent_width: int) -> list[Branch]:
+    def render_after_event(self, start: int, stack: tuple[Level, ...]) -> Branch | None:
+        """R[start:]'s symbols after its first line's indentation event, which left `stack`.
+
+        Used when the middle ends at the start of a line that R continues: the recognizer
+        computes that first event's INDENT/DEDENTs exactly from the real stack at the end of
+        the middle, so only the stack it leaves behind has to be guessed.
+        """
+        sym = self.symbolic(start, 0, True)
+        if sym is None:
+            return None
+        out: list[str] = []
+        for k, t in enumerate(sym.tokens):
+            if isinstance(t, tuple):
+                if k == 0:
+                    continue
+                try:
+                    pre, stack = indent_tokens(Layout(stack, 0, True, t[0], t[1]))
+                except LayoutError:
+                    return None
+                out.extend(pre)
+            else:
+                out.append(t)
+        while out and out[-1] == DEDENT:
+            out.pop()
+        return Branch(start, self.signature_after(start, stack), tuple(out))
+
+    def signature_after(self, start: int, stack: tuple[Level, ...]) -> Signature | None:
+        sym = self.symbolic(start, 0, True)
+        if sym is None:
+            return None
+        kept = tuple(level for level in stack if level[0] <= sym.max_col)
+        return ("after", kept, len(stack) - len(kept))
+
+    def event_columns(self) -> list[Level]:
+        """Indentation of R's logical lines (layout events only, not bracket continuations)."""
+        cols: set[Level] = set()
+        for start in self.starts[:1]:
+            sym = self.symbolic(start, self.net_closers(start) or 0, False)
+            if sym is not None:
+                cols.update(t for t in sym.tokens if isinstance(t, tuple))
+        return sorted(cols)
+
+    def branches(self, stack: tuple[Level, ...], width: int) -> list[Branch]:
         """Render R[i:] for every start index and every plausible layout at it."""
-        stacks = list(dict.fromkeys(stacks))
+        mid, after = plausible_stacks(stack, self.event_columns(), width)
         out: dict[tuple[int, Signature], Branch] = {}
+
+        def add(b: Branch | None) -> None:
+            if b is not None:
+                out.setdefault((b.start, b.signature), b)
+
         for start in self.starts:
             depth = self.net_closers(start)
             if depth is None:
                 continue
-            bols = (False, True) if depth == 0 else (False,)
-            lead = _leading_ws(self.right, start)
-            for bol in bols:
-                if self.symbolic(start, depth, bol) is None:
-                    continue
-                for stack in stacks:
-                    for col, alt in (_line_starts(stack, lead, indent_width) if bol else [(0, 0)]):
-                        b = self.render(start, Layout(stack, depth, bol, col, alt))
-                        if b is not None:
-                            out.setdefault((b.start, b.signature), b)
+            for st in mid:
+                add(self.render(start, Layout(st, depth, False, 0, 0)))
+            if depth:
+                continue
+            if self.continues_line(start):
+                for st in after:
+                    add(self.render_after_event(start, st))
+            else:
+                for st in mid:
+                    add(self.render(start, Layout(st, 0, True, 0, 0)))
         return list(out.values())
 
 
 def plausible_stacks(stack: tuple[Level, ...], right_columns: Sequence[Level],
-                     indent_width: int) -> list[tuple[Level, ...]]:
+                     width: int) -> tuple[list[tuple[Level, ...]], list[tuple[Level, ...]]]:
     """Indentation stacks the middle may leave behind, most likely first.
 
-    The left context's own stack; every shallower prefix of it (the middle dedented); and each
-    of those deepened by one or two levels, at R's own line columns or one indentation width
-    further (the middle opened blocks that R continues).
+    Returns (stacks at a mid-line end of the middle, stacks right after the indentation event
+    of a line that R continues). Both include the left context's own stack and every
+    shallower prefix of it (the middle dedented); deeper ones add a level one indentation
+    width further, or at one of R's own line columns.
     """
-    out: list[tuple[Level, ...]] = []
+    mid: list[tuple[Level, ...]] = []
+    after: list[tuple[Level, ...]] = []
+    top = stack[-1]
+    mid_deeper = (top[0] + width, top[1] + width)
     for k in range(len(stack), 0, -1):
         base = stack[:k]
-        out.append(base)
-        top = base[-1]
-        deeper = sorted({c for c in right_columns if c[0] > top[0] and c[1] > top[1]}
-                        | {(top[0] + indent_width, top[1] + indent_width)})
-        for level in deeper[:4]:
-            out.append(base + (level,))
-            nxt = [c for c in deeper if c[0] > level[0] and c[1] > level[1]]
-            for level2 in nxt[:2]:
-                out.append(base + (level, level2))
-    return list(dict.fromkeys(out))
+        mid.append(base)
+        after.append(base)
+        b_top = base[-1]
+        deeper = sorted({c for c in right_columns if c[0] > b_top[0] and c[1] > b_top[1]}
+                        | {(b_top[0] + width, b_top[1] + width)})
+        for level in deeper[:3]:
+            after.append(base + (level,))
+    mid.append(stack + (mid_deeper,))
+    after.append(stack + (mid_deeper, (mid_deeper[0] + width, mid_deeper[1] + width)))
+    return list(dict.fromkeys(mid)), list(dict.fromkeys(after))
 
 
-def right_columns(right: str) -> list[Level]:
-    """The (col, alt) indentation of every non-blank physical line of R after its first."""
-    cols = set()
-    for line in right.split("\n")[1:]:
-        stripped = line.lstrip(" \t\f")
-        if not stripped or stripped.startswith("#"):
-            continue
-        cols.add(_advance(0, 0, line[: len(line) - len(stripped)]))
-    return sorted(cols)
-
-
-def _line_starts(stack: tuple[Level, ...], lead: str, width: int) -> list[Level]:
-    """Indentation the middle may have written before R's first line continues it."""
-    targets = set(stack) | {(stack[-1][0] + width, stack[-1][1] + width)}
-    out = []
-    for col, alt in sorted(targets):
-        if not lead:
-            out.append((col, alt))
-        elif "\t" not in lead and "\f" not in lead and col >= len(lead) and alt >= len(lead):
-            out.append((col - len(lead), alt - len(lead)))
-    if lead:
-        out.append((0, 0))
-    return list(dict.fromkeys(out))
-
-
-def _advance(col: int, alt: int, ws: str) -> Level:
+def advance_ws(col: int, alt: int, ws: str) -> Level:
+    """The indentation after `ws`, from (col, alt) (tabs to multiples of 8 / as one)."""
     for ch in ws:
         if ch == " ":
             col += 1
@@ -271,5 +298,4 @@ def _first_newline(text: str) -> int:
     return nl
 
 
-__all__ = ["Branch", "RightContext", "layout_signature", "plausible_stacks", "right_columns",
-           "INDENT"]
+__all__ = ["Branch", "RightContext", "layout_signature", "plausible_stacks", "INDENT"]

@@ -16,6 +16,8 @@ Departures from plain maximal munch that CPython makes, reproduced here:
 
 from __future__ import annotations
 
+import ast
+import warnings
 from typing import NamedTuple
 
 from lexer.fstrings import fstring_fields_valid
@@ -56,6 +58,7 @@ class Tokenizer:
         self.openers = frozenset(lit[c] for c in OPENERS if c in lit)
         self.closers = frozenset(lit[c] for c in CLOSERS if c in lit)
         self.fstring = table.fstring_terminal
+        self.strings = frozenset(n for n in ("STRING", "LONG_STRING") if n in table.terminals)
 
     def lex(self, text: str, pos: int = 0, end: int | None = None, layout: Layout = _START,
             final: bool = True, eof: bool | None = None, events: bool = False) -> Lexed:
@@ -135,8 +138,11 @@ class Tokenizer:
                 break
             if name in _NUMBER_TERMINALS and e < end and _is_ident_char(text[e]):
                 self._check_number_suffix(text, i, e, end, final)
-            elif name == self.fstring and not fstring_fields_valid(text[i:e]):
-                raise LexError("invalid expression in f-string", i)
+            elif name == self.fstring:
+                if not fstring_fields_valid(text[i:e]):
+                    raise LexError("invalid expression in f-string", i)
+            elif name in self.strings and not _string_valid(text, i, e):
+                raise LexError("invalid string literal (escape or bytes content)", i)
             if bol and events:
                 toks.append((col, alt))  # type: ignore[arg-type]
                 starts.append(i)
@@ -186,6 +192,24 @@ class Tokenizer:
         if j == end and not final and any(k.startswith(word) for k in _NUMBER_KEYWORDS):
             return
         raise LexError("invalid decimal literal", start)
+
+
+def _string_valid(text: str, start: int, end: int) -> bool:
+    """Escapes and bytes contents, which CPython's parser checks inside string literals."""
+    lexeme = text[start:end]
+    quote = min((k for k in (lexeme.find("'"), lexeme.find('"')) if k >= 0), default=0)
+    prefix = lexeme[:quote].lower()
+    if "\\" not in lexeme and ("b" not in prefix or lexeme.isascii()):
+        return True
+    if "r" in prefix and ("b" not in prefix or lexeme.isascii()):
+        return True
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.literal_eval(lexeme)
+        return True
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
 
 
 def _is_ident_char(ch: str) -> bool:

@@ -88,3 +88,94 @@ def right_boundaries(text: str, limit: int = 8) -> list[int]:
         pos = text.find("\n", start)
     out.append(len(text))
     return out
+
+
+# -- windows inside a large top-level block ------------------------------------------------
+
+_LAYOUT = frozenset(("NEWLINE", "INDENT", "DEDENT"))
+_CLAUSES = frozenset(("ELSE", "ELIF", "EXCEPT", "FINALLY", "CASE"))
+
+
+def inner_cut(text: str, tokens: list[str], starts: list[int]) -> tuple[int, str, int] | None:
+    """Cut a top-level window again at the last statement of the block's own body.
+
+    `tokens`/`starts` are the lexed window `text` (which begins at a clean top-level
+    boundary). Returns (offset of the cut, synthetic header, the body's column) or None.
+
+    The header is one line that opens a block at column 0, so that the kept text (statements
+    at the body's indentation) lexes and parses as it did under the real header. The real
+    header is replaced because the clauses that would complete it (the `except` of a `try`)
+    lie beyond the right window. The synthetic header is chosen by the kind of the real one,
+    so that the clauses a middle may add at column 0 are as far as possible the same:
+    `if 1:` for if/elif (accepts elif/else), `while 1:` for for/while (accepts else), and
+    `class _:` (accepts none) otherwise. `match` blocks are not cut.
+
+    Soundness: the kept statements, the middle and the right window lie inside the body at
+    nesting level 1; the cut removes complete statements of that body and the header, which
+    the parser needs only to open the block. The approximation is in the clauses a middle
+    adds at column 0 (see above); the decoder's final check with CPython's parser covers it.
+    """
+    levels = 1
+    at_line_start = True
+    last_top: str | None = None
+    prev_first: str | None = None
+    best: int | None = None
+    best_header: str | None = None
+    best_col = 0
+    for tok, pos in zip(tokens, starts, strict=True):
+        if tok in _LAYOUT:
+            if tok == "INDENT":
+                levels += 1
+            elif tok == "DEDENT":
+                levels -= 1
+            else:
+                at_line_start = True
+            continue
+        if not at_line_start:
+            continue
+        at_line_start = False
+        if levels == 1:
+            last_top = tok
+        elif levels == 2 and tok not in _CLAUSES and prev_first != "AT" and last_top is not None:
+            line_start = text.rfind("\n", 0, pos) + 1
+            ws = text[line_start:pos]
+            if ws and ws.strip(" ") == "":
+                best, best_header, best_col = line_start, _header_for(last_top), len(ws)
+        prev_first = tok
+    if best is None or best_header is None:
+        return None
+    return best, best_header, best_col
+
+
+def _header_for(first: str) -> str | None:
+    if first in ("IF", "ELIF"):
+        return "if 1:\n"
+    if first in ("FOR", "WHILE"):
+        return "while 1:\n"
+    if first == "MATCH":
+        return None
+    return "class _:\n"
+
+
+def right_inner_end(text: str, column: int) -> int:
+    """End of the right window for a left window cut at a body statement at `column`.
+
+    The first later line that starts a statement at `column` (not a clause, not decorated,
+    not continued) or that is indented less than `column`; the whole text if none.
+    """
+    pos = text.find("\n")
+    while pos >= 0:
+        start = pos + 1
+        line_end = text.find("\n", start)
+        line = text[start: line_end if line_end >= 0 else len(text)]
+        body = line.lstrip(" \t\f")
+        if body and not body.startswith("#"):
+            indent = len(line) - len(body)
+            if "\t" in line[:indent] or "\f" in line[:indent]:
+                return len(text)
+            if indent < column:
+                return start
+            if indent == column and _is_boundary_line(text, start + indent):
+                return start
+        pos = line_end
+    return len(text)

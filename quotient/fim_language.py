@@ -45,9 +45,9 @@ from collections import Counter
 from typing import Literal
 
 from lexer.layout import DEDENT, INDENT, NEWLINE, Layout, LayoutError, indent_tokens
-from lexer.right_context import Branch, RightContext, plausible_stacks, right_columns
-from lexer.tokenizer import LexError, Tokenizer
-from lexer.windows import left_boundaries, right_boundaries
+from lexer.right_context import Branch, RightContext, advance_ws
+from lexer.tokenizer import Lexed, LexError, Tokenizer
+from lexer.windows import inner_cut, left_boundaries, right_boundaries, right_inner_end
 
 from . import fast
 from .nfa import Nfa
@@ -57,6 +57,7 @@ Scope = Literal["line", "statement", "block", "free"]
 SCOPES = ("line", "statement", "block", "free")
 _START = "$fim"
 _MAX_BRANCHES = MARKERS
+_INNER_CUT_MIN = 400  # characters: smaller top-level windows are not cut again
 
 
 class FimLanguage:
@@ -67,9 +68,10 @@ class FimLanguage:
     def __init__(self) -> None:  # use FimLanguage.for_python
         self.tokenizer: Tokenizer = python_tokenizer()
         self.scope: Scope = "free"
-        self.left = self.right = ""
+        self.left = self.right = self.left_text = ""
         self.left_start = 0
         self.right_end = 0
+        self._outside_right = 0
         self.right_window = ""
         self.marks: dict[tuple[int, tuple], str] = {}
         self.starts: list[int] = []
@@ -100,31 +102,42 @@ class FimLanguage:
 
     def _build(self, windowing: bool) -> None:
         tok = self.tokenizer
-        lefts = left_boundaries(self.left)[:3] + [0] if windowing else [0]
-        lexed = None
+        base = fast.recognizer(python_grammar())
+        lefts = left_boundaries(self.left)[:4] + [0] if windowing else [0]
+        found = None
         for start in dict.fromkeys(lefts):
-            try:
-                lexed = tok.lex(self.left, start, len(self.left), Layout(), final=False)
-            except LexError:
-                continue
-            self.left_start = start
-            break
-        if lexed is None:
+            got = self._lex_left(self.left[start:], base)
+            if got is not None:
+                self.left_start = start
+                found = got
+                break
+        if found is None:
             self._unconstrained()
             return
-        self._left_tokens = lexed.tokens
-        layout = lexed.layout
-        pending = self.left[lexed.tail:]
-        width = _indent_width(layout.stack)
-        self.block_floor = _block_floor(layout)
-
+        text = self.left[self.left_start:]
         rights = right_boundaries(self.right)[:3] + [len(self.right)] if windowing \
             else [len(self.right)]
+        self.left_text = text
+        top_rights = list(rights)
+        if windowing and len(text) > _INNER_CUT_MIN:
+            cut = inner_cut(text, found[0].tokens, found[0].starts)
+            if cut is not None:
+                offset, header, column = cut
+                inner = self._lex_left(header + text[offset:], base)
+                if inner is not None:
+                    self.left_text = header + text[offset:]
+                    found = inner
+                    rights = [right_inner_end(self.right, column)] + rights
+        lexed, base_state = found
+        self._left_tokens = lexed.tokens
+        layout = lexed.layout
+        pending = self.left_text[lexed.tail:]
+        width = _indent_width(layout.stack)
+        self.block_floor = _block_floor(layout)
         for end in dict.fromkeys(rights):
             window = self.right[:end]
             rc = RightContext(tok, window)
-            stacks = plausible_stacks(layout.stack, right_columns(window), width)
-            branches = rc.branches(stacks, width)[:_MAX_BRANCHES]
+            branches = rc.branches(layout.stack, width)[:_MAX_BRANCHES]
             if not branches:
                 continue
             parser = self._exact_parser(branches)
@@ -134,22 +147,31 @@ class FimLanguage:
             if state is None:
                 continue
             self.rc, self.right_end, self.right_window = rc, end, window
+            self._outside_right = min((r for r in top_rights if r >= end), default=len(self.right))
             self.starts = sorted({b.start for b in branches})
             self._base_mode = "exact"
             self._initial = FimState(self, state, layout, pending, "")
             if pending and not self._initial._tail_viable(state, layout, pending):
                 self._initial = None
+                self.marks = {}
                 continue
             return
         # No branch fits: only ask that left + middle + R_window stays a valid prefix.
         self.right_end = rights[0]
         self.right_window = self.right[: self.right_end]
-        state = fast.recognizer(python_grammar()).scan_many(lexed.tokens)
-        if state is None:
-            self._unconstrained()
-            return
         self._base_mode = "prefix"
-        self._initial = FimState(self, state, layout, pending, "")
+        self._initial = FimState(self, base_state, layout, pending, "")
+
+    def _lex_left(self, text: str, base: fast.State) -> tuple[Lexed, fast.State] | None:
+        """Lex and parse a left window; None when it is not a valid prefix of Python."""
+        try:
+            lexed = self.tokenizer.lex(text, 0, len(text), Layout(), final=False)
+        except LexError:
+            return None
+        state = base.scan_many(lexed.tokens)
+        if state is None:
+            return None
+        return lexed, state
 
     def _exact_parser(self, branches: list[Branch]) -> fast.State | None:
         g = python_grammar()
@@ -185,6 +207,7 @@ class FimLanguage:
 
     def _unconstrained(self) -> None:
         self._base_mode = "none"
+        self.left_text = self.left
         self.right_window = self.right
         self._initial = FimState(self, None, Layout(), "", "")
 
@@ -200,13 +223,14 @@ class FimLanguage:
         if self._base_mode != "exact":
             return self._base_mode
         if self._mode_checked is None:
-            outside = (self.left[: self.left_start], self.right[self.right_end:])
+            outside = (self.left[: self.left_start], self.right[self._outside_right:])
             self._mode_checked = "exact" if all(map(_parses, outside)) else "window"
         return self._mode_checked
 
     @property
     def left_window(self) -> str:
-        return self.left[self.left_start:]
+        """The left context as parsed: its window, with a synthetic header if cut inside."""
+        return self.left_text
 
     def prefix_terminals(self, tail: str) -> frozenset[str]:
         got = self._prefix_cache.get(tail)
@@ -326,7 +350,19 @@ class FimState:
             if boundary is None:
                 continue
             toks, layout = boundary
-            sig = lang.rc.signature(i, layout)
+            rc = lang.rc
+            if layout.bol and layout.depth == 0 and rc.continues_line(i):
+                # The middle ends at the start of a line R continues: its INDENT/DEDENTs
+                # follow from the real stack (computed here), not from a guess.
+                col, alt = advance_ws(layout.col, layout.alt, _leading_ws(right, i))
+                try:
+                    pre, stack = indent_tokens(layout._replace(col=col, alt=alt))
+                except LayoutError:
+                    return False
+                toks = toks + pre
+                sig = rc.signature_after(i, stack)
+            else:
+                sig = rc.signature(i, layout)
             mark = lang.marks.get((i, sig))
             if mark is None:
                 return self._exact_fallback()
@@ -382,6 +418,13 @@ class FimState:
 
     def __repr__(self) -> str:
         return f"FimState(text={self.text!r}, pending={self.pending!r})"
+
+
+def _leading_ws(text: str, start: int) -> str:
+    end = start
+    while end < len(text) and text[end] in " \t\f":
+        end += 1
+    return text[start:end]
 
 
 def _parses(text: str) -> bool:
