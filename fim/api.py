@@ -227,12 +227,8 @@ class Engine:
         error = None
         if req.mode == "checked" and middle is not None and out.stop != "cancelled":
             t0 = time.perf_counter()
-            kept = decoding.longest_parsing_prefix(req.left, middle, req.right)
+            middle, stop = decoding.checked_cut(req.left, middle, req.right, out.stop)
             constraint_ms += (time.perf_counter() - t0) * 1e3
-            if kept is None:
-                middle, stop = None, "no_candidate"
-            elif len(kept) < len(middle) or stop != "eos":
-                middle, stop = kept, "best_complete"
             parses = middle is not None
         elif middle is not None:
             parses = decoding.parses(req.left + middle + req.right)

@@ -86,6 +86,21 @@ def longest_parsing_prefix(left: str, text: str, right: str) -> str | None:
     return None
 
 
+def checked_cut(left: str, text: str, right: str, stop: str) -> tuple[str | None, str]:
+    """Checked-unconstrained post-processing of an unconstrained output.
+
+    Returns ``(middle, stop)``: the output itself when it parses after a stop token (``eos``),
+    a shorter parsing prefix or a parsing output cut off by the budget (``best_complete``), or
+    ``(None, "no_candidate")`` when no prefix parses.
+    """
+    kept = longest_parsing_prefix(left, text, right)
+    if kept is None:
+        return None, "no_candidate"
+    if len(kept) < len(text) or stop != "eos":
+        return kept, "best_complete"
+    return kept, stop
+
+
 class FeedCache:
     """Memoised ``feed`` and ``is_complete`` for persistent recognizer states.
 

@@ -97,7 +97,10 @@ def classify_spec(spec: str) -> str:
         return "random"
     if spec.startswith("bundled:"):
         return "bundled"
-    path = Path(spec).expanduser()
+    try:
+        path = Path(spec).expanduser()
+    except RuntimeError:  # "~user" naming no known user
+        path = Path(spec)
     if spec.endswith(".gguf"):
         if not path.is_file():
             raise ModelSpecError(f"GGUF file not found: {spec}")

@@ -1,0 +1,235 @@
+"""The paper's experiment: run the decoding modes over dataset cases and tabulate the outcome.
+
+For each case the engine runs ``unconstrained`` and ``constrained`` decoding; ``checked`` is
+derived from the unconstrained output (the same greedy tokens, cut to the longest parsing
+prefix), which is exactly what a separate checked run would produce and saves a third of the
+model time.  A mode succeeds on a case when ``ast.parse(prefix + middle + suffix)`` succeeds.
+
+The summary has the paper's Table I/II layout (rows: unconstrained ✓, unconstrained ✗ but
+checked ✓, checked ✗; columns: constrained ✓ / ✗ / total), plus per mode the success rate,
+exact match and edit similarity of the middle against the removed text, mean tokens and time
+per token split into model time and constraint time.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from fim import decoding
+from fim.api import CompletionRequest, Engine
+
+EVAL_MODES = ("unconstrained", "checked", "constrained")
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (insert, delete, substitute each cost 1)."""
+    if len(a) < len(b):
+        a, b = b, a
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+def edit_similarity(pred: str | None, ref: str) -> float:
+    """``1 - distance / max(len)``; 0 for a failed (``None``) prediction, 1 for two empties."""
+    if pred is None:
+        return 0.0
+    longest = max(len(pred), len(ref))
+    if longest == 0:
+        return 1.0
+    return 1.0 - edit_distance(pred, ref) / longest
+
+
+def _record(case: dict, mode: str, middle: str | None, stop: str, tokens: int,
+            setup_ms: float, model_ms: float, constraint_ms: float, lang_mode: str,
+            error: str | None = None) -> dict:
+    ok = middle is not None and decoding.parses(case["prefix"] + middle + case["suffix"])
+    return {
+        "id": case["id"],
+        "dataset": case["id"].split("/", 1)[0],
+        "mode": mode,
+        "middle": middle,
+        "stop": stop,
+        "tokens": tokens,
+        "success": ok,
+        "exact": middle == case["middle"],
+        "edit_similarity": edit_similarity(middle, case["middle"]),
+        "setup_ms": setup_ms,
+        "model_ms": model_ms,
+        "constraint_ms": constraint_ms,
+        "lang_mode": lang_mode,
+        "error": error,
+    }
+
+
+def run_case(engine: Engine, case: dict, *, max_tokens: int, top_k: int, scope: str,
+             cancel: Callable[[], bool] | None = None) -> list[dict]:
+    """The three records (unconstrained, checked, constrained) of one case."""
+    left, right = case["prefix"], case["suffix"]
+    out = []
+    unc = engine.complete(
+        CompletionRequest(left, right, mode="unconstrained", max_tokens=max_tokens,
+                          scope=scope), cancel)
+    out.append(_record(case, "unconstrained", unc.middle, unc.stop, unc.tokens, unc.setup_ms,
+                       unc.model_ms, 0.0, "none"))
+    t0 = time.perf_counter()
+    if unc.middle is None:
+        chk_middle, chk_stop = None, unc.stop
+    else:
+        chk_middle, chk_stop = decoding.checked_cut(left, unc.middle, right, unc.stop)
+    check_ms = (time.perf_counter() - t0) * 1e3
+    out.append(_record(case, "checked", chk_middle, chk_stop, unc.tokens, unc.setup_ms,
+                       unc.model_ms, check_ms, "none"))
+    con = engine.complete(
+        CompletionRequest(left, right, mode="constrained", max_tokens=max_tokens, top_k=top_k,
+                          scope=scope), cancel)
+    out.append(_record(case, "constrained", con.middle, con.stop, con.tokens, con.setup_ms,
+                       con.model_ms, con.constraint_ms, con.mode, con.error))
+    return out
+
+
+def load_records(path: Path) -> list[dict]:
+    """Records from a JSONL file written by an earlier (possibly interrupted) run."""
+    if not path.is_file():
+        return []
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                try:
+                    out.append(json.loads(line))
+                except json.JSONDecodeError:
+                    continue  # a line cut short by an interrupted write
+    return out
+
+
+def run(engine: Engine, cases: Iterable[dict], *, max_tokens: int, top_k: int, scope: str,
+        records_path: Path | None = None, progress=None) -> list[dict]:
+    """Run every case (skipping ones already in ``records_path``), appending records there."""
+    done = load_records(records_path) if records_path else []
+    complete_ids = {}
+    for r in done:
+        complete_ids.setdefault(r["id"], set()).add(r["mode"])
+    have = {i for i, m in complete_ids.items() if set(EVAL_MODES) <= m}
+    records = [r for r in done if r["id"] in have]
+    sink = open(records_path, "a", encoding="utf-8") if records_path else None  # noqa: SIM115
+    try:
+        for case in cases:
+            if case["id"] not in have:
+                recs = run_case(engine, case, max_tokens=max_tokens, top_k=top_k, scope=scope)
+                records.extend(recs)
+                if sink:
+                    for r in recs:
+                        sink.write(json.dumps(r) + "\n")
+                    sink.flush()
+            if progress:
+                progress(case)
+    finally:
+        if sink:
+            sink.close()
+    return records
+
+
+def _rate(n: int, total: int) -> float:
+    return n / total if total else 0.0
+
+
+def summarize(records: list[dict]) -> dict:
+    """Per dataset: the paper's agreement table and per-mode metrics."""
+    by_ds: dict[str, dict[str, dict[str, dict]]] = {}
+    for r in records:
+        by_ds.setdefault(r["dataset"], {}).setdefault(r["id"], {})[r["mode"]] = r
+    out = {}
+    for ds, cases in sorted(by_ds.items()):
+        cases = {i: m for i, m in cases.items() if set(EVAL_MODES) <= set(m)}
+        table = {row: {"constrained_ok": 0, "constrained_fail": 0, "total": 0}
+                 for row in ("unconstrained_ok", "unconstrained_fail", "checked_fail", "total")}
+        for m in cases.values():
+            if m["unconstrained"]["success"]:
+                row = "unconstrained_ok"
+            elif m["checked"]["success"]:
+                row = "unconstrained_fail"
+            else:
+                row = "checked_fail"
+            col = "constrained_ok" if m["constrained"]["success"] else "constrained_fail"
+            for r_, c_ in ((row, col), (row, "total"), ("total", col), ("total", "total")):
+                table[r_][c_] += 1
+        n = len(cases)
+        modes = {}
+        for mode in EVAL_MODES:
+            rs = [m[mode] for m in cases.values()]
+            tokens = sum(r["tokens"] for r in rs)
+            per_tok = [r["constraint_ms"] / r["tokens"] for r in rs if r["tokens"]]
+            modes[mode] = {
+                "success": _rate(sum(r["success"] for r in rs), n),
+                "exact_match": _rate(sum(r["exact"] for r in rs), n),
+                "edit_similarity": statistics.fmean(r["edit_similarity"] for r in rs) if rs
+                else 0.0,
+                "mean_tokens": tokens / n if n else 0.0,
+                "model_ms_per_token": sum(r["model_ms"] for r in rs) / tokens if tokens else 0.0,
+                "constraint_ms_per_token": (sum(r["constraint_ms"] for r in rs) / tokens
+                                            if tokens else 0.0),
+                "constraint_ms_per_token_median": statistics.median(per_tok) if per_tok else 0.0,
+                "setup_ms_median": statistics.median(r["setup_ms"] for r in rs) if rs else 0.0,
+                "stops": _count(r["stop"] for r in rs),
+            }
+        unsound = [i for i, m in cases.items()
+                   if m["constrained"]["middle"] is not None and not m["constrained"]["success"]]
+        out[ds] = {
+            "cases": n,
+            "table": table,
+            "modes": modes,
+            "constrained_returned_unparsable": unsound,
+            "unconstrained_ok_constrained_fail": [
+                i for i, m in cases.items()
+                if m["unconstrained"]["success"] and not m["constrained"]["success"]
+            ],
+            "language_modes": _count(m["constrained"]["lang_mode"] for m in cases.values()),
+        }
+    return out
+
+
+def _count(items: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for x in items:
+        out[str(x)] = out.get(str(x), 0) + 1
+    return dict(sorted(out.items()))
+
+
+def format_summary(summary: dict) -> str:
+    """The tables as text, in the paper's layout."""
+    lines = []
+    names = {"boundary": "Stack-Boundary", "randspan": "Stack-RandSpan"}
+    for ds, s in summary.items():
+        t = s["table"]
+        lines.append(f"{names.get(ds, ds)}: {s['cases']} cases")
+        lines.append(f"{'':28}{'Constrained ✓':>15}{'Constrained ✗':>15}{'Total':>8}")
+        for key, label in (("unconstrained_ok", "Unconstrained ✓"),
+                           ("unconstrained_fail", "Unconstrained ✗"),
+                           ("checked_fail", "Checked Unconstrained ✗"), ("total", "Total")):
+            row = t[key]
+            lines.append(f"{label:28}{row['constrained_ok']:>15}{row['constrained_fail']:>15}"
+                         f"{row['total']:>8}")
+        lines.append("")
+        lines.append(f"{'mode':15}{'success':>9}{'exact':>8}{'edit sim':>10}{'tokens':>8}"
+                     f"{'model ms/tok':>14}{'constr ms/tok':>15}{'(median)':>10}")
+        for mode, m in s["modes"].items():
+            lines.append(
+                f"{mode:15}{m['success']:>9.1%}{m['exact_match']:>8.1%}"
+                f"{m['edit_similarity']:>10.3f}{m['mean_tokens']:>8.1f}"
+                f"{m['model_ms_per_token']:>14.1f}{m['constraint_ms_per_token']:>15.3f}"
+                f"{m['constraint_ms_per_token_median']:>10.3f}"
+            )
+        if s["constrained_returned_unparsable"]:
+            lines.append(f"UNSOUND constrained middles: {s['constrained_returned_unparsable']}")
+        lines.append("")
+    return "\n".join(lines)

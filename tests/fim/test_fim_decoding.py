@@ -1,0 +1,213 @@
+"""The decoding loop with the random model: KV-cache correctness, modes, healing, stops."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from conftest import ReferenceLanguage, ReferenceState
+
+from fim.api import CompletionRequest, Engine
+from fim.decoding import (
+    FeedCache,
+    StepModel,
+    _Step,
+    best_stopping_point,
+    checked_cut,
+    longest_parsing_prefix,
+)
+from fim.templates import build_prompt
+
+
+class DigitsState:
+    """Middles of digits only; complete once at least one digit was fed."""
+
+    def __init__(self, lang: DigitsLanguage, text: str = "") -> None:
+        self.lang, self.text = lang, text
+
+    def feed(self, text: str):
+        DigitsLanguage.feeds += 1
+        if all(c in "0123456789" for c in text):
+            return DigitsState(self.lang, self.text + text)
+        return None
+
+    def is_complete(self) -> bool:
+        return bool(self.text)
+
+
+class DigitsLanguage:
+    mode = "digits"
+    built = 0
+    feeds = 0
+
+    def __init__(self, *args) -> None:
+        DigitsLanguage.built += 1
+
+    def initial(self) -> DigitsState:
+        return DigitsState(self)
+
+
+def _engine(random_loaded, factory):
+    return Engine(random_loaded, language_factory=lambda left, right, scope: factory())
+
+
+def test_kv_cache_loop_matches_full_recomputation(random_loaded):
+    """Greedy steps through the cache equal argmax of a full forward pass each time."""
+    model = random_loaded.model
+    ids = random_loaded.tokenizer.encode("def f(x):\n    return x\n")
+    step = StepModel(model, random_loaded.device)
+    logits = step.prefill(ids)
+    seq = list(ids)
+    for _ in range(12):
+        with torch.inference_mode():
+            full = model(input_ids=torch.tensor([seq])).logits[0, -1].float()
+        assert torch.allclose(full, logits, atol=1e-4)
+        tok = int(torch.argmax(logits))
+        seq.append(tok)
+        logits = step.step(tok)
+
+
+def test_unconstrained_matches_generate(random_loaded, reference_engine):
+    """Same greedy tokens as model.generate on the same prompt (specials masked in both)."""
+    tok = random_loaded.tokenizer
+    left, right = "import os\n\ndef main():\n    path = ", "\n    print(path)\n"
+    p = build_prompt(tok, reference_engine.template, left, right, window=1024, reserve=16,
+                     heal=False)
+    bad = [[i] for i in sorted(reference_engine._setup.vocab.special_ids)]
+    with torch.inference_mode():
+        out = random_loaded.model.generate(
+            torch.tensor([p.ids]), max_new_tokens=16, do_sample=False, bad_words_ids=bad,
+            pad_token_id=tok.pad_token_id, eos_token_id=None)
+    expected = tok.decode(out[0, len(p.ids):])
+    engine = Engine(random_loaded, heal=False)
+    res = engine.complete(CompletionRequest(left, right, mode="unconstrained", max_tokens=16))
+    assert res.tokens == 16 and res.stop == "budget"
+    assert res.middle == expected
+    assert res.mode == "none"
+
+
+def test_constrained_respects_the_language(random_loaded):
+    engine = _engine(random_loaded, DigitsLanguage)
+    for k in (1, 5, 50):
+        res = engine.complete(CompletionRequest("x = ", "\n", mode="constrained",
+                                                max_tokens=6, top_k=k))
+        assert res.mode == "digits"
+        if res.middle is not None:
+            assert res.middle and res.middle.isdigit()
+            assert res.stop in ("eos", "best_complete")
+            assert res.parses is True
+        else:
+            assert res.stop in ("no_candidate", "budget")
+
+
+def test_constrained_eos_only_when_complete(random_loaded):
+    """With a reference language, a returned middle always makes the file parse."""
+    engine = Engine(random_loaded, language_factory=ReferenceLanguage.for_python)
+    cases = [("def f(x):\n    return ", "\n"), ("items = [1, 2", "]\n"), ("if x:\n    y = ", "\n")]
+    for left, right in cases:
+        res = engine.complete(CompletionRequest(left, right, max_tokens=8, top_k=50))
+        if res.middle is not None:
+            assert res.parses, (left, res.middle, right)
+
+
+def test_checked_cut():
+    assert longest_parsing_prefix("x = ", "1 + 2)", "\n") == "1 + 2"
+    assert longest_parsing_prefix("x = (", "", "\n") is None
+    assert checked_cut("x = ", "1", "\n", "eos") == ("1", "eos")
+    assert checked_cut("x = ", "1", "\n", "budget") == ("1", "best_complete")
+    assert checked_cut("x = ", "12 +", "\n", "eos") == ("12 ", "best_complete")
+    assert checked_cut("x = (", "", "\n", "eos") == (None, "no_candidate")
+
+
+def test_checked_mode_returns_a_parsing_prefix(reference_engine):
+    left, right = "def f(a, b):\n    return a", "\n\nprint(f(1, 2))\n"
+    res = reference_engine.complete(CompletionRequest(left, right, mode="checked",
+                                                      max_tokens=12))
+    unc = reference_engine.complete(CompletionRequest(left, right, mode="unconstrained",
+                                                      max_tokens=12))
+    assert res.raw == unc.raw  # the same generation underneath
+    if res.middle is not None:
+        assert unc.middle.startswith(res.middle)
+        assert res.parses
+
+
+def test_best_stopping_point_scans_inside_tokens():
+    lang = ReferenceLanguage("x = 1", "\n")
+    s0 = lang.initial()
+    cache = FeedCache()
+    # Tokens "2+" and "3)": complete after "12" (inside the first token) and after "12+3".
+    steps = [_Step(s0, 0, -5.0, "2+"), _Step(s0.feed("2+"), 2, -1.0, "3)")]
+    final = s0.feed("2+3)")
+    best = best_stopping_point(steps, final, 4, None, cache)
+    assert best == 3  # "2+3": eos -1.0 + log(4) beats "2" at -5.0 + log(2)
+    assert best_stopping_point([_Step(s0, 0, -1.0, ")")], s0.feed(")"), 1, None,
+                               cache) == 0
+    dead = ReferenceLanguage("x = (", "\n").initial()
+    assert best_stopping_point([_Step(dead, 0, 0.0, "")], dead, 0, math.inf, cache) is None
+
+
+def test_token_healing_reproduces_the_cut(random_loaded):
+    engine = Engine(random_loaded)
+    left = "def f(self):\n    return self.val"
+    res = engine.complete(CompletionRequest(left, "\n", mode="unconstrained", max_tokens=4))
+    assert res.healed and left.endswith(res.healed)
+    # The middle follows the user's text; the healed characters are not repeated.
+    assert not res.middle.startswith(res.healed) or res.healed in res.middle
+
+
+def test_cancel_and_time_budget(random_loaded):
+    engine = _engine(random_loaded, DigitsLanguage)
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=20), cancel=lambda: True)
+    assert (res.middle, res.stop) == (None, "cancelled")
+    res = engine.complete(CompletionRequest("x = ", "\n", mode="unconstrained", max_tokens=500,
+                                            time_budget_ms=1e-3))
+    assert res.stop == "time" and res.tokens < 500
+
+
+def test_language_reuse_when_typing(random_loaded):
+    DigitsLanguage.built = 0
+    engine = _engine(random_loaded, DigitsLanguage)
+    engine.complete(CompletionRequest("x = ", "\n", max_tokens=2))
+    engine.complete(CompletionRequest("x = 1", "\n", max_tokens=2))
+    engine.complete(CompletionRequest("x = 12", "\n", max_tokens=2))
+    assert DigitsLanguage.built == 1
+    engine.complete(CompletionRequest("x = 12", "\n\n", max_tokens=2))  # right changed
+    assert DigitsLanguage.built == 2
+    engine.complete(CompletionRequest("x = 12a", "\n", max_tokens=2))  # typed text rejected
+    assert DigitsLanguage.built == 3
+
+
+def test_feed_results_are_memoised():
+    lang = DigitsLanguage()
+    cache = FeedCache()
+    s = lang.initial()
+    before = DigitsLanguage.feeds
+    a = cache.feed(s, "12")
+    b = cache.feed(s, "12")
+    assert a is b and DigitsLanguage.feeds == before + 1
+    assert cache.feed(s, "") is s
+
+
+@pytest.mark.parametrize("field,value", [("mode", "greedy"), ("scope", "file"),
+                                         ("max_tokens", -1), ("top_k", 0),
+                                         ("temperature", -1.0), ("time_budget_ms", 0)])
+def test_bad_requests(reference_engine, field, value):
+    req = CompletionRequest("x = ", "\n")
+    setattr(req, field, value)
+    with pytest.raises(ValueError):
+        reference_engine.complete(req)
+
+
+def test_sampling_is_seeded(reference_engine):
+    def run(seed):
+        return reference_engine.complete(CompletionRequest(
+            "x = ", "\n", mode="unconstrained", max_tokens=8, temperature=1.0, seed=seed)).raw
+    assert run(1) == run(1)
+    assert len({run(s) for s in range(4)}) > 1
+
+
+def test_reference_state_is_persistent():
+    s = ReferenceLanguage("a = ", "\n").initial()
+    t = s.feed("1")
+    assert isinstance(t, ReferenceState) and s.text == "" and t.is_complete()

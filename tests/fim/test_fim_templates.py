@@ -1,0 +1,119 @@
+"""FIM templates: detection, stop tokens, context budget and token healing."""
+
+from __future__ import annotations
+
+import pytest
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
+
+from fim.templates import (
+    TEMPLATES,
+    PromptTooLong,
+    build_prompt,
+    detect_template,
+    heal_split,
+    stop_ids,
+)
+
+
+def _tokenizer(specials: list[str], eos: str) -> PreTrainedTokenizerFast:
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=specials, show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(["def f(x):\n    return x + 1\n"] * 3, trainer=trainer)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=eos,
+                                   additional_special_tokens=specials)
+
+
+def test_detects_santacoder_on_the_random_tokenizer(random_loaded):
+    assert detect_template(random_loaded.tokenizer).name == "santacoder"
+
+
+def test_detects_qwen_and_its_stop_tokens():
+    specials = ["<|endoftext|>", "<|im_end|>", "<|fim_prefix|>", "<|fim_middle|>",
+                "<|fim_suffix|>", "<|fim_pad|>"]
+    tok = _tokenizer(specials, eos="<|im_end|>")
+    template = detect_template(tok)
+    assert template.name == "qwen2.5-coder"
+    vocab = tok.get_vocab()
+    stops = stop_ids(tok, template)
+    # Qwen2.5-Coder ends a middle with <|endoftext|>, which its config does not name.
+    assert vocab["<|endoftext|>"] in stops
+    assert vocab["<|im_end|>"] in stops
+    assert vocab["<|fim_middle|>"] not in stops
+
+
+def test_detects_starcoder_and_override():
+    tok = _tokenizer(["<|endoftext|>", "<fim_prefix>", "<fim_middle>", "<fim_suffix>"],
+                     eos="<|endoftext|>")
+    assert detect_template(tok).name == "starcoder"
+    assert detect_template(tok, "santacoder").name == "santacoder"
+    with pytest.raises(ValueError, match="unknown FIM template"):
+        detect_template(tok, "gpt")
+
+
+def test_no_fim_tokens_is_a_clear_error():
+    tok = _tokenizer(["<|endoftext|>"], eos="<|endoftext|>")
+    with pytest.raises(ValueError, match="no known fill-in-the-middle tokens"):
+        detect_template(tok)
+
+
+def test_all_templates_have_distinct_sentinels():
+    for t in TEMPLATES.values():
+        assert len({t.prefix, t.suffix, t.middle}) == 3
+        assert t.stops
+
+
+def test_prompt_layout(random_loaded):
+    tok = random_loaded.tokenizer
+    t = TEMPLATES["santacoder"]
+    p = build_prompt(tok, t, "x = 1\n", "\ny = 2\n", window=1024, reserve=64, heal=False)
+    vocab = tok.get_vocab()
+    assert p.ids[0] == vocab["<fim-prefix>"]
+    assert p.ids[-1] == vocab["<fim-middle>"]
+    k = p.ids.index(vocab["<fim-suffix>"])
+    assert tok.decode(p.ids[1:k]) == "x = 1\n"
+    assert tok.decode(p.ids[k + 1 : -1]) == "\ny = 2\n"
+    assert (p.left_chars_dropped, p.right_chars_dropped, p.healed) == (0, 0, "")
+
+
+def test_context_budget_cuts_at_line_boundaries(random_loaded):
+    tok = random_loaded.tokenizer
+    t = TEMPLATES["santacoder"]
+    left = "".join(f"value_{i} = compute({i}, 'text')\n" for i in range(300))
+    right = "".join(f"other_{i} = transform({i})\n" for i in range(300))
+    for share in (0.25, 0.5, 0.9):
+        p = build_prompt(tok, t, left, right, window=300, reserve=40, left_share=share,
+                         heal=False)
+        assert len(p.ids) <= 300 - 40
+        assert p.left_chars_dropped > 0 and p.right_chars_dropped > 0
+        assert left[p.left_chars_dropped - 1] == "\n"  # cut at a line start
+        kept_right = right[: len(right) - p.right_chars_dropped]
+        assert kept_right.endswith("\n")  # cut at a line end
+        vocab = tok.get_vocab()
+        k = p.ids.index(vocab["<fim-suffix>"])
+        assert tok.decode(p.ids[1:k]) == left[p.left_chars_dropped:]
+        assert tok.decode(p.ids[k + 1 : -1]) == kept_right
+    # A small right context leaves its share to the left.
+    p = build_prompt(tok, t, left, "\n", window=300, reserve=40, left_share=0.5, heal=False)
+    assert len(p.ids) > 200
+
+
+def test_window_too_small_for_the_budget(random_loaded):
+    with pytest.raises(PromptTooLong, match="lower --max-tokens"):
+        build_prompt(random_loaded.tokenizer, TEMPLATES["santacoder"], "x", "y",
+                     window=64, reserve=64)
+
+
+def test_token_healing_backs_off_the_last_token(random_loaded):
+    tok = random_loaded.tokenizer
+    left = "def f(self):\n    return self.val"
+    ids = tok.encode(left, add_special_tokens=False)
+    kept, healed = heal_split(tok, ids, left)
+    assert healed and left.endswith(healed)
+    assert tok.decode(kept) + healed == left
+    p = build_prompt(tok, TEMPLATES["santacoder"], left, "\n", window=1024, reserve=8)
+    assert p.healed == healed
+    assert heal_split(tok, [], "") == ([], "")
