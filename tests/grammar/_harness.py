@@ -2,8 +2,8 @@
 
 `accepts(source, lexer)` feeds a program's terminal stream to the recognizer of Seam's own
 Python grammar (`quotient.Grammar.from_lark(...).recognizer()`) and says whether the whole
-program is a sentence. Streams come from the `tokenize` adapter (`_tokenize.py`) or, once it
-exists, from Seam's lexer (`lexer.lex_python`).
+program is a sentence. Streams come from the `tokenize` adapter (`_tokenize.py`) and from Seam's
+lexer (`quotient.python_grammar.lex_python`, whose `LexError` is re-raised as `SyntaxError`).
 
 The oracle is CPython's parser: `python3.12` in a subprocess when it is installed (the grammar
 targets 3.12), else the running interpreter's `ast.parse` for sources whose verdict did not
@@ -48,10 +48,18 @@ def _tokenize_lexer(source: str) -> list[str]:
 
 def _seam_lexer() -> Callable[[str], list[str]] | None:
     try:
-        from lexer import lex_python  # type: ignore[attr-defined]
+        from lexer.tokenizer import LexError
+        from quotient.python_grammar import lex_python
     except ImportError:
         return None
-    return lambda source: [t.type for t in lex_python(source)]
+
+    def lex(source: str) -> list[str]:
+        try:
+            return lex_python(source)
+        except LexError as exc:
+            raise SyntaxError(str(exc)) from exc
+
+    return lex
 
 
 def lexers() -> dict[str, Callable[[str], list[str]]]:
