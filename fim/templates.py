@@ -88,7 +88,7 @@ class PromptTooLong(ValueError):
 def _encode(tokenizer, text: str) -> list[int]:
     if not text:
         return []
-    return list(tokenizer.encode(text, add_special_tokens=False))
+    return list(tokenizer.encode(text, add_special_tokens=False, verbose=False))
 
 
 def _fit_left(tokenizer, left: str, budget: int) -> tuple[list[int], int]:
