@@ -14,6 +14,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,12 @@ class Job:
     cancel: threading.Event = field(default_factory=threading.Event)
     queued_at: float = field(default_factory=time.perf_counter)
     started_at: float | None = None
+    cancelled_at: float | None = None
+
+    def request_cancel(self) -> None:
+        if self.cancelled_at is None:
+            self.cancelled_at = time.perf_counter()
+        self.cancel.set()
 
 
 @dataclass(frozen=True)
@@ -47,12 +54,15 @@ class Decoder:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seam-decode")
         self._inflight: dict[str, Job] = {}
         self._closed = False
+        #: What the worker did with recent jobs, including those whose requester went away:
+        #: {"uri", "stop", "tokens", "decode_ms", "cancelled_ms"} (ms since the flag was raised).
+        self.finished: deque[dict[str, Any]] = deque(maxlen=256)
 
     def supersede(self, uri: str) -> None:
         """Raise the cancel flag of the running or queued job on ``uri``, if any."""
         job = self._inflight.get(uri)
         if job is not None:
-            job.cancel.set()
+            job.request_cancel()
 
     async def run(self, uri: str, engine: Any, request: Any) -> Outcome:
         """Decode ``request`` with ``engine``; a newer call on the same ``uri`` cancels this one.
@@ -70,24 +80,35 @@ class Decoder:
         try:
             return await future
         except asyncio.CancelledError:
-            job.cancel.set()
+            job.request_cancel()
             raise
         finally:
             if self._inflight.get(uri) is job:
                 del self._inflight[uri]
 
-    @staticmethod
-    def _work(job: Job, engine: Any, request: Any) -> Outcome:
+    def _work(self, job: Job, engine: Any, request: Any) -> Outcome:
         job.started_at = time.perf_counter()
         queue_ms = (job.started_at - job.queued_at) * 1000.0
         if job.cancel.is_set():
+            self.finished.append({"uri": job.uri, "stop": "skipped", "tokens": 0})
             return Outcome(None, queue_ms, True)
-        result = engine.complete(request, cancel=job.cancel.is_set)
+        try:
+            result = engine.complete(request, cancel=job.cancel.is_set)
+        except Exception as exc:
+            self.finished.append({"uri": job.uri, "stop": "error", "error": repr(exc)})
+            raise
+        done = time.perf_counter()
+        entry = {"uri": job.uri, "stop": getattr(result, "stop", None),
+                 "tokens": getattr(result, "tokens", None),
+                 "decode_ms": round((done - job.started_at) * 1000.0, 3)}
+        if job.cancelled_at is not None:
+            entry["after_cancel_ms"] = round((done - job.cancelled_at) * 1000.0, 3)
+        self.finished.append(entry)
         return Outcome(result, queue_ms, False)
 
     def cancel_all(self) -> None:
         for job in list(self._inflight.values()):
-            job.cancel.set()
+            job.request_cancel()
 
     def shutdown(self) -> None:
         self._closed = True

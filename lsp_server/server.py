@@ -12,7 +12,8 @@ Custom messages, for editor status bars and benchmarks:
 * request ``seam/status`` (client -> server): the same, plus ``settings`` and ``recent``: the
   timing breakdown of the last completions (``total_ms``, ``queue_ms``, ``setup_ms``,
   ``model_ms``, ``constraint_ms``, ``overhead_ms`` = total minus model time, ``tokens``,
-  ``stop``, ``source`` = ``model`` or ``typed-through``).
+  ``stop``, ``source`` = ``model`` or ``typed-through``) and ``decodes``: what the worker did
+  with recent jobs (``stop``, ``tokens``, and ``after_cancel_ms`` when it was cancelled).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol, lsp_method
 
@@ -46,10 +48,49 @@ RECENT_TIMINGS = 256
 CONFIG_PULL_TIMEOUT_S = 5.0
 
 
+class _DropDeserializeTraceback(logging.Filter):
+    """pygls logs a full traceback for each request that breaks the schema; SeamProtocol
+    answers those with InvalidParams and logs one line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Unable to deserialize message")
+
+
+logging.getLogger("pygls.protocol.json_rpc").addFilter(_DropDeserializeTraceback())
+
+
+class _Answered:
+    """Stands in for a request that was answered with an error while being decoded."""
+
+    jsonrpc = None
+
+
 class SeamProtocol(LanguageServerProtocol):
-    """pygls' protocol with document sync routed to Seam's own :class:`DocumentStore`."""
+    """pygls' protocol with document sync routed to Seam's own :class:`DocumentStore`.
+
+    It also answers requests whose parameters break the LSP schema (a negative line, a missing
+    field) with a JSON-RPC ``InvalidParams`` error: pygls only logs those, and the client would
+    wait for an answer forever.
+    """
 
     _server: SeamServer
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if not (isinstance(data, dict) and "id" in data and "method" in data):
+                raise
+            cause = exc.__cause__ or exc
+            log.warning("invalid %s request: %s", data.get("method"), cause)
+            error = JsonRpcInvalidParams(f"invalid params for {data.get('method')}: {cause}")
+            self._send_response(data["id"], None, error.to_response_error())
+            return _Answered()
+
+    def handle_message(self, message: Any) -> None:
+        if isinstance(message, _Answered):
+            return
+        super().handle_message(message)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> None:
@@ -338,6 +379,7 @@ class SeamServer(LanguageServer):
         out = self.host.state.as_json()
         out["settings"] = self._settings_json()
         out["recent"] = list(self.recent)
+        out["decodes"] = list(self.decoder.finished)
         out["documents"] = len(self.documents)
         return out
 

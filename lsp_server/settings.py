@@ -17,7 +17,7 @@ from typing import Any
 SECTION = "seam"
 
 #: The offline default: the bundled Qwen2.5-Coder GGUF (see DESIGN.md, "Models").
-DEFAULT_MODEL = "bundled"
+DEFAULT_MODEL = "bundled:qwen2.5-coder-1.5b"
 
 #: Policies chosen by "auto": (scope, max tokens, time budget in ms).
 MID_LINE_POLICY = ("statement", 32, 2000)
