@@ -14,14 +14,22 @@ Run from the repository root:
     .venv/bin/python benchmarks/grammar_coverage.py                   # every stdlib file
     .venv/bin/python benchmarks/grammar_coverage.py --sample 200      # a seeded random sample
     .venv/bin/python benchmarks/grammar_coverage.py --lexer tokenize  # CPython's tokenizer
+    .venv/bin/python benchmarks/grammar_coverage.py \
+        --library /root/.pyenv/versions/3.12.1/lib/python3.12 \
+        --python /root/.pyenv/versions/3.12.1/bin/python3.12    # 3.12's library, 3.12's parser
+
+`--python` names the interpreter whose `ast.parse` decides which files are valid Python (one
+subprocess for all files); by default it is this interpreter.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
 import random
+import subprocess
 import sys
 import time
 import tokenize
@@ -93,14 +101,15 @@ def first_refusal(grammar: Grammar, terminals: list[str]) -> int:
 
 
 def run(files: list[Path], grammar: Grammar, lex: Callable[[str], list[str]],
-        show: Callable[[str], None]) -> dict[str, object]:
+        show: Callable[[str], None], verdicts: dict[str, bool] | None = None
+        ) -> dict[str, object]:
     """Check each file; return the counts and the failures."""
     counts = {"files": len(files), "unreadable": 0, "ast_rejected": 0, "lex_skipped": 0,
               "checked": 0, "accepted": 0, "terminals": 0}
     failures: list[tuple[Path, int, int, list[str]]] = []
     lex_skips: list[tuple[Path, str]] = []
     recognize_seconds = 0.0
-    for path, text in _sources(files, counts):
+    for path, text in _sources(files, counts, verdicts):
         try:
             terminals = lex(text)
         except LexFailure as exc:
@@ -128,17 +137,48 @@ def run(files: list[Path], grammar: Grammar, lex: Callable[[str], list[str]],
             "recognize_seconds": recognize_seconds}
 
 
-def _sources(files: list[Path], counts: dict[str, int]) -> Iterator[tuple[Path, str]]:
+def local_ast_accepts(text: str) -> bool:
+    """This interpreter's parser verdict."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+_ORACLE_SCRIPT = """
+import ast, json, sys, tokenize, warnings
+warnings.simplefilter("ignore")
+out = {}
+for path in json.load(sys.stdin):
+    try:
+        with tokenize.open(path) as f:
+            ast.parse(f.read())
+        out[path] = True
+    except (SyntaxError, ValueError, UnicodeDecodeError, OSError):
+        out[path] = False
+json.dump(out, sys.stdout)
+"""
+
+
+def oracle_verdicts(python: str, files: list[Path]) -> dict[str, bool]:
+    """`python`'s `ast.parse` verdict on each file, from one subprocess."""
+    proc = subprocess.run([python, "-c", _ORACLE_SCRIPT], input=json.dumps([str(f) for f in files]),
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout)
+
+
+def _sources(files: list[Path], counts: dict[str, int],
+             verdicts: dict[str, bool] | None) -> Iterator[tuple[Path, str]]:
     for path in files:
         text = read_source(path)
         if text is None:
             counts["unreadable"] += 1
             continue
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                ast.parse(text)
-        except (SyntaxError, ValueError):
+        valid = verdicts[str(path)] if verdicts is not None else local_ast_accepts(text)
+        if not valid:
             counts["ast_rejected"] += 1
             continue
         yield path, text
@@ -150,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=0, help="check N random files (0: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lexer", choices=("auto", "seam", "tokenize"), default="auto")
+    parser.add_argument("--python", default=None,
+                        help="interpreter whose ast.parse is the oracle (default: this one)")
     args = parser.parse_args(argv)
 
     grammar = Grammar.from_lark(GRAMMAR_PATH.read_text(encoding="utf-8"), start="file_input")
@@ -158,15 +200,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.sample and args.sample < len(files):
         files = sorted(random.Random(args.seed).sample(files, args.sample))
 
+    verdicts = oracle_verdicts(args.python, files) if args.python else None
     started = time.perf_counter()
-    result = run(files, grammar, lex, print)
+    result = run(files, grammar, lex, print, verdicts)
     elapsed = time.perf_counter() - started
     c = result["counts"]
     for path, reason in result["lex_skips"]:
         print(f"LEX-SKIPPED {path}: {reason}")
     share = c["accepted"] / c["checked"] if c["checked"] else 0.0
     print(f"library: {args.library}  ({'sample of ' + str(args.sample) if args.sample else 'all'}"
-          f" files, lexer: {lexer_name})")
+          f" files, lexer: {lexer_name}, oracle: {args.python or sys.executable})")
     print(f"files {c['files']}, unreadable {c['unreadable']}, rejected by ast.parse "
           f"{c['ast_rejected']}, skipped by the lexer {c['lex_skipped']}")
     print(f"accepted {c['accepted']} of {c['checked']} checked = {100 * share:.3f}%")
