@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from . import earley
+from . import fast
 from .errors import GrammarError
 
 if TYPE_CHECKING:
@@ -378,9 +378,9 @@ class Grammar:
 
     # ----------------------------------------------------------------- engine entry points
 
-    def recognizer(self) -> earley.EarleyState:
+    def recognizer(self) -> fast.State:
         """Recognizer state for the empty input (a persistent handle into shared charts)."""
-        return earley.recognizer(self)
+        return fast.recognizer(self)
 
     def left_quotient(self, x: Sequence[str] | Nfa) -> Grammar:
         """Grammar of ``{u : w·u ∈ L(self)}`` for w a terminal list or any word of an `Nfa`."""
