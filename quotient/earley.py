@@ -35,7 +35,9 @@ affects the quotient grammar.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import gc
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -44,6 +46,23 @@ if TYPE_CHECKING:
 
 SHIFT = 32
 MASK = (1 << SHIFT) - 1
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector during a long chart-building loop.
+
+    Charts hold only integers, so they never form reference cycles, but the many sets and
+    lists they allocate trigger full collections whose cost grows with everything alive
+    (measured: about 2x on a 11,000-terminal file). The previous state is restored.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class EarleyTables:
@@ -225,10 +244,11 @@ class EarleyState:
         store = self.store
         tid = store.t.terminal_id
         idx = self.index
-        for name in terminals:
-            idx = store.scan(idx, tid(name))
-            if idx < 0:
-                return None
+        with gc_paused():
+            for name in terminals:
+                idx = store.scan(idx, tid(name))
+                if idx < 0:
+                    return None
         return EarleyState(store, idx)
 
     def is_complete(self) -> bool:
@@ -366,6 +386,11 @@ def parse_nfa(g: Grammar, nfa: Nfa) -> NfaCharts:
     KeyError naming the terminal if an edge carries a name that is not a terminal of `g`.
     """
     t = tables(g)
+    with gc_paused():
+        return _parse_nfa(t, nfa)
+
+
+def _parse_nfa(t: EarleyTables, nfa: Nfa) -> NfaCharts:
     delta, finals_of, useful = _epsilon_free(t, nfa)
     n = nfa.n_states
     keys: list[set[int] | None] = [set() if u else None for u in useful]

@@ -1,0 +1,133 @@
+"""Benchmark of the quotient engine on lark's Python grammar and real standard-library files.
+
+Prints a table per measurement:
+
+* right quotient of ``python.lark`` (start ``file_input``) w.r.t. the last N terminals of a
+  file (target: <= 100 ms for N = 500), cold (first call, includes compiling the reversed
+  grammar's tables) and warm (median of repeats), with the number of derived rules; the
+  quotient is checked by recognizing the rest of the file with it;
+* `right_quotient_split` on a reversed suffix that branches near its beginning (three
+  branches dropping 0, 1 or 2 leading terminals), the shape the Python FIM language uses;
+* the reference string recognizer's throughput and single-scan latency (for comparison with
+  the fast recognizer, which owns those figures).
+
+Usage: ``.venv/bin/python benchmarks/bench_quotient.py [--suffix 500] [--repeat 7] [FILE...]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from py_terminals import PYTHON_START, file_terminals, python_lark_text, stdlib_file  # noqa: E402
+
+from quotient import Grammar, Nfa  # noqa: E402
+from quotient.earley import recognizer  # noqa: E402
+
+DEFAULT_FILES = ["textwrap.py", "ast.py", "typing.py", "argparse.py", "dataclasses.py"]
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:8.1f}"
+
+
+def bench_right_quotient(g: Grammar, files: list[str], n: int, repeat: int) -> None:
+    print(f"\nright quotient w.r.t. the last {n} terminals (ms)")
+    print(f"{'file':<16}{'terms':>7}{'cold':>9}{'warm med':>9}{'min':>9}{'derived':>9}  check")
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            terms = file_terminals(f.read())
+        suffix, prefix = terms[-n:], terms[:-n]
+        g._cache.pop("reversed", None)  # cold: rebuild the reversed grammar and its tables
+        t0 = time.perf_counter()
+        q = g.right_quotient(suffix)
+        cold = time.perf_counter() - t0
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            q = g.right_quotient(suffix)
+            times.append(time.perf_counter() - t0)
+        st = recognizer(q).scan_many(prefix)
+        ok = st is not None and st.is_complete()
+        derived = len(q.rules) - q.n_base_rules
+        print(f"{os.path.basename(path):<16}{len(terms):>7}{_ms(cold)}{_ms(statistics.median(times))}"
+              f"{_ms(min(times))}{derived:>9}  {'ok' if ok else 'FAILED'}")
+
+
+def bench_split(g: Grammar, files: list[str], n: int, repeat: int) -> None:
+    print(f"\nright_quotient_split, {n}-terminal suffix branching into 3 near its start (ms)")
+    print(f"{'file':<16}{'warm med':>9}{'derived':>9}  check")
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            terms = file_terminals(f.read())
+        suffix, prefix = terms[-n:], terms[:-n]
+        # Reversed right context: a common chain, then branches skipping 0, 1, 2 terminals.
+        rev_common = Nfa.from_symbols(suffix[:2:-1])
+        branches = [Nfa.from_symbols(suffix[k:3][::-1]) for k in range(3)]
+        rev = rev_common.concat(Nfa.union(*branches))
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            q, starts = g.right_quotient_split(rev)
+            times.append(time.perf_counter() - t0)
+        # Branch dropping 0 terminals: the real prefix must complete it.
+        finals = sorted(starts)
+        ok = []
+        for k, f in enumerate(finals):
+            name = starts[f]
+            st = None if name is None else recognizer(q.with_rules([], start=name)).scan_many(
+                prefix + suffix[:k])
+            ok.append(st is not None and st.is_complete())
+        derived = len(q.rules) - q.n_base_rules
+        print(f"{os.path.basename(path):<16}{_ms(statistics.median(times))}{derived:>9}  "
+              f"{'ok' if all(ok) else 'FAILED ' + str(ok)}")
+
+
+def bench_reference_recognizer(g: Grammar, files: list[str]) -> None:
+    print("\nreference recognizer (quotient.earley), whole files")
+    print(f"{'file':<16}{'terms':>7}{'ms':>9}{'terms/s':>9}{'scan med us':>12}")
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            terms = file_terminals(f.read())
+        t0 = time.perf_counter()
+        st = recognizer(g).scan_many(terms)
+        dt = time.perf_counter() - t0
+        assert st is not None and st.is_complete(), path
+        # Single-scan latency: fresh scans (not memoised) along the file.
+        root = recognizer(g)
+        cur, lat = root, []
+        for name in terms[:2000]:
+            t0 = time.perf_counter()
+            cur = cur.scan(name)
+            lat.append(time.perf_counter() - t0)
+        print(f"{os.path.basename(path):<16}{len(terms):>7}{_ms(dt)}{len(terms) / dt:>9.0f}"
+              f"{statistics.median(lat) * 1e6:>12.1f}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("files", nargs="*")
+    ap.add_argument("--suffix", type=int, default=500)
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--skip-recognizer", action="store_true")
+    args = ap.parse_args()
+    files = args.files or [stdlib_file(f) for f in DEFAULT_FILES]
+    t0 = time.perf_counter()
+    g = Grammar.from_lark(python_lark_text(), PYTHON_START)
+    print(f"python.lark: {len(g.rules)} rules, {g.n_terminals} terminals, "
+          f"loaded in {(time.perf_counter() - t0) * 1000:.0f} ms")
+    bench_right_quotient(g, files, args.suffix, args.repeat)
+    bench_split(g, files, args.suffix, args.repeat)
+    if not args.skip_recognizer:
+        bench_reference_recognizer(g, files)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
