@@ -224,6 +224,9 @@ def run_in_vscode(vsix: Path, tmp_path: Path, out: Path, seam: dict, drive: dict
         _stop(server)
         for log in (xdg / "state").rglob("*.log"):
             shutil.copy(log, out / f"seam-{log.name}")
+        # The extension's own output channel (what "Seam: Show Server Log" shows).
+        for log in (user_data / "logs").rglob("seam.seam/*.log"):
+            shutil.copy(log, out / f"extension-{log.name}")
 
     seam_logs = "".join(p.read_text() for p in out.glob("seam-*.log"))
     assert driver.returncode == 0, (f"the browser driver failed:\n{err_text[-3000:]}\n"
@@ -254,14 +257,22 @@ def test_ghost_text_accepted_with_tab_leaves_file_parsable(vsix: Path, tmp_path:
     assert shown.splitlines()[0].strip() in middle, (shown, middle)
 
 
-def test_model_that_cannot_load_shows_error_in_status_bar(vsix: Path, tmp_path: Path) -> None:
+def test_model_error_shows_in_status_bar_and_fixing_the_setting_recovers(
+        vsix: Path, tmp_path: Path) -> None:
     out = OUTPUT / "model_error"
     missing = tmp_path / "no-such-model"
     result = run_in_vscode(vsix, tmp_path, out, {"seam.model": str(missing)}, {
         "expect": "error",
         "screenshot": str(out / "error.png"),
+        "fixSetting": {"key": "seam.model", "value": "random:santacoder"},
+        "screenshotRecovered": str(out / "recovered.png"),
     })
     assert result["status"].endswith("Seam: error"), result
     # The notification names the model and the setting to change.
     assert str(missing) in result["notification"], result
     assert "seam.model" in result["notification"], result
+    # Correcting seam.model reaches the running server (didChangeConfiguration), which loads
+    # the new model without a restart.
+    assert result["recovered"].endswith("Seam: ready"), result
+    seam_log = "".join(p.read_text() for p in out.glob("seam-*.log"))
+    assert "model random:santacoder ready" in seam_log, seam_log[-2000:]

@@ -6,7 +6,8 @@
 // column (1-based) of the hole, screenshot paths, chromium path and a timeout in ms. Prints one
 // JSON line on stdout: {"ghost": "...", "status": "...", "saved": true}; progress goes to stderr.
 // With "expect": "error" it only waits for the status bar to report a server error and returns
-// {"status": "...", "notification": "..."}.
+// {"status": "...", "notification": "..."}; given "fixSetting" {key, value} it then changes that
+// setting in the Settings editor and waits for the server to come back ready ("recovered").
 // playwright-core is found through NODE_PATH (the test points it at .e2e/tools/node_modules).
 "use strict";
 
@@ -86,6 +87,26 @@ async function main() {
       await toast.waitFor({ state: "visible" });
       result.notification = (await toast.innerText()).trim();
       await page.screenshot({ path: config.screenshot, animations: "disabled" });
+      if (config.fixSetting) {
+        // Fix the setting the way a user would, in the Settings editor: the extension pushes
+        // workspace/didChangeConfiguration, the server loads the new model, the item turns ready.
+        const { key, value } = config.fixSetting;
+        log(`setting ${key} to ${value} in the Settings editor`);
+        await page.locator(".monaco-workbench").click({ position: { x: 640, y: 400 } }).catch(() => {});
+        await page.keyboard.press("Control+Comma");
+        const field = page.locator(`.settings-editor input[aria-label="${key}"]`);
+        const search = page.locator(".settings-editor .settings-header .suggest-input-container");
+        await search.waitFor({ state: "visible" });
+        await page.keyboard.type(key);
+        await field.waitFor({ state: "visible" });
+        await field.fill(value);
+        await field.press("Enter");
+        await ready.waitFor({ state: "visible" });
+        result.recovered = (await ready.innerText()).trim();
+        if (config.screenshotRecovered) {
+          await page.screenshot({ path: config.screenshotRecovered, animations: "disabled" });
+        }
+      }
       return result;
     }
 
