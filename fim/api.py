@@ -140,7 +140,8 @@ class Engine:
         )
         self.left_share = left_share
         self.heal = heal
-        self.window = window or model_window(loaded.model, tok)
+        full = model_window(loaded.model, tok)
+        self.window = min(window, full) if window else full
         self.language_factory = language_factory or python_language
         self.language_cache_size = language_cache_size
         model_vocab = loaded.model.get_output_embeddings().weight.shape[0]

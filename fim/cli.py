@@ -13,6 +13,7 @@ command belongs to the LSP server, whose console script forwards everything else
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 import time
@@ -43,6 +44,10 @@ def _model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tokens", type=int, default=64)
     p.add_argument("--top-k", type=int, default=50)
     p.add_argument("--scope", choices=SCOPES, default="statement")
+    p.add_argument("--context-tokens", type=int, default=None,
+                   help="cap the prompt window (default: the model's window)")
+    p.add_argument("--left-share", type=float, default=0.75,
+                   help="share of a cut prompt given to the left context (default 0.75)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -142,7 +147,8 @@ def load_engine(args) -> Engine:
     try:
         return Engine.load(args.model, device=args.device, dtype=args.dtype,
                            trust_remote_code=args.trust_remote_code, progress=progress,
-                           template=args.template)
+                           template=args.template, window=args.context_tokens,
+                           left_share=args.left_share)
     except (ValueError, RuntimeError) as err:
         raise UsageError(str(err)) from err
     finally:
@@ -162,6 +168,10 @@ def _check_common(args) -> None:
         raise UsageError("--max-tokens must be at least 1")
     if args.top_k < 1:
         raise UsageError("--top-k must be at least 1")
+    if args.context_tokens is not None and args.context_tokens < 16:
+        raise UsageError("--context-tokens must be at least 16")
+    if not 0.0 <= args.left_share <= 1.0:
+        raise UsageError("--left-share must lie between 0 and 1")
 
 
 def cmd_complete(args) -> int:
@@ -256,11 +266,13 @@ def cmd_eval(args) -> int:
     if args.cases < 1 or args.per_file < 1:
         raise UsageError("--cases and --per-file must be at least 1")
     try:
-        cases = [c for d in names for c in datasets.build_cases(
+        per_dataset = [datasets.build_cases(
             d, args.cases, args.folder, seed=args.seed, per_file=args.per_file,
-            max_file_chars=args.max_file_chars)]
+            max_file_chars=args.max_file_chars) for d in names]
     except FileNotFoundError as err:
         raise UsageError(str(err)) from None
+    # Interleave the datasets so that an interrupted run has cases of each.
+    cases = [c for group in itertools.zip_longest(*per_dataset) for c in group if c]
     if not cases:
         raise UsageError("the folder yields no cases (no parseable .py files)")
     engine = load_engine(args)
@@ -282,6 +294,7 @@ def cmd_eval(args) -> int:
             "template": engine.template.name, "max_tokens": args.max_tokens,
             "top_k": args.top_k, "scope": args.scope, "seed": args.seed,
             "per_file": args.per_file, "cases_per_dataset": args.cases,
+            "context_tokens": engine.window, "left_share": args.left_share,
             "folder": str(args.folder or datasets.default_folder()),
             "seconds": round(time.time() - started, 1),
         },

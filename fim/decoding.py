@@ -37,34 +37,64 @@ _FEED_CACHE_LIMIT = 200_000
 
 
 class StepModel:
-    """A causal LM driven one token at a time over a KV cache."""
+    """A causal LM driven one token at a time over a KV cache.
+
+    The cache is kept between requests: a new prompt that shares a prefix with the tokens
+    already in the cache (the same prompt again, as when the evaluation runs two modes, or a
+    left context the user keeps typing at) only runs the model on the part that differs.
+    """
 
     def __init__(self, model: torch.nn.Module, device: torch.device) -> None:
         self.model = model
         self.device = device
         self.past = None
+        self.seq: list[int] = []  # the token ids whose keys and values are in ``past``
+        self.reused = 0  # prompt tokens served from the cache by the last prefill
 
-    def prefill(self, ids: list[int]) -> torch.Tensor:
-        """Run the prompt once; the next-token logits (float32, 1-D)."""
+    def _run(self, ids: list[int], **kwargs) -> torch.Tensor:
         with torch.inference_mode():
             out = self.model(
                 input_ids=torch.tensor([ids], device=self.device),
+                past_key_values=self.past,
                 use_cache=True,
-                logits_to_keep=1,
+                **kwargs,
             )
         self.past = out.past_key_values
+        self.seq.extend(ids)
         return out.logits[0, -1].float()
+
+    def prefill(self, ids: list[int]) -> torch.Tensor:
+        """Run the prompt (reusing a cached common prefix); the next-token logits."""
+        if not ids:
+            raise ValueError("empty prompt")
+        keep = 0
+        limit = min(len(self.seq), len(ids) - 1)  # always run at least the last token
+        while keep < limit and self.seq[keep] == ids[keep]:
+            keep += 1
+        if keep and self.past is not None and getattr(self.past, "is_croppable", False):
+            remove = len(self.seq) - keep
+            try:
+                if remove:
+                    self.past.crop(-remove)  # transformers 5: a negative count removes tokens
+                if self.past.get_seq_length() == keep:
+                    self.seq = self.seq[:keep]
+                else:
+                    keep = 0
+            except (NotImplementedError, ValueError, AttributeError, TypeError):
+                keep = 0
+        else:
+            keep = 0
+        if keep == 0:
+            self.past, self.seq = None, []
+        self.reused = keep
+        return self._run(ids[keep:], logits_to_keep=1)
 
     def step(self, token: int) -> torch.Tensor:
         """Append one token; the next-token logits."""
-        with torch.inference_mode():
-            out = self.model(
-                input_ids=torch.tensor([[token]], device=self.device),
-                past_key_values=self.past,
-                use_cache=True,
-            )
-        self.past = out.past_key_values
-        return out.logits[0, -1].float()
+        return self._run([token])
+
+    def reset(self) -> None:
+        self.past, self.seq = None, []
 
 
 def parses(source: str) -> bool:

@@ -211,3 +211,21 @@ def test_reference_state_is_persistent():
     s = ReferenceLanguage("a = ", "\n").initial()
     t = s.feed("1")
     assert isinstance(t, ReferenceState) and s.text == "" and t.is_complete()
+
+
+def test_prompt_prefix_is_reused_from_the_cache(random_loaded):
+    tok = random_loaded.tokenizer
+    a = tok.encode("def f(x):\n    return x\n")
+    b = tok.encode("def f(x):\n    return y + 2\n")
+    cached = StepModel(random_loaded.model, random_loaded.device)
+    cached.prefill(a)
+    cached.step(5)
+    again = cached.prefill(a)
+    assert cached.reused == len(a) - 1
+    logits_b = cached.prefill(b)
+    assert 0 < cached.reused < len(b)
+    after = cached.step(7)
+    fresh = StepModel(random_loaded.model, random_loaded.device)
+    assert torch.allclose(fresh.prefill(a), again, atol=1e-5)
+    assert torch.allclose(fresh.prefill(b), logits_b, atol=1e-5)
+    assert torch.allclose(fresh.step(7), after, atol=1e-5)
