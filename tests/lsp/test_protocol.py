@@ -95,17 +95,19 @@ async def test_requests_before_ready_answer_empty_at_once(tmp_path) -> None:
 
 
 @needs_fim
-@pytest.mark.parametrize("constrained", [False])
+@pytest.mark.parametrize("constrained", [False, True])
 async def test_completion_on_examples(tmp_path, constrained) -> None:
     settings = {"model": TEST_MODEL, "constrained": constrained, "maxTokens": 12}
     async with lsp_session(tmp_path, {"seam": settings}) as lc:
         await wait_ready(lc)
+        answered = 0
         for i, example in enumerate(EXAMPLES):
             text, line, col = split_hole(example)
             uri = (tmp_path / f"ex{i}.py").as_uri()
             open_doc(lc, uri, text)
             result = await inline(lc, uri, line, col)
             for item in items_of(result):
+                answered += 1
                 assert item.range.start == types.Position(line=line, character=col)
                 assert item.range.end.line == line
                 new = apply_inline(text, item)
@@ -118,6 +120,7 @@ async def test_completion_on_examples(tmp_path, constrained) -> None:
             assert comp is not None and comp.is_incomplete
             for item in comp.items:
                 assert item.text_edit.range.start == types.Position(line=line, character=col)
+        assert answered > 0, "no example got a suggestion"
         st = await status(lc)
         assert any(r.get("source") == "model" for r in st["recent"])
 
