@@ -116,7 +116,7 @@ class RightContext:
         cols = [t[0] for t in toks[first:] if isinstance(t, tuple)]
         return _Symbolic(toks, max(cols, default=0))
 
-    def net_closers(self, start: int) -> int | None:
+    def net_closers(self, start: int) -> int | None:  # noqa: D401
         """The bracket depth R[start:] must start at (its closers minus its openers)."""
         depth = 0
         lowest = 0
@@ -211,13 +211,12 @@ class RightContext:
         return ("after", kept, len(stack) - len(kept))
 
     def event_columns(self) -> list[Level]:
-        """Indentation of R's logical lines (layout events only, not bracket continuations)."""
-        cols: set[Level] = set()
+        """Indentation of R's logical lines in order (layout events, not bracket lines)."""
         for start in self.starts[:1]:
             sym = self.symbolic(start, self.net_closers(start) or 0, False)
             if sym is not None:
-                cols.update(t for t in sym.tokens if isinstance(t, tuple))
-        return sorted(cols)
+                return [t for t in sym.tokens if isinstance(t, tuple)]
+        return []
 
     def branches(self, stack: tuple[Level, ...], width: int) -> list[Branch]:
         """Render R[i:] for every start index and every plausible layout at it."""
@@ -245,30 +244,58 @@ class RightContext:
         return list(out.values())
 
 
-def plausible_stacks(stack: tuple[Level, ...], right_columns: Sequence[Level],
+def required_levels(events: Sequence[Level]) -> tuple[list[Level], Level | None]:
+    """Levels R dedents to without having opened them itself, and R's first line's level.
+
+    Every such level must be on the stack the middle leaves behind (or R's dedent matches no
+    level); R's first line may either sit on an existing level or open a new one.
+    """
+    required: list[Level] = []
+    local: list[Level] = []
+    for level in events:
+        if local and level[0] > local[-1][0]:
+            local.append(level)
+            continue
+        while local and local[-1][0] > level[0]:
+            local.pop()
+        if local and local[-1] == level:
+            continue
+        if not local and level not in required:
+            required.append(level)
+        local = [level]
+    first = events[0] if events else None
+    return sorted(set(required) - ({first} if first else set())), first
+
+
+def plausible_stacks(stack: tuple[Level, ...], events: Sequence[Level],
                      width: int) -> tuple[list[tuple[Level, ...]], list[tuple[Level, ...]]]:
     """Indentation stacks the middle may leave behind, most likely first.
 
     Returns (stacks at a mid-line end of the middle, stacks right after the indentation event
-    of a line that R continues). Both include the left context's own stack and every
-    shallower prefix of it (the middle dedented); deeper ones add a level one indentation
-    width further, or at one of R's own line columns.
+    of a line that R continues). For every prefix of the left context's stack (the middle
+    dedented to that level), the stack is completed with the levels R needs
+    (`required_levels`): the middle opened exactly the blocks R goes on to close. Variants add
+    R's first line's level, and one indentation width further for a middle that opens a block
+    R's first line continues.
     """
+    required, first = required_levels(events)
     mid: list[tuple[Level, ...]] = []
     after: list[tuple[Level, ...]] = []
-    top = stack[-1]
-    mid_deeper = (top[0] + width, top[1] + width)
     for k in range(len(stack), 0, -1):
         base = stack[:k]
-        mid.append(base)
-        after.append(base)
-        b_top = base[-1]
-        deeper = sorted({c for c in right_columns if c[0] > b_top[0] and c[1] > b_top[1]}
-                        | {(b_top[0] + width, b_top[1] + width)})
-        for level in deeper[:3]:
-            after.append(base + (level,))
-    mid.append(stack + (mid_deeper,))
-    after.append(stack + (mid_deeper, (mid_deeper[0] + width, mid_deeper[1] + width)))
+        top = base[-1]
+        need = tuple(lv for lv in required if lv[0] > top[0] and lv[1] > top[1])
+        if len(need) + k > len(stack) + 6:
+            continue
+        full = base + need
+        variants = [full]
+        last = full[-1]
+        if first is not None and first[0] > last[0] and first[1] > last[1]:
+            variants.append(full + (first,))
+        variants.append(full + ((last[0] + width, last[1] + width),))
+        for v in variants:
+            mid.append(v)
+            after.append(v)
     return list(dict.fromkeys(mid)), list(dict.fromkeys(after))
 
 
@@ -298,4 +325,5 @@ def _first_newline(text: str) -> int:
     return nl
 
 
-__all__ = ["Branch", "RightContext", "layout_signature", "plausible_stacks", "INDENT"]
+__all__ = ["Branch", "RightContext", "layout_signature", "plausible_stacks", "required_levels",
+           "INDENT"]

@@ -33,6 +33,7 @@ _NUMBER_TERMINALS = frozenset(
 
 
 _START = Layout()
+_WS = frozenset(" \t\n\r\f")
 
 
 class LexError(Exception):
@@ -132,8 +133,11 @@ class Tokenizer:
                     break
                 raise LexError(f"invalid token starting with {c!r}", i)
             name, e = found
-            if not final and (e == end or table.is_prefix(text, i, e + 1)) and \
-                    table.is_prefix(text, i, end):
+            # A complete lexeme followed by white space is certain: no Python lexeme continues
+            # a complete match with white space (strings end at their closing quote).
+            if not final and (
+                e == end or (text[e] not in _WS and table.is_prefix(text, i, e + 1))
+            ) and table.is_prefix(text, i, end):
                 tail = i
                 break
             if name in _NUMBER_TERMINALS and e < end and _is_ident_char(text[e]):

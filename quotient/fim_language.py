@@ -58,6 +58,16 @@ SCOPES = ("line", "statement", "block", "free")
 _START = "$fim"
 _MAX_BRANCHES = MARKERS
 _INNER_CUT_MIN = 400  # characters: smaller top-level windows are not cut again
+# Budgets that keep setup well under a second on one statement of pathological size (a
+# 100,000-character line): beyond them the language degrades to mode "none" and says why.
+MAX_WINDOW_TOKENS = 6000
+MAX_RIGHT_CHARS = 60_000
+# CPython's tokenizer refuses more than 200 nested brackets ("too many nested parentheses").
+MAX_NESTING = 200
+
+
+class _TooLarge(Exception):
+    """The window exceeds a budget; the language degrades to mode "none"."""
 
 
 class FimLanguage:
@@ -81,6 +91,7 @@ class FimLanguage:
         self._initial: FimState | None = None
         self._prefix_cache: dict[str, frozenset[str]] = {}
         self.block_floor = 1
+        self.reason = ""  # why the mode is not "exact", for logs
 
     # -- construction -----------------------------------------------------------------------
 
@@ -97,7 +108,7 @@ class FimLanguage:
         try:
             lang._build(windowing)
         except RecursionError:
-            lang._unconstrained()
+            lang._unconstrained("the text nests too deeply to analyse")
         return lang
 
     def _build(self, windowing: bool) -> None:
@@ -105,14 +116,18 @@ class FimLanguage:
         base = fast.recognizer(python_grammar())
         lefts = left_boundaries(self.left)[:4] + [0] if windowing else [0]
         found = None
-        for start in dict.fromkeys(lefts):
-            got = self._lex_left(self.left[start:], base)
-            if got is not None:
-                self.left_start = start
-                found = got
-                break
+        try:
+            for start in dict.fromkeys(lefts):
+                got = self._lex_left(self.left[start:], base)
+                if got is not None:
+                    self.left_start = start
+                    found = got
+                    break
+        except _TooLarge as err:
+            self._unconstrained(str(err))
+            return
         if found is None:
-            self._unconstrained()
+            self._unconstrained("the left context is not a valid prefix of Python")
             return
         text = self.left[self.left_start:]
         rights = right_boundaries(self.right)[:3] + [len(self.right)] if windowing \
@@ -129,13 +144,15 @@ class FimLanguage:
                     found = inner
                     rights = [right_inner_end(self.right, column)] + rights
         lexed, base_state = found
-        self._left_tokens = lexed.tokens
         layout = lexed.layout
+
         pending = self.left_text[lexed.tail:]
         width = _indent_width(layout.stack)
         self.block_floor = _block_floor(layout)
         for end in dict.fromkeys(rights):
             window = self.right[:end]
+            if len(window) > MAX_RIGHT_CHARS:
+                continue
             rc = RightContext(tok, window)
             branches = rc.branches(layout.stack, width)[:_MAX_BRANCHES]
             if not branches:
@@ -159,6 +176,10 @@ class FimLanguage:
         # No branch fits: only ask that left + middle + R_window stays a valid prefix.
         self.right_end = rights[0]
         self.right_window = self.right[: self.right_end]
+        if len(self.right_window) > MAX_RIGHT_CHARS:
+            self._unconstrained(f"the right window is longer than {MAX_RIGHT_CHARS} characters")
+            return
+        self.reason = "no completion of the left context can end in the right context's window"
         self._base_mode = "prefix"
         self._initial = FimState(self, base_state, layout, pending, "")
 
@@ -168,6 +189,11 @@ class FimLanguage:
             lexed = self.tokenizer.lex(text, 0, len(text), Layout(), final=False)
         except LexError:
             return None
+        if lexed.layout.depth > MAX_NESTING:
+            raise _TooLarge(f"more than {MAX_NESTING} nested brackets (CPython refuses them)")
+        if len(lexed.tokens) > MAX_WINDOW_TOKENS:
+            raise _TooLarge(f"the statement around the cursor has more than "
+                            f"{MAX_WINDOW_TOKENS} symbols")
         state = base.scan_many(lexed.tokens)
         if state is None:
             return None
@@ -205,7 +231,8 @@ class FimLanguage:
             return None
         return fast.recognizer(quotient.with_rules(rules, start=_START))
 
-    def _unconstrained(self) -> None:
+    def _unconstrained(self, reason: str) -> None:
+        self.reason = reason
         self._base_mode = "none"
         self.left_text = self.left
         self.right_window = self.right

@@ -1,0 +1,211 @@
+"""quotient.FimLanguage: exactness against CPython's parser, scopes, windows and bad input."""
+
+from __future__ import annotations
+
+import ast
+import random
+import warnings
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from quotient import FimLanguage
+
+MODES = {"exact", "window", "prefix", "none"}
+
+FILES = [
+    "import os\n\n\ndef f(a, b=1):\n    if a:\n        return os.path.join(a, 'x')\n"
+    "    for i in range(b):\n        print(i, end='')\n    return None\n\n\nx = f(1)\n",
+    "class A:\n    def m(self, x):\n        try:\n            y = {k: v for k, v in x}\n"
+    "        except (KeyError, ValueError) as e:\n            raise RuntimeError from e\n"
+    "        else:\n            return [y[k] ** 2 for k in y if k]\n\n"
+    "    @property\n    def p(self):\n        return self._p\n",
+    "def g(xs):\n    total = 0\n    while xs:\n        x = xs.pop()\n"
+    "        total += x if x > 0 else -x\n    s = f'{total:>{10}}'\n    return s\n",
+    "values = [\n    1,\n    2,\n]\nmapping = {'a': (1, 2), 'b': [3, 4]}\n"
+    "with open('f') as fh, open('g') as gh:\n    data = fh.read() + gh.read()\n",
+]
+
+
+def parses(text: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(text)
+        return True
+    except SyntaxError:
+        return False
+
+
+def accepts(lang: FimLanguage, middle: str) -> bool:
+    state = lang.initial().feed(middle)
+    return state is not None and state.is_complete()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(FILES), st.integers(0, 10**6), st.integers(0, 60))
+def test_true_middle_accepted_at_every_character(src: str, a: int, length: int) -> None:
+    i = a % (len(src) + 1)
+    j = min(len(src), i + length)
+    left, middle, right = src[:i], src[i:j], src[j:]
+    lang = FimLanguage.for_python(left, right)
+    assert lang.mode == "exact"
+    state = lang.initial()
+    for k, ch in enumerate(middle):
+        state = state.feed(ch)
+        assert state is not None, f"rejected after {middle[:k + 1]!r}"
+    assert state.is_complete()
+
+
+ALPHABET = "ab1 ()[]{}:.,='\"\n#\\"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(FILES), st.integers(0, 10**6), st.integers(0, 40),
+       st.lists(st.tuples(st.integers(0, 100), st.sampled_from(ALPHABET)), max_size=3))
+def test_is_complete_agrees_with_cpython(src: str, a: int, length: int, edits) -> None:
+    i = a % (len(src) + 1)
+    j = min(len(src), i + length)
+    left, middle, right = src[:i], src[i:j], src[j:]
+    for pos, ch in edits:
+        pos = min(pos, len(middle))
+        middle = middle[:pos] + ch + middle[pos + 1:]
+    lang = FimLanguage.for_python(left, right)
+    assert accepts(lang, middle) == parses(left + middle + right)
+
+
+def test_viability_rejects_dead_prefixes() -> None:
+    lang = FimLanguage.for_python("x = foo(a, ", ")\n")
+    st0 = lang.initial()
+    assert st0.feed("b") is not None
+    assert st0.feed("b)") is not None  # "b) + (c" can still close R's bracket
+    assert st0.feed("b=2, def") is not None  # may still become a name like "default"
+    assert st0.feed("b=2, def ") is None  # the keyword cannot be an argument
+    assert st0.feed("]") is None
+
+
+def test_states_are_persistent() -> None:
+    lang = FimLanguage.for_python("def f(x):\n    return x", "\n")
+    s0 = lang.initial()
+    a = s0.feed(" + 1")
+    b = s0.feed(" * (")
+    assert a is not None and b is not None
+    assert a.is_complete() and not b.is_complete()
+    assert s0.feed(" + 1") is a  # memoised
+    assert s0.is_complete()
+
+
+def test_middle_may_end_inside_a_right_context_lexeme() -> None:
+    lang = FimLanguage.for_python("result = comp", "ute(1)\n")
+    assert lang.initial().is_complete()
+    assert accepts(lang, "")
+    assert not accepts(lang, " ")  # "comp ute(1)" is two names in a row
+    lang = FimLanguage.for_python("s = 'abc", "def'\n")
+    assert accepts(lang, "") and accepts(lang, " x ")
+    assert not accepts(lang, "'")
+
+
+def test_right_context_layout_follows_the_middle() -> None:
+    left, right = "def f(x):\n    if x:\n        ", "\n    return 3\n"
+    lang = FimLanguage.for_python(left, right)
+    for middle in ["return 1", "return 1\n    else:\n        return 2", "pass\n"]:
+        assert accepts(lang, middle) == parses(left + middle + right)
+    assert not accepts(lang, "return 1\nelse:\n    return 2")
+
+
+@pytest.mark.parametrize("scope, middle, ok", [
+    ("line", "a + b", True),
+    ("line", "a\nb = 1", False),
+    ("statement", "a + (b\n + c)", True),
+    ("statement", "a\nb = 1", False),
+    ("block", "a\n    z = 2", True),
+    ("block", "a\nz = 2", False),
+    ("free", "a\nz = 2", True),
+])
+def test_scopes(scope: str, middle: str, ok: bool) -> None:
+    lang = FimLanguage.for_python("def f():\n    y = ", "\n", scope=scope)
+    assert accepts(lang, middle) == ok
+
+
+def test_unknown_scope_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="scope"):
+        FimLanguage.for_python("", "", scope="paragraph")  # type: ignore[arg-type]
+
+
+def padded(n: int) -> str:
+    return "".join(f"def pad{k}(a):\n    return a + {k}\n\n\n" for k in range(n))
+
+
+def test_windowing_gives_the_same_answers() -> None:
+    core_left = "def target(x):\n    y = x"
+    core_right = " * 2\n    return y\n\n\n"
+    left, right = padded(40) + core_left, core_right + padded(40)
+    windowed = FimLanguage.for_python(left, right)
+    whole = FimLanguage.for_python(left, right, windowing=False)
+    assert len(windowed.left_window) < 100 and len(windowed.right_window) < 100
+    rng = random.Random(0)
+    for _ in range(40):
+        middle = "".join(rng.choice(" +*(1)x\n") for _ in range(rng.randint(0, 6)))
+        assert accepts(windowed, middle) == accepts(whole, middle)
+
+
+def test_broken_code_elsewhere_is_ignored() -> None:
+    left = "def broken(:\n    pass\n\n\ndef g(x):\n    return x"
+    right = " + 1\n\n\ndef h(:\n"
+    lang = FimLanguage.for_python(left, right)
+    assert lang.mode == "window"
+    assert accepts(lang, " * 2") and not accepts(lang, " * (")
+
+
+def test_cut_inside_a_large_class() -> None:
+    methods = "".join(f"    def m{k}(self):\n        return {k}\n\n" for k in range(60))
+    left = "class Big:\n" + methods + "    def target(self, x):\n        y = x"
+    right = " * 2\n        return y\n\n" + methods + "\nprint(Big)\n"
+    lang = FimLanguage.for_python(left, right)
+    assert lang.mode == "exact"
+    assert len(lang.left_window) < 200 and len(lang.right_window) < 200
+    for middle in [" + 1", " +", "\n    def other(self):\n        z = 1"]:
+        assert accepts(lang, middle) == parses(left + middle + right)
+
+
+BAD = {
+    "nul byte": ("x = 1\x00\ny = ", "\nz = 3\n"),
+    "lone surrogate": ("s = '\ud800'\nx = ", "\n"),
+    "byte order mark": ("\ufeffimport os\nx = ", "\n"),
+    "crlf": ("def f():\r\n    x = ", "\r\n    return x\r\n"),
+    "lone cr": ("def f():\r    x = ", "\r    return x\r"),
+    "form feed": ("\x0cdef f():\n\x0c    x = ", "\n    return x\n"),
+    "mixed tabs and spaces": ("def f():\n\tif x:\n\t    y = ", "\n\treturn y\n"),
+    "100000-character line": ("x = [" + "1, " * 33_000, "]\n"),
+    "1000 nested brackets": ("x = " + "(" * 1000, ")" * 1000 + "\n"),
+    "unterminated triple-quoted string": ('x = 1\ns = """abc\n', "def f():\n    pass\n" * 50),
+    "cursor inside a string": ("s = 'abc", "def'\n"),
+    "cursor inside a comment": ("x = 1  # comm", "ent\ny = 2\n"),
+    "broken left context": ("def f(:\n    pass\n\ndef g():\n    return ", "\n"),
+    "broken right context": ("def g():\n    return ", "\n\ndef h(:\n    pass\n"),
+    "cursor in a broken statement": ("x = = ", "\n"),
+    "empty file": ("", ""),
+}
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("name", list(BAD))
+def test_bad_input_never_raises(name: str) -> None:
+    left, right = BAD[name]
+    lang = FimLanguage.for_python(left, right)
+    assert lang.mode in MODES
+    state = lang.initial()
+    for text in ("1", "\n", ")", "'", "#"):
+        nxt = state.feed(text)
+        assert nxt is None or isinstance(nxt.is_complete(), bool)
+
+
+def test_bad_input_modes() -> None:
+    assert FimLanguage.for_python(*BAD["1000 nested brackets"]).mode == "none"
+    assert FimLanguage.for_python(*BAD["100000-character line"]).mode == "none"
+    lang = FimLanguage.for_python(*BAD["cursor in a broken statement"])
+    assert lang.mode == "none" and lang.reason
+    assert FimLanguage.for_python(*BAD["byte order mark"]).mode == "exact"
+    lang = FimLanguage.for_python(*BAD["cursor inside a string"])
+    assert lang.mode == "exact" and accepts(lang, "") and not accepts(lang, "\n")

@@ -1,0 +1,157 @@
+"""The Python tokenizer against CPython's, batch and incremental."""
+
+from __future__ import annotations
+
+import io
+import keyword
+import random
+import sysconfig
+import tokenize
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lexer.layout import Layout
+from lexer.tokenizer import LexError
+from quotient.python_grammar import lex_python, python_tokenizer
+
+SOFT = {"match", "case", "type", "_"}
+NUMBERS = {"DEC_NUMBER", "HEX_NUMBER", "OCT_NUMBER", "BIN_NUMBER", "FLOAT_NUMBER", "IMAG_NUMBER"}
+STRINGS = {"STRING", "LONG_STRING", "FSTRING"}
+
+
+def ours(src: str) -> list[str]:
+    by_name = {name: text for text, name in python_tokenizer().table.literals.items()}
+    out = []
+    for name in lex_python(src):
+        if name in NUMBERS:
+            out.append("NUM")
+        elif name in STRINGS:
+            out.append("STR")
+        else:
+            out.append(by_name.get(name, name))
+    return out
+
+
+def cpython(src: str) -> list[str]:
+    out = []
+    for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+        if tok.type in (tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER):
+            continue
+        if tok.type == tokenize.NAME:
+            word = tok.string
+            out.append(word if keyword.iskeyword(word) or word in SOFT else "NAME")
+        elif tok.type == tokenize.OP:
+            out.append(tok.string)
+        elif tok.type == tokenize.NUMBER:
+            out.append("NUM")
+        elif tok.type == tokenize.STRING:
+            out.append("STR")
+        else:
+            out.append(tokenize.tok_name[tok.type])
+    return out
+
+
+def stdlib_sample(n: int, seed: int = 0) -> list[Path]:
+    files = sorted(Path(sysconfig.get_paths()["stdlib"]).glob("*.py"))
+    return random.Random(seed).sample(files, min(n, len(files)))
+
+
+@pytest.mark.parametrize("path", stdlib_sample(25), ids=lambda p: p.name)
+def test_matches_cpython_tokenize_on_stdlib(path: Path) -> None:
+    src = path.read_text(encoding="utf-8")
+    assert ours(src) == cpython(src)
+
+
+@pytest.mark.parametrize(
+    "src, expected",
+    [
+        ("1if x else y\n", ["NUM", "if", "NAME", "else", "NAME", "NEWLINE"]),
+        ("x = a.b\n", ["NAME", "=", "NAME", ".", "NAME", "NEWLINE"]),
+        ("x = ...\n", ["NAME", "=", "...", "NEWLINE"]),
+        ("x **= 2\n", ["NAME", "**=", "NUM", "NEWLINE"]),
+        ("f(*a, **k)\n", ["NAME", "(", "*", "NAME", ",", "**", "NAME", ")", "NEWLINE"]),
+        ("x = (1,\n     2)\n", ["NAME", "=", "(", "NUM", ",", "NUM", ")", "NEWLINE"]),
+        ("x = 1 + \\\n    2\n", ["NAME", "=", "NUM", "+", "NUM", "NEWLINE"]),
+        ("if x:\n    y\n", ["if", "NAME", ":", "NEWLINE", "INDENT", "NAME", "NEWLINE", "DEDENT"]),
+        ("match = 1\n", ["match", "=", "NUM", "NEWLINE"]),
+        ("x = 1_000.5e-3j\n", ["NAME", "=", "NUM", "NEWLINE"]),
+        ("x = rb'a' Rb\"b\" f'{x!r:>{w}}'\n", ["NAME", "=", "STR", "STR", "STR", "NEWLINE"]),
+        ("x = f'{f\"{y}\"}'\n", ["NAME", "=", "STR", "NEWLINE"]),
+        ("x = f'{a['k']}'\n", ["NAME", "=", "STR", "NEWLINE"]),  # PEP 701: same quotes
+        ("x = 1  # comment\n\n# only a comment\n", ["NAME", "=", "NUM", "NEWLINE"]),
+        ("x = 1\r\ny = 2\r\n", ["NAME", "=", "NUM", "NEWLINE", "NAME", "=", "NUM", "NEWLINE"]),
+        ("x = 1\ry = 2\r", ["NAME", "=", "NUM", "NEWLINE", "NAME", "=", "NUM", "NEWLINE"]),
+        ("\x0cif x:\n\x0c    y\n", ["if", "NAME", ":", "NEWLINE", "INDENT", "NAME", "NEWLINE",
+                                     "DEDENT"]),
+        ("x = 1", ["NAME", "=", "NUM", "NEWLINE"]),
+    ],
+)
+def test_token_streams(src: str, expected: list[str]) -> None:
+    assert ours(src) == expected
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "0or 1\n",  # CPython commits to an octal literal
+        "0x\n",
+        "1abc\n",  # invalid decimal literal
+        "x = 1\x00\n",
+        "x = '\\uffe'\n",  # truncated escape
+        "x = b'\u00e9'\n",  # non-ASCII bytes
+        "if x:\n        y\n    z\n",  # unindent matches no level
+        "if x:\n    y\n\tz\n",  # tabs and spaces mixed inconsistently
+        "x = (1\n",  # end of file inside brackets
+        "x = 'abc\n",  # unterminated string
+        "x = 1 \\ y\n",  # character after line continuation
+        "x = f'{}'\n",  # empty expression in an f-string
+        ")\n",
+    ],
+)
+def test_lexical_errors(src: str) -> None:
+    with pytest.raises(LexError):
+        lex_python(src)
+
+
+def incremental(src: str, cuts: list[int]) -> list[str]:
+    """Lex `src` in chunks the way the FIM recognizer does, committing only certain lexemes."""
+    tok = python_tokenizer()
+    layout, pending, out = Layout(), "", []
+    prev = 0
+    for cut in sorted(set(cuts)) + [len(src)]:
+        pending += src[prev:cut]
+        prev = cut
+        lexed = tok.lex(pending, 0, len(pending), layout, final=False)
+        out += lexed.tokens
+        layout, pending = lexed.layout, pending[lexed.tail:]
+    out += tok.lex(pending, 0, len(pending), layout, final=True).tokens
+    return out
+
+
+SNIPPETS = [
+    "def f(a, b=1, *c, **d):\n    return a if b else c  # note\n",
+    "x = [1, 2.5e-3, 0x1f, 1_000j]\ns = 'a' \"b\" '''c\nd''' rb'e' f'{x!r:>{w}}'\n",
+    "class A(B):\n    @dec\n    async def g(self):\n        await h()\n\n\nprint(A)\n",
+    "if a:\n\tpass\nelif b:\n  x = (1,\n       2)\nelse:\n    y = a \\\n        + b\n",
+    "x = 1if y else 2\nz = a<<=b>>c**d//e\nw = f(*a, **k)[::2]\n",
+    "try:\n    pass\nexcept* E as e:\n    raise X from e\nfinally:\n    ...\n",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(SNIPPETS), st.lists(st.integers(0, 200), max_size=12))
+def test_incremental_lexing_matches_batch(src: str, cuts: list[int]) -> None:
+    cuts = [c for c in cuts if c <= len(src)]
+    assert incremental(src, cuts) == lex_python(src)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(SNIPPETS), st.integers(0, 300))
+def test_committed_tokens_are_a_prefix(src: str, cut: int) -> None:
+    cut = min(cut, len(src))
+    tok = python_tokenizer()
+    lexed = tok.lex(src, 0, cut, Layout(), final=False)
+    assert lex_python(src)[: len(lexed.tokens)] == lexed.tokens
