@@ -172,8 +172,10 @@ export class SeamClient implements vscode.Disposable {
     if (client === undefined || !client.isRunning()) {
       return;
     }
+    const settings = serverSettings();
+    this.output.info(`settings changed; sending ${JSON.stringify(settings)}`);
     await client.sendNotification(DidChangeConfigurationNotification.type, {
-      settings: { [SECTION]: serverSettings() },
+      settings: { [SECTION]: settings },
     });
   }
 
