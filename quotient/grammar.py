@@ -175,38 +175,54 @@ class Grammar:
         start = self.start if start is None else start
         if start not in old_ids and start not in new_names:
             new_names.append(start)
-        first = len(self.symbol_names)
-        new_ids = {n: first + i for i, n in enumerate(new_names)}
-        ids: Mapping[str, int] = ChainMap(new_ids, old_ids)  # type: ignore[arg-type]
         if start in old_ids and old_ids[start] < self.n_terminals:
             raise GrammarError(f"start symbol {start!r} is a terminal")
+        first = len(self.symbol_names)
+        new_ids = {n: first + i for i, n in enumerate(new_names)}
         new_table: list[tuple[int, tuple[int, ...]]] = []
         for lhs, rhs in extra:
             try:
-                new_table.append((new_ids[lhs], tuple(ids[s] for s in rhs)))
+                new_table.append((new_ids[lhs], tuple(
+                    new_ids[s] if s in new_ids else old_ids[s] for s in rhs)))
             except KeyError as exc:
                 raise GrammarError(
                     f"undefined symbol {exc.args[0]!r} in rule {_rule_text(lhs, rhs)}"
                 ) from None
+        start_id = new_ids[start] if start in new_ids else old_ids[start]
+        return self._extended(new_names, new_table, start_id, extra)
+
+    def _extended(self, new_names: list[str], new_table: list[tuple[int, tuple[int, ...]]],
+                  start_id: int, named_rules: list[Rule] | None = None) -> Grammar:
+        """`with_rules` on encoded input: `new_names` get the ids after the base's symbols,
+        `new_table` holds ``(lhs_id, rhs_ids)`` rules whose left sides are new ids. Nothing is
+        checked; callers guarantee the encoding is valid."""
+        first = len(self.symbol_names)
+        names = self.symbol_names + new_names
+        if named_rules is None:
+            named_rules = [(names[lhs], tuple(names[s] for s in rhs)) for lhs, rhs in new_table]
         by_lhs: list[list[int]] = [[] for _ in new_names]
         n_old_rules = len(self.rule_table)
         for i, (lhs_id, _) in enumerate(new_table):
             by_lhs[lhs_id - first].append(n_old_rules + i)
+        old_ids = self.symbol_ids
+        new_ids = {n: first + i for i, n in enumerate(new_names)}
+        # Share the base's name table instead of copying it (one flat chain of layers).
+        layers = old_ids.maps if isinstance(old_ids, ChainMap) else [old_ids]
 
         g = Grammar.__new__(Grammar)
-        g.start = start
-        g.rules = self.rules + extra
+        g.start = names[start_id]
+        g.rules = self.rules + named_rules
         g.terminal_defs = self.terminal_defs
         g.ignored = self.ignored
         g.declared = self.declared
         g.base = self
         g.n_base_rules = n_old_rules
-        g.symbol_names = self.symbol_names + new_names
-        g.symbol_ids = ids
+        g.symbol_names = names
+        g.symbol_ids = ChainMap(new_ids, *layers)
         g.n_terminals = self.n_terminals
         g.rule_table = self.rule_table + new_table
         g.rules_by_lhs = self.rules_by_lhs + [tuple(r) for r in by_lhs]
-        g.start_id = ids[start]
+        g.start_id = start_id
         g._cache = {}
         return g
 
@@ -310,10 +326,30 @@ class Grammar:
         )
 
     def reversed(self) -> Grammar:
-        """The grammar of the reversed language: every right-hand side reversed."""
+        """The grammar of the reversed language: every right-hand side reversed.
+
+        Symbol and rule ids are the same as in this grammar (the quotient extraction relies on
+        it); the result is a standalone grammar (no ``base``)."""
         if "reversed" not in self._cache:
-            rev = self._copy_with_rules((lhs, rhs[::-1]) for lhs, rhs in self.rules)
-            rev._cache["reversed"] = self
+            rev = Grammar.__new__(Grammar)
+            rev.start = self.start
+            rev.rules = [(lhs, rhs[::-1]) for lhs, rhs in self.rules]
+            rev.terminal_defs = self.terminal_defs
+            rev.ignored = self.ignored
+            rev.declared = self.declared
+            rev.base = None
+            rev.n_base_rules = 0
+            rev.symbol_names = list(self.symbol_names)
+            rev.symbol_ids = dict(self.symbol_ids)
+            rev.n_terminals = self.n_terminals
+            rev.rule_table = [(lhs, rhs[::-1]) for lhs, rhs in self.rule_table]
+            rev.rules_by_lhs = list(self.rules_by_lhs)
+            rev.start_id = self.start_id
+            rev._cache = {
+                "reversed": self,
+                "productive": self.productive_ids,  # reversal keeps both sets
+                "nullable": self.nullable_ids,
+            }
             self._cache["reversed"] = rev
         return self._cache["reversed"]
 

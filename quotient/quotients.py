@@ -8,8 +8,9 @@ of a ``B`` that started at state ``s`` and whose consumed part reaches an end ch
   ``B!s -> ε``);
 * whenever ``B!s`` is used, every item ``(A -> α • B β, o)`` of chart ``s`` (the items that
   predicted ``B`` there, i.e. its recorded provenance) gives ``A!o -> B!s β``;
-* the quotient's start is ``S!q0`` for the start symbol ``S`` and the automaton's start
-  state ``q0`` (the item created by the initialization).
+* the quotient's language is that of ``S!q0`` for the start symbol ``S`` and the automaton's
+  start state ``q0`` (the item created by the initialization); a fresh top nonterminal
+  derives it (or, for `right_quotient_split`, the union of the per-final starts).
 
 The right quotient reverses: ``L(g) / x = reverse(reverse(x) \\ L(reverse(g)))``. Derived
 rules are reversed back, so the result is the original (productive) grammar plus the derived
@@ -24,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from .earley import MASK, SHIFT, NfaCharts, parse_nfa
-from .grammar import Grammar, Rule
+from .grammar import Grammar
 from .nfa import Nfa
 
 
@@ -39,9 +40,25 @@ def _separator(g: Grammar) -> str:
     return sep
 
 
-def _extract(charts: NfaCharts, end_charts: Iterable[int], suffix: str,
-             sep: str, rules: dict[Rule, None]) -> str | None:
-    """Add the quotient rules for the given end charts to `rules`; return the start name.
+class _Derived:
+    """Derived nonterminals and rules under construction, encoded as integers.
+
+    A derived nonterminal gets the id after the base's symbols (``first + its index``);
+    rules are ``(lhs_id, rhs_ids)`` kept in insertion order without duplicates.
+    """
+
+    __slots__ = ("first", "names", "ids", "rules")
+
+    def __init__(self, first: int) -> None:
+        self.first = first
+        self.names: list[str] = []
+        self.ids: dict[tuple[int, int, str], int] = {}
+        self.rules: dict[tuple[int, tuple[int, ...]], None] = {}
+
+
+def _extract(charts: NfaCharts, end_charts: Iterable[int], suffix: str, sep: str,
+             out: _Derived) -> int | None:
+    """Add the quotient rules for the given end charts to `out`; return the start id.
 
     Derived names are ``B{sep}{state}{suffix}``. Returns None when the start nonterminal was
     never opened (no word of the automaton reaching these charts is a prefix of a sentence).
@@ -49,19 +66,21 @@ def _extract(charts: NfaCharts, end_charts: Iterable[int], suffix: str,
     t = charts.t
     g = t.grammar
     names = g.symbol_names
-    rhs_names = [rhs for _, rhs in g.rules]
+    rule_rhs = [rhs for _, rhs in g.rule_table]
     ilhs, irule, rfirst = t.item_lhs, t.item_rule, t.rule_first
     keys, waiting = charts.keys, charts.waiting
-    derived: dict[int, str] = {}
-    todo: list[int] = []
+    ids, dnames, rules = out.ids, out.names, out.rules
+    first = out.first
+    todo: list[tuple[int, int, int]] = []
 
-    def name_of(lhs: int, origin: int) -> str:
-        code = (origin << SHIFT) | lhs
-        name = derived.get(code)
-        if name is None:
-            name = derived[code] = f"{names[lhs]}{sep}{origin}{suffix}"
-            todo.append(code)
-        return name
+    def derived(lhs: int, origin: int) -> int:
+        code = (lhs, origin, suffix)
+        did = ids.get(code)
+        if did is None:
+            did = ids[code] = first + len(dnames)
+            dnames.append(f"{names[lhs]}{sep}{origin}{suffix}")
+            todo.append((lhs, origin, did))
+        return did
 
     for q in end_charts:
         chart = keys[q]
@@ -70,51 +89,51 @@ def _extract(charts: NfaCharts, end_charts: Iterable[int], suffix: str,
         for key in chart:
             item = key & MASK
             rid = irule[item]
-            rules[(name_of(ilhs[item], key >> SHIFT), rhs_names[rid][item - rfirst[rid]:])] = None
+            rules[(derived(ilhs[item], key >> SHIFT), rule_rhs[rid][item - rfirst[rid]:])] = None
     while todo:
-        code = todo.pop()
-        sym, s = code & MASK, code >> SHIFT
-        used = derived[code]
+        sym, s, used = todo.pop()
         for w in waiting[s].get(sym, ()):
             item = w & MASK
             rid = irule[item]
-            tail = rhs_names[rid][item - rfirst[rid] + 1:]
-            rules[(name_of(ilhs[item], w >> SHIFT), (used, *tail))] = None
-    return derived.get((charts.start << SHIFT) | g.start_id)
+            tail = rule_rhs[rid][item - rfirst[rid] + 1:]
+            rules[(derived(ilhs[item], w >> SHIFT), (used, *tail))] = None
+    return ids.get((g.start_id, charts.start, suffix))
 
 
-def _productive_rules(rules: Iterable[Rule], base: Grammar) -> list[Rule]:
-    """The derived rules whose symbols are all productive (base symbols are assumed to be)."""
-    rules = list(rules)
-    lhs_set = {lhs for lhs, _ in rules}
-    found: set[str] = set()
+def _productive_rules(out: _Derived) -> tuple[list[tuple[int, tuple[int, ...]]], set[int]]:
+    """The derived rules whose symbols are all productive, and the productive derived ids.
+
+    Base symbols in derived rules are productive: the charts only contain usable rules."""
+    rules = list(out.rules)
+    first = out.first
+    found: set[int] = set()
     missing: list[int] = []
-    users: dict[str, list[int]] = {}
-    queue: list[str] = []
+    users: dict[int, list[int]] = {}
+    queue: list[int] = []
     for i, (lhs, rhs) in enumerate(rules):
         need = 0
         for s in rhs:
-            if s in lhs_set:
+            if s >= first:
                 need += 1
-                users.setdefault(s, []).append(i)
-            elif s not in base.symbol_ids:
-                need = -1  # a derived name without rules: never productive
-                break
+                lst = users.get(s)
+                if lst is None:
+                    users[s] = [i]
+                else:
+                    lst.append(i)
         missing.append(need)
         if need == 0 and lhs not in found:
             found.add(lhs)
             queue.append(lhs)
     while queue:
         for i in users.pop(queue.pop(), ()):
-            if missing[i] > 0:
-                missing[i] -= 1
-                if missing[i] == 0 and rules[i][0] not in found:
-                    found.add(rules[i][0])
-                    queue.append(rules[i][0])
-    return [
-        (lhs, rhs) for lhs, rhs in rules
-        if lhs in found and all(s in found or s not in lhs_set for s in rhs)
-    ]
+            missing[i] -= 1
+            if missing[i] == 0:
+                lhs = rules[i][0]
+                if lhs not in found:
+                    found.add(lhs)
+                    queue.append(lhs)
+    kept = [(lhs, rhs) for i, (lhs, rhs) in enumerate(rules) if missing[i] == 0]
+    return kept, found
 
 
 def _fresh_name(g: Grammar, taken: Iterable[str], stem: str) -> str:
@@ -129,17 +148,50 @@ def _as_nfa(x: Sequence[str] | Nfa) -> Nfa:
     return x if isinstance(x, Nfa) else Nfa.from_symbols(list(x))
 
 
-def _finish(base: Grammar, rules: dict[Rule, None], start: str | None, reverse: bool,
-            sep: str) -> tuple[Grammar, bool]:
-    """Prune, orient and attach derived rules to `base`. Returns (grammar, language nonempty)."""
-    kept = _productive_rules(rules, base)
-    if reverse:
-        kept = [(lhs, rhs[::-1]) for lhs, rhs in kept]
-    live = {lhs for lhs, _ in kept}
-    if start is None or start not in live:
-        empty = _fresh_name(base, live, f"{base.start}{sep}empty")
-        return base.with_rules(kept, start=empty), False
-    return base.with_rules(kept, start=start), True
+def _build(base: Grammar, out: _Derived, reverse: bool,
+           tops: list[tuple[str, list[int]]]) -> tuple[Grammar, dict[int, int | None]]:
+    """Attach the productive derived rules to `base`.
+
+    `tops` lists ``(stem, start ids)``: each adds a fresh nonterminal deriving the union of the
+    live ones among them; the first becomes the grammar's start. Derived nonterminals are
+    renumbered densely (dead ones dropped). Returns the grammar and old id -> new id.
+    """
+    kept, live = _productive_rules(out)
+    first = out.first
+    renum: dict[int, int | None] = {}
+    new_names: list[str] = []
+    for did in range(first, first + len(out.names)):
+        if did in live:
+            renum[did] = first + len(new_names)
+            new_names.append(out.names[did - first])
+        else:
+            renum[did] = None
+
+    def tr(s: int) -> int:
+        return s if s < first else renum[s]  # type: ignore[return-value]
+
+    table = [
+        (renum[lhs], tuple(tr(s) for s in (rhs[::-1] if reverse else rhs)))
+        for lhs, rhs in kept
+    ]
+    start_id = None
+    taken = set(new_names)
+    for stem, starts in tops:
+        name = _fresh_name(base, taken, stem)
+        taken.add(name)
+        top = first + len(new_names)
+        new_names.append(name)
+        table.extend((top, (renum[s],)) for s in dict.fromkeys(starts) if renum[s] is not None)
+        if start_id is None:
+            start_id = top
+    g = base._extended(new_names, table, start_id)  # type: ignore[arg-type]
+    # Every kept derived nonterminal is productive by construction; the tops are when they
+    # have a rule. Seeding the set spares the recognizers a recomputation.
+    prod = set(base.productive_ids)
+    prod.update(renum[d] for d in live)  # type: ignore[misc]
+    prod.update(lhs for lhs, _ in table)
+    g._cache["productive"] = frozenset(prod)
+    return g, renum
 
 
 def left_quotient(g: Grammar, x: Sequence[str] | Nfa) -> Grammar:
@@ -151,20 +203,30 @@ def left_quotient(g: Grammar, x: Sequence[str] | Nfa) -> Grammar:
     charts = parse_nfa(base, _as_nfa(x))
     ends = sorted({q for qs in charts.finals_of.values() for q in qs})
     sep = _separator(base)
-    rules: dict[Rule, None] = {}
-    start = _extract(charts, ends, "", sep, rules)
-    return _finish(base, rules, start, False, sep)[0]
+    out = _Derived(len(base.symbol_names))
+    start = _extract(charts, ends, "", sep, out)
+    grammar, _ = _build(base, out, False, [(f"{base.start}{sep}left", _opt(start))])
+    return grammar
+
+
+def _opt(x: int | None) -> list[int]:
+    return [] if x is None else [x]
 
 
 def right_quotient(g: Grammar, x: Sequence[str] | Nfa) -> Grammar:
     """Grammar of ``{u : u·w ∈ L(g), w ∈ L(x)}``; `x` a terminal list or an `Nfa`."""
-    rev = x[::-1] if not isinstance(x, Nfa) else x.reversed()
-    grammar, _ = right_quotient_split(g, _as_nfa(rev), _single=True)
+    rev = Nfa.from_symbols(list(x)[::-1]) if not isinstance(x, Nfa) else x.reversed()
+    base = g.productive_part()
+    charts = parse_nfa(base.reversed(), rev)
+    ends = sorted({q for qs in charts.finals_of.values() for q in qs})
+    sep = _separator(base)
+    out = _Derived(len(base.symbol_names))
+    start = _extract(charts, ends, "", sep, out)
+    grammar, _ = _build(base, out, True, [(f"{base.start}{sep}right", _opt(start))])
     return grammar
 
 
-def right_quotient_split(g: Grammar, rev_nfa: Nfa, *, _single: bool = False
-                         ) -> tuple[Grammar, dict[int, str | None]]:
+def right_quotient_split(g: Grammar, rev_nfa: Nfa) -> tuple[Grammar, dict[int, str | None]]:
     """Right quotients of `g` by the suffix sets of the finals of `rev_nfa`, from one parse.
 
     `rev_nfa` accepts *reversed* suffixes. For each final state ``f`` the returned mapping
@@ -173,25 +235,18 @@ def right_quotient_split(g: Grammar, rev_nfa: Nfa, *, _single: bool = False
     derives the union of all of them.
     """
     base = g.productive_part()
-    rev_g = base.reversed()
-    charts = parse_nfa(rev_g, rev_nfa)
+    charts = parse_nfa(base.reversed(), rev_nfa)
     sep = _separator(base)
-    rules: dict[Rule, None] = {}
-    starts: dict[int, str | None] = {}
-    if _single:
-        ends = sorted({q for qs in charts.finals_of.values() for q in qs})
-        start = _extract(charts, ends, "", sep, rules)
-        grammar, _ = _finish(base, rules, start, True, sep)
-        return grammar, {}
-    for f, qs in charts.finals_of.items():
-        starts[f] = _extract(charts, qs, f"@{f}", sep, rules)
-    kept = _productive_rules(rules, base)
-    kept = [(lhs, rhs[::-1]) for lhs, rhs in kept]
-    live = {lhs for lhs, _ in kept}
-    result = {f: (s if s is not None and s in live else None) for f, s in starts.items()}
-    top = _fresh_name(base, live, f"{base.start}{sep}split")
-    kept.extend((top, (s,)) for s in dict.fromkeys(result.values()) if s is not None)
-    return base.with_rules(kept, start=top), result
+    out = _Derived(len(base.symbol_names))
+    starts = {f: _extract(charts, qs, f"@{f}", sep, out) for f, qs in charts.finals_of.items()}
+    found = [s for s in starts.values() if s is not None]
+    grammar, renum = _build(base, out, True, [(f"{base.start}{sep}split", found)])
+    names = grammar.symbol_names
+    result: dict[int, str | None] = {}
+    for f, s in starts.items():
+        new = None if s is None else renum[s]
+        result[f] = None if new is None else names[new]
+    return grammar, result
 
 
 __all__ = ["left_quotient", "right_quotient", "right_quotient_split"]
