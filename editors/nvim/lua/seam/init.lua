@@ -1,0 +1,165 @@
+--- Seam for Neovim: ghost-text completions that always parse, from `seam serve`.
+---
+--- Built on Neovim's own LSP client (`vim.lsp.config` / `vim.lsp.enable`) and its inline
+--- completion (`vim.lsp.inline_completion`, Neovim >= 0.12). Usage:
+---
+---   require("seam").setup({ settings = { model = "bundled:qwen2.5-coder-1.5b" } })
+---
+--- See editors/nvim/README.md for every option.
+
+local M = {}
+
+--- Defaults; `setup()` merges the user's table over these.
+M.defaults = {
+  -- Command that starts the server; nil means `seam serve` from $PATH.
+  cmd = nil,
+  -- Log file of the server (nil: the server's default, $XDG_STATE_HOME/seam/server.log).
+  log_file = nil,
+  -- Filetypes to attach to; nil means `settings.languages`, else { "python" }.
+  filetypes = nil,
+  root_markers = { "pyproject.toml", "setup.py", "setup.cfg", ".git" },
+  -- The server's settings (section `seam`): model, device, dtype, maxTokens, timeBudgetMs,
+  -- scope, topK, constrained, languages.
+  settings = {},
+  -- Insert-mode keys. `accept` falls back to the key itself when no suggestion is shown.
+  -- Set a key to false to leave it unmapped.
+  keymaps = {
+    accept = "<Tab>",
+    next = "<M-]>",
+    prev = "<M-[>",
+    dismiss = "<C-]>",
+  },
+}
+
+--- Last `seam/status` notification per client id: { state, model, message }.
+M.status = {}
+M.config = nil
+
+local function has_inline_completion()
+  return vim.lsp and vim.lsp.inline_completion ~= nil and vim.lsp.config ~= nil
+end
+
+--- The server command for the current configuration.
+---@return string[]
+function M.command()
+  local cfg = M.config or M.defaults
+  local cmd = vim.deepcopy(cfg.cmd or { "seam", "serve" })
+  if cfg.log_file then
+    vim.list_extend(cmd, { "--log-file", cfg.log_file })
+  end
+  return cmd
+end
+
+--- The model state reported by the server attached to `bufnr` (or any server):
+--- "loading", "ready", "error", or nil before the first report.
+---@param bufnr? integer
+---@return string?, string?
+function M.state(bufnr)
+  local filter = { name = "seam" }
+  if bufnr then
+    filter.bufnr = bufnr
+  end
+  for _, client in ipairs(vim.lsp.get_clients(filter)) do
+    local st = M.status[client.id]
+    if st then
+      return st.state, st.message
+    end
+  end
+  return nil, nil
+end
+
+--- Hide the shown suggestion without accepting it. The next keystroke asks again.
+---@param bufnr? integer
+function M.dismiss(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  -- Disabling destroys the buffer's inline-completion state (and its ghost text);
+  -- enabling again re-arms it for the next edit.
+  vim.lsp.inline_completion.enable(false, { bufnr = bufnr })
+  vim.lsp.inline_completion.enable(true, { bufnr = bufnr })
+end
+
+local function map_keys(bufnr, keymaps)
+  local function set(lhs, rhs, desc, opts)
+    if lhs then
+      vim.keymap.set("i", lhs, rhs,
+        vim.tbl_extend("force", { buffer = bufnr, desc = desc, silent = true }, opts or {}))
+    end
+  end
+  local accept_key = keymaps.accept
+  set(accept_key, function()
+    if vim.lsp.inline_completion.get({ bufnr = bufnr }) then
+      return ""
+    end
+    return accept_key
+  end, "Seam: accept the suggestion", { expr = true, replace_keycodes = true })
+  set(keymaps.next, function()
+    vim.lsp.inline_completion.select({ bufnr = bufnr, count = 1 })
+  end, "Seam: next suggestion")
+  set(keymaps.prev, function()
+    vim.lsp.inline_completion.select({ bufnr = bufnr, count = -1 })
+  end, "Seam: previous suggestion")
+  set(keymaps.dismiss, function()
+    M.dismiss(bufnr)
+  end, "Seam: dismiss the suggestion")
+end
+
+local function on_status(_, result, ctx)
+  if type(result) == "table" then
+    M.status[ctx.client_id] = result
+    vim.api.nvim_exec_autocmds("User", { pattern = "SeamStatus", data = result })
+  end
+end
+
+--- Configure and enable the `seam` language server and inline completion.
+---@param opts? table see `M.defaults`
+function M.setup(opts)
+  if not has_inline_completion() then
+    vim.notify("seam.nvim needs Neovim >= 0.12 (vim.lsp.inline_completion)",
+      vim.log.levels.ERROR)
+    return
+  end
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  local cfg = M.config
+  local filetypes = cfg.filetypes or cfg.settings.languages or { "python" }
+
+  vim.lsp.config("seam", {
+    cmd = M.command(),
+    filetypes = filetypes,
+    root_markers = cfg.root_markers,
+    init_options = { seam = cfg.settings },
+    settings = { seam = cfg.settings },
+    handlers = { ["seam/status"] = on_status },
+  })
+  vim.lsp.enable("seam")
+
+  local group = vim.api.nvim_create_augroup("seam", { clear = true })
+  vim.api.nvim_create_autocmd("LspAttach", {
+    group = group,
+    callback = function(args)
+      local client = vim.lsp.get_client_by_id(args.data.client_id)
+      if not client or client.name ~= "seam" then
+        return
+      end
+      vim.lsp.inline_completion.enable(true, { bufnr = args.buf })
+      map_keys(args.buf, cfg.keymaps)
+    end,
+  })
+  vim.api.nvim_create_autocmd("LspDetach", {
+    group = group,
+    callback = function(args)
+      M.status[args.data.client_id] = nil
+    end,
+  })
+
+  vim.api.nvim_create_user_command("SeamStatus", function()
+    local state, message = M.state()
+    vim.notify(("seam: %s%s"):format(state or "not running", message and (" — " .. message) or ""))
+  end, { desc = "Show the Seam server's model state" })
+  vim.api.nvim_create_user_command("SeamToggle", function()
+    local enabled = vim.lsp.inline_completion.is_enabled({ bufnr = 0 })
+    vim.lsp.inline_completion.enable(not enabled, { bufnr = 0 })
+    vim.notify("seam: inline completion " .. (enabled and "off" or "on"))
+  end, { desc = "Toggle Seam's ghost text in this buffer" })
+end
+
+return M
