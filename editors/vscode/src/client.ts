@@ -15,7 +15,7 @@ import {
   WorkDoneProgressEnd,
   WorkDoneProgressReport,
 } from "vscode-languageclient/node";
-import { languages, SECTION, serverCommand, serverSettings } from "./settings";
+import { completionItems, languages, SECTION, serverCommand, serverSettings } from "./settings";
 import { StatusItem } from "./status";
 
 type Progress = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd;
@@ -65,7 +65,7 @@ export class SeamClient implements vscode.Disposable {
         provideInlineCompletionItems: (document, position, context, token, next) =>
           this.isEnabled() ? next(document, position, context, token) : null,
         provideCompletionItem: (document, position, context, token, next) =>
-          this.isEnabled() ? next(document, position, context, token) : null,
+          this.isEnabled() && completionItems() ? next(document, position, context, token) : null,
         handleWorkDoneProgress: (token, params, next) => {
           this.onProgress(token, params);
           next(token, params);

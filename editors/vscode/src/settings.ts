@@ -48,6 +48,11 @@ export function languages(): string[] {
   return Array.isArray(value) ? value.filter((v) => typeof v === "string" && v.trim() !== "") : ["python"];
 }
 
+/** Whether Seam's middle is also offered in the suggest widget (extension-side only). */
+export function completionItems(): boolean {
+  return vscode.workspace.getConfiguration(SECTION).get<boolean>("completionItems", false);
+}
+
 /** How to start `seam serve`: an explicit command, else an interpreter, else `seam` on PATH. */
 export interface ServerCommand {
   command: string;
