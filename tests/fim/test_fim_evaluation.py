@@ -1,0 +1,55 @@
+"""Metrics and tables of the evaluation harness."""
+
+from __future__ import annotations
+
+from conftest import ReferenceLanguage
+
+from fim import evaluation
+from fim.api import Engine
+
+
+def test_edit_distance_and_similarity():
+    assert evaluation.edit_distance("kitten", "sitting") == 3
+    assert evaluation.edit_distance("", "abc") == 3
+    assert evaluation.edit_similarity("abc", "abc") == 1.0
+    assert evaluation.edit_similarity(None, "abc") == 0.0
+    assert evaluation.edit_similarity("", "") == 1.0
+    assert abs(evaluation.edit_similarity("abcd", "abce") - 0.75) < 1e-9
+
+
+def _rec(case_id, mode, success):
+    return {"id": case_id, "dataset": case_id.split("/")[0], "mode": mode, "success": success,
+            "middle": "x" if success else None, "exact": False, "edit_similarity": 0.5,
+            "tokens": 2, "model_ms": 4.0, "constraint_ms": 1.0, "setup_ms": 3.0, "stop": "eos",
+            "lang_mode": "exact"}
+
+
+def test_summary_table_layout():
+    rows = []
+    # (unconstrained, checked, constrained) outcomes of four cases.
+    for i, (u, c, k) in enumerate([(1, 1, 1), (0, 1, 1), (0, 0, 1), (0, 0, 0)]):
+        cid = f"boundary/f.py#{i}"
+        rows += [_rec(cid, "unconstrained", bool(u)), _rec(cid, "checked", bool(c)),
+                 _rec(cid, "constrained", bool(k))]
+    s = evaluation.summarize(rows)["boundary"]
+    t = s["table"]
+    assert t["unconstrained_ok"] == {"constrained_ok": 1, "constrained_fail": 0, "total": 1}
+    assert t["unconstrained_fail"] == {"constrained_ok": 1, "constrained_fail": 0, "total": 1}
+    assert t["checked_fail"] == {"constrained_ok": 1, "constrained_fail": 1, "total": 2}
+    assert t["total"] == {"constrained_ok": 3, "constrained_fail": 1, "total": 4}
+    assert s["modes"]["constrained"]["success"] == 0.75
+    assert s["modes"]["unconstrained"]["model_ms_per_token"] == 2.0
+    text = evaluation.format_summary({"boundary": s})
+    assert "Stack-Boundary: 4 cases" in text and "Checked Unconstrained ✗" in text
+
+
+def test_run_case_records(random_loaded):
+    engine = Engine(random_loaded, language_factory=ReferenceLanguage.for_python)
+    case = {"id": "randspan/a.py#0", "prefix": "x = ", "suffix": "\n", "middle": "1"}
+    recs = evaluation.run_case(engine, case, max_tokens=3, top_k=5, scope="free")
+    assert [r["mode"] for r in recs] == ["unconstrained", "checked", "constrained"]
+    for r in recs:
+        if r["success"]:
+            assert r["middle"] is not None
+    # Checked is derived from the same generation as unconstrained.
+    assert recs[0]["tokens"] == recs[1]["tokens"]

@@ -1,0 +1,46 @@
+"""Soundness with the real constraint: every constrained middle makes the file parse.
+
+A random model proposes arbitrary tokens, the harshest test of the constraint.  This is the
+fast subset; ``benchmarks/bench_fim.py soundness --cases 200`` runs the full figure.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import needs_fim_language
+
+from fim.api import CompletionRequest
+from fim.datasets import build_cases
+
+pytestmark = needs_fim_language
+
+SMALL = [
+    ("def f(x):\n    return ", "\n"),
+    ("items = [1, 2", "]\nprint(items)\n"),
+    ("class A:\n    def m(self):\n        if self.x:\n            ", "\n        return 1\n"),
+    ("x = {'a': (1, ", ")}\n"),
+    ("s = 'abc", "'\n"),
+    ("for i in range(3):\n", "\nprint('done')\n"),
+]
+
+
+@pytest.mark.parametrize("left,right", SMALL)
+@pytest.mark.parametrize("scope", ["free", "statement"])
+def test_small_contexts(engine, left, right, scope):
+    res = engine.complete(CompletionRequest(left, right, max_tokens=12, scope=scope))
+    if res.middle is not None:
+        assert res.parses, (left, res.middle, right, res.mode)
+        assert res.error is None
+
+
+def test_stdlib_cases(engine):
+    cases = (build_cases("boundary", 6, seed=11, per_file=1, max_file_chars=15000)
+             + build_cases("randspan", 6, seed=11, per_file=1, max_file_chars=15000))
+    returned = 0
+    for case in cases:
+        res = engine.complete(CompletionRequest(case["prefix"], case["suffix"], max_tokens=12,
+                                                scope="free"))
+        if res.middle is not None:
+            returned += 1
+            assert res.parses, (case["id"], res.middle, res.mode)
+    assert len(cases) == 12
