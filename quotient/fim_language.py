@@ -91,6 +91,7 @@ class FimLanguage:
         self._initial: FimState | None = None
         self._prefix_cache: dict[str, frozenset[str]] = {}
         self.block_floor = 1
+        self.indent_width: int | None = None  # enforced for new blocks in strict files
         self.reason = ""  # why the mode is not "exact", for logs
 
     # -- construction -----------------------------------------------------------------------
@@ -149,6 +150,7 @@ class FimLanguage:
         pending = self.left_text[lexed.tail:]
         width = _indent_width(layout.stack)
         self.block_floor = _block_floor(layout)
+        self.indent_width = width if _strict(layout.stack, self.right, width) else None
         for end in dict.fromkeys(rights):
             window = self.right[:end]
             if len(window) > MAX_RIGHT_CHARS:
@@ -315,6 +317,9 @@ class FimState:
                 return None
             if scope == "block" and not self._within_block(toks):
                 return None
+            if lang.indent_width and INDENT in toks and not self._indents_by(lang.indent_width,
+                                                                              lexed.layout):
+                return None
             parser = self.parser.scan_many(toks)
             if parser is None:
                 return None
@@ -337,6 +342,17 @@ class FimState:
                 depth += 1
         return True
 
+    def _indents_by(self, width: int, layout: Layout) -> bool:
+        """New blocks of the middle indent by the file's own width (strict files only)."""
+        old = self.layout.stack
+        new = layout.stack
+        for k in range(1, len(new)):
+            if k >= len(old) or new[k] != old[k]:
+                step = new[k][0] - new[k - 1][0]
+                if step != width or new[k][1] - new[k - 1][1] != width:
+                    return False
+        return True
+
     def _tail_viable(self, parser: fast.State, layout: Layout, tail: str) -> bool:
         c = tail[0]
         if c == "#":
@@ -345,8 +361,12 @@ class FimState:
             return tail == "\\"
         if layout.bol and layout.depth == 0:
             try:
-                pre, _ = indent_tokens(layout)
+                pre, stack = indent_tokens(layout)
             except LayoutError:
+                return False
+            width = self.lang.indent_width
+            if width and pre == [INDENT] and not self._indents_by(width, layout._replace(
+                    stack=stack)):
                 return False
             if pre:
                 parser = parser.scan_many(pre)
@@ -469,6 +489,26 @@ def _parses(text: str) -> bool:
 def _indent_width(stack: tuple[tuple[int, int], ...]) -> int:
     steps = Counter(b[0] - a[0] for a, b in zip(stack, stack[1:], strict=False))
     return steps.most_common(1)[0][0] if steps else 4
+
+
+def _strict(stack: tuple[tuple[int, int], ...], right: str, width: int) -> bool:
+    """Whether the file indents by one fixed width (spaces only) around the cursor.
+
+    Every level of the cursor's stack is one width deeper than the previous, and every line
+    of the right context's first 200 lines is indented by a multiple of it.
+    """
+    if len(stack) < 2:
+        return False
+    for a, b in zip(stack, stack[1:], strict=False):
+        if b[0] - a[0] != width or b[1] - a[1] != width:
+            return False
+    for line in right.split("\n", 200)[1:200]:
+        body = line.lstrip(" ")
+        if not body or body[0] in "#\r":
+            continue
+        if body[0] in "\t\f" or (len(line) - len(body)) % width:
+            return False
+    return True
 
 
 def _block_floor(layout: Layout) -> int:

@@ -209,3 +209,18 @@ def test_bad_input_modes() -> None:
     assert FimLanguage.for_python(*BAD["byte order mark"]).mode == "exact"
     lang = FimLanguage.for_python(*BAD["cursor inside a string"])
     assert lang.mode == "exact" and accepts(lang, "") and not accepts(lang, "\n")
+
+
+def test_new_blocks_indent_by_the_files_width() -> None:
+    lang = FimLanguage.for_python("def f(x):\n    if x:\n        y = 1\n    ", "\n    return 2\n")
+    assert lang.indent_width == 4
+    state = lang.initial()
+    assert state.feed("if y:\n        z = 1\n    ") is not None
+    assert state.feed("if y:\n      z = 1\n    ") is None  # a 2-space block in a 4-space file
+    assert state.feed("if y:\n          z") is None
+
+
+def test_irregular_files_are_not_held_to_a_width() -> None:
+    lang = FimLanguage.for_python("def f(x):\n  if x:\n       y = 1\n  ", "\n  return 2\n")
+    assert lang.indent_width is None
+    assert accepts(lang, "if y:\n   z = 1")
