@@ -456,3 +456,87 @@ def _parse_nfa(t: EarleyTables, nfa: Nfa) -> NfaCharts:
                         active.append(d)
                     agenda[d].append(k)
     return NfaCharts(t, start, keys, waiting, finals_of)
+
+
+# --------------------------------------------------------------------- explicit provenance
+
+
+class ProvenanceCharts:
+    """Charts of a plain, unoptimised Earley-over-NFA run that records every creation.
+
+    ``created[(q, key)]`` lists every way the item ``key`` of chart ``q`` was created,
+    duplicates included, as tuples:
+
+    * ``("init",)``: initialization (start rules at the start state);
+    * ``("predict", key_p)``: predicted by item ``key_p`` of the same chart;
+    * ``("scan", p, key_p)``: scanned from item ``key_p`` of chart ``p``;
+    * ``("complete", key_w, q_done, key_done)``: item ``key_w`` (waiting in the chart where
+      the completed item started) advanced by the complete item ``key_done`` of ``q_done``.
+
+    Item keys use the same encoding as the fast path. This run exists to state the paper's
+    Fig. 2 extraction literally and to cross-check `parse_nfa` and the quotient code; it is
+    not used on hot paths.
+    """
+
+    __slots__ = ("t", "start", "finals_of", "created")
+
+    def __init__(self, t: EarleyTables, start: int, finals_of: dict[int, list[int]],
+                 created: dict[tuple[int, int], list[tuple]]) -> None:
+        self.t = t
+        self.start = start
+        self.finals_of = finals_of
+        self.created = created
+
+    def chart(self, q: int) -> set[int]:
+        """The item keys of chart `q`."""
+        return {key for (s, key) in self.created if s == q}
+
+
+def parse_nfa_provenance(g: Grammar, nfa: Nfa) -> ProvenanceCharts:
+    """Saturate Earley charts over `nfa` naively, recording every item creation.
+
+    A global worklist of ``(chart, item)`` pairs; completion and prediction scan whole charts
+    instead of using indexes, so the run is simple to check by reading (and slow).
+    """
+    t = tables(g)
+    delta, finals_of, useful = _epsilon_free(t, nfa)
+    inext, ilhs, predict = t.item_next, t.item_lhs, t.predict
+    n_t = t.n_terminals
+    created: dict[tuple[int, int], list[tuple]] = {}
+    charts: dict[int, set[int]] = {q: set() for q in range(nfa.n_states) if useful[q]}
+    work: list[tuple[int, int]] = []
+
+    def add(q: int, key: int, how: tuple) -> None:
+        record = created.get((q, key))
+        if record is None:
+            created[(q, key)] = [how]
+            charts[q].add(key)
+            work.append((q, key))
+        elif how not in record:
+            record.append(how)
+
+    if useful[nfa.start]:
+        for fi in predict[t.start_id]:
+            add(nfa.start, (nfa.start << SHIFT) | fi, ("init",))
+    while work:
+        q, key = work.pop()
+        item = key & MASK
+        sym = inext[item]
+        if sym < 0:
+            origin, lhs = key >> SHIFT, ilhs[item]
+            for w in list(charts.get(origin, ())):
+                if inext[w & MASK] == lhs:
+                    add(q, w + 1, ("complete", w, q, key))
+        elif sym < n_t:
+            for d in delta[q].get(sym, ()):
+                add(d, key + 1, ("scan", q, key))
+        else:
+            for fi in predict[sym]:
+                add(q, (q << SHIFT) | fi, ("predict", key))
+            # Late arrival: B may already have completed from this chart (also nullable B).
+            for p, chart in list(charts.items()):
+                for done in list(chart):
+                    if (done >> SHIFT) == q and inext[done & MASK] < 0 \
+                            and ilhs[done & MASK] == sym:
+                        add(p, key + 1, ("complete", key, p, done))
+    return ProvenanceCharts(t, nfa.start, finals_of, created)
