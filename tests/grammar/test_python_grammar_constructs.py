@@ -15,7 +15,7 @@ import tokenize
 import pytest
 
 from tests.grammar._harness import accepts, lexers, local_ast_accepts, python312_verdicts
-from tests.grammar.constructs import CONSTRUCTS
+from tests.grammar.constructs import CONSTRUCTS, KNOWN_SEAM_LEXER_GAPS, NEEDS_SEAM_LEXER
 
 CASES = [
     pytest.param(construct, source, expected, id=f"{construct}-{'ok' if expected else 'bad'}{i}")
@@ -63,10 +63,14 @@ def test_cpython_agrees_with_table(
 @pytest.mark.parametrize("lexer_name", sorted(LEXERS))
 @pytest.mark.parametrize("construct, source, expected", CASES)
 def test_grammar_verdict(lexer_name: str, construct: str, source: str, expected: bool) -> None:
+    if construct in NEEDS_SEAM_LEXER and lexer_name != "seam":
+        pytest.skip("syntax newer than this interpreter's tokenize")
     try:
         got = accepts(source, LEXERS[lexer_name])
     except (SyntaxError, tokenize.TokenError) as exc:
         # A lexical error is a correct rejection; an accepted program must lex.
+        if expected and lexer_name == "seam" and source in KNOWN_SEAM_LEXER_GAPS:
+            pytest.xfail(f"known lexer gap: {KNOWN_SEAM_LEXER_GAPS[source]}")
         assert not expected, f"{lexer_name} could not lex {source!r}: {exc}"
         return
     assert got == expected, f"grammar {'accepts' if got else 'rejects'} {source!r}"
