@@ -247,6 +247,7 @@ def test_ghost_text_accepted_with_tab_leaves_file_parsable(vsix: Path, tmp_path:
         "column": len(LEFT.rsplit("\n", 1)[-1]) + 1,
         "screenshot": str(out / "ghost_text.png"),
         "screenshotAccepted": str(out / "accepted.png"),
+        "serverLog": str(tmp_path / "xdg" / "state" / "seam" / "server.log"),
     })
     assert result["saved"], result
     assert result["status"].endswith("Seam: ready"), result
@@ -259,6 +260,10 @@ def test_ghost_text_accepted_with_tab_leaves_file_parsable(vsix: Path, tmp_path:
     shown = result["ghost"].replace("\u00a0", " ").strip()
     assert shown, result
     assert shown.splitlines()[0].strip() in middle, (shown, middle)
+    # "Seam: Restart Server" started a new server that loaded the model again, and
+    # "Seam: Toggle Completions" turned the status bar item off.
+    assert result["restarts"] == 1, result
+    assert "Seam: off" in result["toggled"], result
 
 
 def test_model_error_shows_in_status_bar_and_fixing_the_setting_recovers(

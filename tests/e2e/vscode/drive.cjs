@@ -166,6 +166,38 @@ async function main() {
     if (config.screenshotAccepted) {
       await page.screenshot({ path: config.screenshotAccepted, animations: "disabled" });
     }
+
+    if (config.serverLog) {
+      // "Seam: Restart Server" must bring up a second server process that loads the model
+      // again. The status item alone cannot show that (it may say ready before and after), so
+      // count the server's start and ready lines in its log file.
+      log("restarting the server");
+      const count = (pattern) => {
+        const text = fs.existsSync(config.serverLog) ? fs.readFileSync(config.serverLog, "utf8") : "";
+        return (text.match(pattern) || []).length;
+      };
+      const STARTING = /seam serve starting/g;
+      const READY = /model \S+ ready$/gm;
+      const before = count(STARTING);
+      const readyBefore = count(READY);
+      await runCommand(page, "Seam: Restart Server");
+      const deadline = Date.now() + timeout;
+      while (count(STARTING) <= before || count(READY) <= readyBefore) {
+        if (Date.now() > deadline) {
+          throw new Error("the server did not start and load again after Seam: Restart Server");
+        }
+        await page.waitForTimeout(250);
+      }
+      await ready.waitFor({ state: "visible" });
+      result.restarts = count(STARTING) - before;
+    }
+
+    // The toggle flips the status bar item to "off" (and the middleware stops asking).
+    log("toggling completions off");
+    await runCommand(page, "Seam: Toggle Completions");
+    const off = page.locator(".statusbar-item", { hasText: "Seam: off" });
+    await off.waitFor({ state: "visible" });
+    result.toggled = (await off.innerText()).trim();
     return result;
   } catch (err) {
     // Keep evidence of what the page looked like when a step failed.
