@@ -285,3 +285,15 @@ def test_model_error_shows_in_status_bar_and_fixing_the_setting_recovers(
     assert result["recovered"].endswith("Seam: ready"), result
     seam_log = "".join(p.read_text() for p in out.glob("seam-*.log"))
     assert "model random:santacoder ready" in seam_log, seam_log[-2000:]
+
+
+def test_server_that_cannot_start_shows_what_to_set(vsix: Path, tmp_path: Path) -> None:
+    out = OUTPUT / "start_error"
+    missing = tmp_path / "no-such-python"
+    result = run_in_vscode(vsix, tmp_path, out, {"seam.server.python": str(missing)}, {
+        "expect": "error",
+        "screenshot": str(out / "error.png"),
+    })
+    assert result["status"].endswith("Seam: error"), result
+    assert str(missing) in result["notification"], result
+    assert "seam.server.python" in result["notification"], result

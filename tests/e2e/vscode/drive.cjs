@@ -83,7 +83,11 @@ async function main() {
       log("waiting for the Seam status bar item to say error");
       await failed.waitFor({ state: "visible" });
       result.status = (await failed.innerText()).trim();
-      const toast = page.locator(".notifications-toasts .notification-list-item-message").first();
+      // Both the server's load errors and the extension's start errors begin so; other toasts
+      // (e.g. the language client's own) may come first.
+      const toast = page
+        .locator(".notifications-toasts .notification-list-item-message", { hasText: "Seam could not" })
+        .first();
       await toast.waitFor({ state: "visible" });
       result.notification = (await toast.innerText()).trim();
       await page.screenshot({ path: config.screenshot, animations: "disabled" });
