@@ -74,7 +74,7 @@ class EarleyTables:
 
     __slots__ = (
         "grammar", "n_terminals", "item_next", "item_lhs", "item_rule", "rule_first",
-        "predict", "nullable", "terminal_ids", "start_id", "start_end_items",
+        "predict", "nullable", "terminal_ids", "start_id", "start_end_items", "_lookahead",
     )
 
     def __init__(self, g: Grammar) -> None:
@@ -120,6 +120,50 @@ class EarleyTables:
         self.start_end_items = tuple(
             self.rule_first[rid] + len(table[rid][1]) for rid in g.rules_by_lhs[g.start_id]
         )
+        self._lookahead: list[tuple[tuple[int, int], ...]] | None = None
+
+    def lookahead(self) -> list[tuple[tuple[int, int], ...]]:
+        """Per nonterminal, its predicted first items with a FIRST mask: ``(item, mask)``.
+
+        ``mask`` has bit ``a`` set when the rule's right side can start with terminal ``a``;
+        it is -1 (all bits) when the right side is nullable. Computed on first use (only the
+        NFA parse filters predictions with it).
+        """
+        if self._lookahead is None:
+            g = self.grammar
+            n_t = self.n_terminals
+            nullable = self.nullable
+            first = [1 << a for a in range(n_t)] + [0] * (len(self.predict) - n_t)
+            changed = True
+            while changed:
+                changed = False
+                for lhs, rhs in g.rule_table:
+                    m = 0
+                    for sym in rhs:
+                        m |= first[sym]
+                        if sym < n_t or not nullable[sym]:
+                            break
+                    if m & ~first[lhs]:
+                        first[lhs] |= m
+                        changed = True
+            out: list[tuple[tuple[int, int], ...]] = []
+            table = g.rule_table
+            irule = self.item_rule
+            for fis in self.predict:
+                row = []
+                for fi in fis:
+                    rhs = table[irule[fi]][1]
+                    m = 0
+                    for sym in rhs:
+                        m |= first[sym]
+                        if sym < n_t or not nullable[sym]:
+                            break
+                    else:
+                        m = -1  # the whole right side is nullable
+                    row.append((fi, m))
+                out.append(tuple(row))
+            self._lookahead = out
+        return self._lookahead
 
     def terminal_id(self, name: str) -> int:
         """Id of terminal `name`; KeyError naming it when the grammar has no such terminal."""
@@ -397,13 +441,25 @@ def _parse_nfa(t: EarleyTables, nfa: Nfa) -> NfaCharts:
     waiting: list[dict[int, list[int]]] = [{} for _ in range(n)]
     completed: list[dict[int, set[int]]] = [{} for _ in range(n)]
     agenda: list[list[int]] = [[] for _ in range(n)]
+    # Lookahead filter: a rule predicted in a chart that is not an end chart is only useful
+    # if its right side can start with a terminal on an edge leaving that state, or is
+    # nullable; any other predicted item can never advance there. The filtered items are
+    # dead weight for the quotient too: the extraction reads items of end charts (never
+    # filtered) and predictors of nonterminals that consumed a terminal leaving their start
+    # state, which pass the filter.
+    ends = {q for qs in finals_of.values() for q in qs}
+    out_mask = [
+        -1 if q in ends else sum(1 << a for a in delta[q]) for q in range(n)
+    ]
+    la = t.lookahead()
     start = nfa.start
     if useful[start]:
-        init = [(start << SHIFT) | fi for fi in t.predict[t.start_id]]
+        m = out_mask[start]
+        init = [(start << SHIFT) | fi for fi, f in la[t.start_id] if f & m]
         keys[start].update(init)  # type: ignore[union-attr]
         agenda[start].extend(init)
     active = [start] if agenda[start] else []
-    inext, ilhs, predict = t.item_next, t.item_lhs, t.predict
+    inext, ilhs = t.item_next, t.item_lhs
     n_t = t.n_terminals
     while active:
         s = active.pop()
@@ -412,6 +468,7 @@ def _parse_nfa(t: EarleyTables, nfa: Nfa) -> NfaCharts:
         assert ks is not None
         ws, cs, ds = waiting[s], completed[s], delta[s]
         here = s << SHIFT
+        mask = out_mask[s]
         while ag:
             key = ag.pop()
             item = key & MASK
@@ -438,11 +495,12 @@ def _parse_nfa(t: EarleyTables, nfa: Nfa) -> NfaCharts:
                 lst = ws.get(sym)
                 if lst is None:
                     ws[sym] = [key]
-                    for fi in predict[sym]:
-                        k = here | fi
-                        if k not in ks:
-                            ks.add(k)
-                            ag.append(k)
+                    for fi, f in la[sym]:
+                        if f & mask:
+                            k = here | fi
+                            if k not in ks:
+                                ks.add(k)
+                                ag.append(k)
                 else:
                     lst.append(key)
                 targets = cs.get(sym, ())

@@ -1,7 +1,8 @@
 """Cross-checks against a literal reading of the paper's Fig. 2.
 
 `parse_nfa_provenance` is a naive Earley-over-NFA run that records every creation of every
-item. These tests check that (1) the indexed `parse_nfa` builds exactly the same charts, and
+item. These tests check that (1) the indexed `parse_nfa` builds the same end charts and a
+subset elsewhere (it skips predictions that cannot advance), and
 (2) walking the recorded creations backwards from the end charts, as Fig. 2 does, yields
 exactly the derived rules that `quotients._extract` reads off the prediction index.
 """
@@ -75,12 +76,18 @@ def fig2_rules(pc, end_charts) -> set[tuple[str, tuple[str, ...]]]:
 @pytest.mark.parametrize("name", NAMES)
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
-def test_indexed_charts_equal_naive_charts(name, data):
+def test_indexed_charts_within_naive_charts(name, data):
+    """The indexed parse builds a subset of the naive charts (its lookahead filter drops
+    predictions that cannot advance), equal on end charts."""
     g = FAMILIES[name].productive_part()
     x = data.draw(_nfas(alphabet(g)))
     fast, naive = parse_nfa(g, x), parse_nfa_provenance(g, x)
+    ends = {q for qs in fast.finals_of.values() for q in qs}
     for q in range(x.n_states):
-        assert (fast.keys[q] or set()) == naive.chart(q), q
+        mine, full = fast.keys[q] or set(), naive.chart(q)
+        assert mine <= full, q
+        if q in ends:
+            assert mine == full, q
 
 
 @pytest.mark.parametrize("name", NAMES)
