@@ -53,7 +53,7 @@ async def lsp_session(tmp_path: Path, init_options: dict[str, Any] | None = None
             proc.terminate()
             try:
                 await asyncio.wait_for(proc.wait(), 10)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 proc.kill()
         await lc.stop()
 
