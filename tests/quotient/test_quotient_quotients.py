@@ -27,6 +27,9 @@ def _check_member(q: Grammar, u, expected: bool, start: str | None = None):
     grammar = q if start is None else with_start(q, start)
     assert recognizes(grammar, u) == expected, u
     assert derives(grammar, u) == expected, u
+    # Whatever recognizer Grammar.recognizer() delegates to must agree on quotient grammars.
+    st_ = grammar.recognizer().scan_many(u)
+    assert (st_ is not None and st_.is_complete()) == expected, u
 
 
 @pytest.mark.parametrize("name", NAMES)
