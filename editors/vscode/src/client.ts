@@ -109,11 +109,21 @@ export class SeamClient implements vscode.Disposable {
       void vscode.window.showErrorMessage(hint);
       return;
     }
-    // A model that loads without reporting progress (or before the client listened) would leave
-    // the item at "starting" forever; the server is up and answering, so call it ready unless a
-    // load is under way or already failed.
+    // The server starts loading the model only after `initialized`, so "running" is not
+    // "ready". Ask it where the load stands: a load that finished before any progress reached
+    // us would otherwise leave the item at "starting" forever. Later notifications still win,
+    // since the server answers and notifies in one ordered stream.
     if (this.status.current === "starting") {
-      this.status.set("ready", `Server running: ${command} ${args.join(" ")}`);
+      this.status.set("loading", "waiting for the server to load the model");
+    }
+    try {
+      const now = await client.sendRequest<SeamStatus>("seam/status");
+      if (this.client === client && now.state !== "idle") {
+        this.onSeamStatus(now);
+      }
+    } catch (err) {
+      // A server without the request still reports through $/progress and showMessage.
+      this.output.info(`seam/status request unanswered: ${err instanceof Error ? err.message : err}`);
     }
   }
 
