@@ -119,6 +119,33 @@ def bench_reference_recognizer(g: Grammar, files: list[str]) -> None:
               f"{statistics.median(lat) * 1e6:>12.1f}")
 
 
+def bench_seam_grammar(files: list[str], n: int, repeat: int) -> None:
+    """Right quotient on Seam's own Python grammar, with Seam's lexer (when both exist)."""
+    try:
+        from quotient.python_grammar import lex_python, python_grammar
+    except ImportError as exc:
+        print(f"\nSeam grammar: skipped ({exc})")
+        return
+    g = python_grammar()
+    print(f"\nSeam grammar ({len(g.rules)} rules): right quotient w.r.t. the last {n} terminals")
+    print(f"{'file':<16}{'terms':>7}{'wall med':>9}{'wall min':>9}{'cpu med':>9}{'derived':>9}"
+          "  check")
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            try:
+                terms = lex_python(f.read())
+            except Exception as exc:  # a lexer limitation must not stop the benchmark
+                print(f"{os.path.basename(path):<16}  lexer failed: {exc}")
+                continue
+        suffix, prefix = terms[-n:], terms[:-n]
+        g.right_quotient(suffix)  # warm the reversed grammar's tables
+        med, low, cpu, q = _timed(lambda s=suffix: g.right_quotient(s), repeat)
+        st = recognizer(q).scan_many(prefix)
+        ok = st is not None and st.is_complete()
+        print(f"{os.path.basename(path):<16}{len(terms):>7}{_ms(med)}{_ms(low)}{_ms(cpu)}"
+              f"{len(q.rules) - q.n_base_rules:>9}  {'ok' if ok else 'FAILED'}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="*")
@@ -133,6 +160,7 @@ def main() -> int:
           f"loaded in {(time.perf_counter() - t0) * 1000:.0f} ms")
     bench_right_quotient(g, files, args.suffix, args.repeat)
     bench_split(g, files, args.suffix, args.repeat)
+    bench_seam_grammar(files, args.suffix, args.repeat)
     if not args.skip_recognizer:
         bench_reference_recognizer(g, files)
     return 0
