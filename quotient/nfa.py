@@ -9,7 +9,20 @@ lets callers relate charts of a reversed parse to states they built.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+
+class _class_or_instance:
+    """Method usable as ``Nfa.union(a, b)`` and as ``a.union(b)`` (then ``a`` comes first)."""
+
+    def __init__(self, func: Callable[..., Any]) -> None:
+        self.func = func
+        functools.update_wrapper(self, func)  # type: ignore[arg-type]
+
+    def __get__(self, obj: object, owner: type | None = None) -> Callable[..., Any]:
+        return self.func if obj is None else functools.partial(self.func, obj)
 
 
 class Nfa:
@@ -95,9 +108,10 @@ class Nfa:
 
     # ----------------------------------------------------------------- combinators
 
-    @staticmethod
+    @_class_or_instance
     def union(*automata: Nfa) -> Nfa:
-        """Automaton of the union of the languages: ``Nfa.union(a, b, ...)``."""
+        """Automaton of the union of the languages: ``Nfa.union(a, b, ...)`` or
+        ``a.union(b, ...)``."""
         out = Nfa(1)
         for a in automata:
             off = a._embed(out)

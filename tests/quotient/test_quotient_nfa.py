@@ -23,6 +23,7 @@ def test_union_concat():
     a, b = Nfa.from_symbols(["a"]), Nfa.from_symbols(["b", "b"])
     assert lang(Nfa.union(a, b)) == {("a",), ("b", "b")}
     assert lang(Nfa.union(a, b, Nfa.epsilon())) == {("a",), ("b", "b"), ()}
+    assert lang(a.union(b)) == {("a",), ("b", "b")}
     assert lang(a.concat(b)) == {("a", "b", "b")}
     # Operands are not modified.
     assert lang(a) == {("a",)}
