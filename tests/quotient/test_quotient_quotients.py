@@ -212,3 +212,36 @@ def test_unknown_terminal_in_quotient_input():
         g.right_quotient(["x", "nope"])
     with pytest.raises(KeyError, match="nope"):
         g.left_quotient(Nfa.from_symbols(["nope"]))
+
+
+@pytest.mark.parametrize("name", ["dyck", "lists", "nullable", "cyclic"])
+def test_right_quotient_split_with_loop_at_start(name):
+    """The shape the Python FIM language builds: a self-loop at the start of the reversed
+    automaton (closing tokens of any count at the end of the file), then a trie of branches."""
+    g = FAMILIES[name]
+    alpha = alphabet(g)
+    loop_sym = alpha[-1]
+    rev = Nfa(1, 0, [])
+    rev.add_edge(0, loop_sym, 0)
+    branches = [[alpha[0]], [alpha[0], alpha[-1]], []]
+    finals = []
+    for b in branches:
+        node = 0
+        for sym in b:
+            nxt = rev.add_state()
+            rev.add_edge(node, sym, nxt)
+            node = nxt
+        rev.finals.add(node)
+        finals.append(node)
+    q, starts = g.right_quotient_split(rev)
+    for b, f in zip(branches, finals, strict=True):
+        name_f = starts[f]
+        for u in words(alpha, 3):
+            def suffix(k, b=b):
+                return b[::-1] + [loop_sym] * k
+            witnessed = any(derives(g, u + suffix(k)) for k in range(4))
+            accepted = name_f is not None and recognizes(with_start(q, name_f), u)
+            if witnessed:
+                assert accepted, (b, u)
+            if accepted:
+                assert any(derives(g, u + suffix(k)) for k in range(9)), (b, u)
