@@ -43,7 +43,6 @@ tables beyond what the GIL gives (a race can only build an equal duplicate DFA s
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -216,6 +215,7 @@ class Automaton:
         self._kernels: dict[frozenset[int], _DState] = {}
         self._predictions: dict[frozenset[int], _DState] = {}
         self._unions: dict[frozenset[_DState], _DState | None] = {}
+        self._merges: dict[frozenset[_DState], _DState] = {}
         if start_id < n_terminals:
             raise ValueError(f"start symbol {symbol_names[start_id]!r} is a terminal")
         self.start = start_id
@@ -309,6 +309,22 @@ class Automaton:
             self._kernels[key] = st
         return st
 
+    def merged_state(self, states: frozenset[_DState]) -> _DState:
+        """The kernel state holding the items of all of `states` (kernel states that share
+        an origin in some chart: one Earley item instead of several)."""
+        st = self._merges.get(states)
+        if st is None:
+            items = frozenset().union(*(s.items for s in states))
+            st = self._kernels.get(items)
+            if st is None:
+                if self.base is not None and max(items) < self.nitems_base:
+                    st = self.base.kernel_state(items)
+                else:
+                    st = _DState(self, items, kernel=True)
+                self._kernels[items] = st
+            self._merges[states] = st
+        return st
+
     def prediction_state(self, nts: frozenset[int]) -> _DState:
         """The prediction state holding every rule of the nonterminals `nts`."""
         st = self._predictions.get(nts)
@@ -347,181 +363,347 @@ class Automaton:
 
     def initial(self) -> State:
         """A fresh root chart (own memo tables) for this automaton."""
-        return State(self, (), self.root_prediction, None)
+        return State(_Charts(self), 0)
+
+
+# Earley items inside a chart store are ints: ``origin_chart << SHIFT | local_state_id``.
+SHIFT = 20
+MASK = (1 << SHIFT) - 1
+
+
+class _Charts:
+    """Chart storage shared by every state scanned from one root.
+
+    Charts are rows of flat lists indexed by chart number; an Earley item is the int
+    ``origin << SHIFT | lid`` where ``lid`` numbers the DFA states this store has used (so
+    items never allocate and the store's goto rows hold only ints). Containers of ints are
+    invisible to the cyclic garbage collector, which would otherwise re-walk a long parse's
+    millions of small objects (4x the parse time on a 14,000-terminal file).
+    """
+
+    __slots__ = (
+        "allowed",
+        "auto",
+        "cmemo",
+        "kern",
+        "lacc",
+        "lchain",
+        "lcomp",
+        "lgo",
+        "lnts",
+        "lpred",
+        "merges",
+        "nxt",
+        "pred",
+        "sloc",
+        "sobj",
+        "unions",
+    )
+
+    def __init__(self, auto: Automaton) -> None:
+        self.auto = auto
+        self.sobj: list[_DState] = []  # local id -> DFA state
+        self.sloc: dict[_DState, int] = {}  # DFA state -> local id
+        self.lgo: list[dict[int, int]] = []  # local goto rows: symbol -> local id, -1: none
+        self.lcomp: list[tuple[int, ...]] = []  # completed nonterminals of a kernel state
+        self.lnts: list[frozenset[int]] = []  # nonterminals a state has a goto on
+        self.lacc: list[bool] = []  # a kernel state completes the start symbol
+        self.lpred: list[int] = []  # prediction state of a lone kernel (-2: not computed)
+        self.lchain: dict[int, tuple[tuple[int, ...], frozenset[int]]] = {}
+        self.unions: dict[frozenset[int], int] = {}
+        self.merges: dict[frozenset[int], int] = {}
+        root_pred = auto.root_prediction
+        self.kern: list[tuple[int, ...]] = [()]  # chart -> its kernel items
+        self.pred: list[int] = [self.local(root_pred)]  # chart -> prediction state (or -1)
+        self.nxt: list[dict[int, int]] = [{}]  # chart -> terminal -> next chart (-1: none)
+        self.cmemo: list[dict[int, tuple[int, ...]] | None] = [None]  # completions started here
+        self.allowed: list[frozenset[str] | None] = [None]
+
+    def local(self, s: _DState) -> int:
+        """The local id of DFA state `s`, assigned on first use."""
+        lid = self.sloc.get(s)
+        if lid is None:
+            lid = len(self.sobj)
+            if lid > MASK:
+                raise OverflowError("more DFA states than a chart item can address")
+            self.sobj.append(s)
+            self.sloc[s] = lid
+            self.lgo.append({})
+            self.lcomp.append(s.completed)
+            self.lnts.append(s.nts_out)
+            self.lacc.append(self.auto.start in s.completed)
+            self.lpred.append(-2)
+        return lid
+
+    def go(self, lid: int, sym: int) -> int:
+        """Goto of local state `lid` on `sym` as a local id, -1 when there is none."""
+        row = self.lgo[lid]
+        t = row.get(sym)
+        if t is None:
+            s = self.sobj[lid]
+            ts = s.goto.get(sym)
+            if ts is None:
+                ts = s.fill(sym)
+            t = self.local(ts) if ts else -1  # type: ignore[arg-type]
+            row[sym] = t
+        return t
+
+    def chain(self, plid: int, x: int) -> tuple[tuple[int, ...], frozenset[int]]:
+        """`_DState.chain` of local prediction state `plid`, in local ids."""
+        key = plid << SHIFT | x
+        got = self.lchain.get(key)
+        if got is None:
+            states, nts = self.sobj[plid].chain(x)
+            lids = [self.local(s) for s in states]
+            got = ((self.merge(lids),) if len(lids) > 1 else tuple(lids), nts)
+            self.lchain[key] = got
+        return got
+
+    def grouped(self, items: set[int]) -> tuple[int, ...]:
+        """`items` with the states of each origin merged into one state (one item per
+        origin: a chart then holds about two items instead of ten on Python)."""
+        groups: dict[int, list[int]] = {}
+        for it in items:
+            o = it >> SHIFT
+            g = groups.get(o)
+            if g is None:
+                groups[o] = [it & MASK]
+            else:
+                g.append(it & MASK)
+        if len(groups) == len(items):
+            return tuple(items)
+        out = []
+        for o, lids in groups.items():
+            if len(lids) == 1:
+                out.append(o << SHIFT | lids[0])
+            else:
+                out.append(o << SHIFT | self.merge(lids))
+        return tuple(out)
+
+    def merge(self, lids: list[int]) -> int:
+        """Local id of the union of the kernel states `lids`."""
+        key = frozenset(lids)
+        m = self.merges.get(key)
+        if m is None:
+            sobj = self.sobj
+            m = self.local(self.auto.merged_state(frozenset(sobj[i] for i in key)))
+            self.merges[key] = m
+        return m
+
+    def prediction_of(self, lids: set[int]) -> int:
+        """Local id of the prediction state of a chart whose kernel states are `lids`."""
+        if len(lids) == 1:
+            (lid,) = lids
+            p = self.lpred[lid]
+            if p == -2:
+                ps = self.sobj[lid].own_prediction()
+                p = self.local(ps) if ps is not None else -1
+                self.lpred[lid] = p
+            return p
+        key = frozenset(lids)
+        p = self.unions.get(key)
+        if p is None:
+            sobj = self.sobj
+            ps = self.auto.union_prediction(frozenset(sobj[i] for i in lids))
+            p = self.local(ps) if ps is not None else -1
+            self.unions[key] = p
+        return p
+
+    def step(self, c: int, a: int) -> int:
+        """Scan terminal id `a` from chart `c` (not memoised yet); the new chart or -1."""
+        lgo = self.lgo
+        new = []
+        p = self.pred[c]
+        if p >= 0:
+            t = lgo[p].get(a)
+            if t is None:
+                t = self.go(p, a)
+            if t >= 0:
+                new.append(c << SHIFT | t)
+        for it in self.kern[c]:
+            lid = it & MASK
+            t = lgo[lid].get(a)
+            if t is None:
+                t = self.go(lid, a)
+            if t >= 0:
+                new.append(it - lid + t)
+        if not new:
+            self.nxt[c][a] = -1
+            return -1
+        items = set(new)
+        lcomp = self.lcomp
+        cmemo = self.cmemo
+        for it in new:
+            comp = lcomp[it & MASK]
+            if comp:
+                o = it >> SHIFT
+                memo = cmemo[o]
+                for x in comp:
+                    done = memo.get(x) if memo is not None else None
+                    if done is None:
+                        done = self.completion(o, x)
+                        memo = cmemo[o]
+                    items.update(done)
+        kern = self.grouped(items) if len(items) > 1 else tuple(items)
+        pred = self.prediction_of({it & MASK for it in kern})
+        idx = len(self.kern)
+        self.kern.append(kern)
+        self.pred.append(pred)
+        self.nxt.append({})
+        self.cmemo.append(None)
+        self.allowed.append(None)
+        self.nxt[c][a] = idx
+        return idx
+
+    def completion(self, o: int, x: int) -> tuple[int, ...]:
+        """Items created when nonterminal `x`, started at chart `o`, is completed, closed under
+        the completions they cause in turn. Those all start at `o` or earlier, so the result
+        never depends on where `x` ends: it is memoised on `o`."""
+        kern = self.kern
+        pred = self.pred
+        cmemo = self.cmemo
+        lnts = self.lnts
+        lcomp = self.lcomp
+        lgo = self.lgo
+        out: set[int] = set()
+        top = o << SHIFT | x  # pairs (chart, nonterminal) share the item encoding
+        work = [top]
+        done = {top}
+        while work:
+            pair = work.pop()
+            oo = pair >> SHIFT
+            y = pair & MASK
+            if pair != top:
+                memo = cmemo[oo]
+                if memo is not None:
+                    got = memo.get(y)
+                    if got is not None:
+                        out.update(got)
+                        continue
+            p = pred[oo]
+            if p >= 0:
+                states, nts = self.chain(p, y)
+                base = oo << SHIFT
+                for s in states:
+                    out.add(base | s)
+            else:
+                nts = frozenset((y,))
+            for it in kern[oo]:
+                lid = it & MASK
+                outs = lnts[lid]
+                if not outs:
+                    continue
+                for z in outs & nts if len(outs) < len(nts) else nts & outs:
+                    t = lgo[lid].get(z)
+                    if t is None:
+                        t = self.go(lid, z)
+                    ni = it - lid + t
+                    if ni in out:
+                        continue
+                    out.add(ni)
+                    comp = lcomp[t]
+                    if comp:
+                        base = it - lid
+                        for w in comp:
+                            pr = base | w
+                            if pr not in done:
+                                done.add(pr)
+                                work.append(pr)
+        got = self.grouped(out) if len(out) > 1 else tuple(out)
+        memo = cmemo[o]
+        if memo is None:
+            memo = cmemo[o] = {}
+        memo[x] = got
+        return got
+
+    def is_complete(self, c: int) -> bool:
+        if c == 0:
+            return self.auto.start in self.auto.nullable
+        lacc = self.lacc
+        for it in self.kern[c]:
+            if it <= MASK and lacc[it]:  # origin 0 and completes the start symbol
+                return True
+        return False
+
+    def allowed_terminals(self, c: int) -> frozenset[str]:
+        got = self.allowed[c]
+        if got is None:
+            sobj = self.sobj
+            parts = [sobj[lid].tnames for lid in {it & MASK for it in self.kern[c]}]
+            if self.pred[c] >= 0:
+                parts.append(sobj[self.pred[c]].tnames)
+            got = frozenset().union(*parts)
+            self.allowed[c] = got
+        return got
 
 
 class State:
-    """A persistent recognizer state: one Earley chart, shared by every state scanned from it.
+    """A persistent recognizer state: a handle ``(chart store, chart number)``.
 
-    Never mutated after creation except for its memo tables, so it is safe to keep and to
-    scan many different terminals from.
+    Charts are never mutated after creation except for memo tables, so a state is safe to keep
+    and to scan many different terminals from; equal handles denote the same chart.
     """
 
-    __slots__ = ("_allowed", "_auto", "_cmemo", "_kernels", "_next", "_pred", "_root")
+    __slots__ = ("_charts", "_index")
 
-    def __init__(
-        self,
-        auto: Automaton,
-        kernels: tuple[tuple[_DState, State], ...],
-        pred: _DState | None,
-        root: State | None,
-    ) -> None:
-        self._auto = auto
-        self._kernels = kernels
-        self._pred = pred
-        self._root = self if root is None else root
-        self._next: dict[int, State | bool] = {}
-        self._cmemo: dict[int, frozenset[tuple[_DState, State]]] = {}
-        self._allowed: frozenset[str] | None = None
-
-    # -- public API ------------------------------------------------------------------------
+    def __init__(self, charts: _Charts, index: int) -> None:
+        self._charts = charts
+        self._index = index
 
     def scan(self, terminal: str) -> State | None:
         """The state after `terminal`, or ``None`` when no sentence starts so.
 
         Raises ``KeyError`` naming `terminal` when the grammar does not know it.
         """
-        sid = self._auto.terminal_ids.get(terminal)
+        charts = self._charts
+        sid = charts.auto.terminal_ids.get(terminal)
         if sid is None:
             raise KeyError(f"unknown terminal {terminal!r}")
-        nxt = self._next.get(sid)
+        c = self._index
+        nxt = charts.nxt[c].get(sid)
         if nxt is None:
-            nxt = self._step(sid)
-        return nxt or None
+            nxt = charts.step(c, sid)
+        return State(charts, nxt) if nxt >= 0 else None
 
     def scan_many(self, terminals: Iterable[str]) -> State | None:
         """The state after all of `terminals` in order, or ``None`` once no sentence starts so."""
-        ids = self._auto.terminal_ids
-        st = self
-        # Every chart allocates a few small containers; on a long input the cyclic garbage
-        # collector would walk the growing chart tree again and again (4x the parse time on a
-        # 14,000-terminal file). Charts are only ever freed by reference counting, so pause it.
-        paused = gc.isenabled()
-        if paused:
-            gc.disable()
-        try:
-            for name in terminals:
-                sid = ids.get(name)
-                if sid is None:
-                    raise KeyError(f"unknown terminal {name!r}")
-                nxt = st._next.get(sid)
-                if nxt is None:
-                    nxt = st._step(sid)
-                if not nxt:
-                    return None
-                st = nxt  # type: ignore[assignment]
-        finally:
-            if paused:
-                gc.enable()
-        return st
+        charts = self._charts
+        ids = charts.auto.terminal_ids
+        nxt_rows = charts.nxt
+        step = charts.step
+        c = self._index
+        for name in terminals:
+            sid = ids.get(name)
+            if sid is None:
+                raise KeyError(f"unknown terminal {name!r}")
+            n = nxt_rows[c].get(sid)
+            if n is None:
+                n = step(c, sid)
+            if n < 0:
+                return None
+            c = n
+        return State(charts, c)
 
     def is_complete(self) -> bool:
         """True iff the input scanned so far is a sentence of the grammar."""
-        start = self._auto.start
-        root = self._root
-        if self is root:
-            return start in self._auto.nullable
-        for k, o in self._kernels:
-            if o is root and start in k.completed:
-                return True
-        return False
+        return self._charts.is_complete(self._index)
 
     def allowed_terminals(self) -> frozenset[str]:
         """The terminals that `scan` accepts from this state."""
-        got = self._allowed
-        if got is None:
-            parts = [k.tnames for k in {k for k, _o in self._kernels}]
-            if self._pred is not None:
-                parts.append(self._pred.tnames)
-            got = frozenset().union(*parts)
-            self._allowed = got
-        return got
+        return self._charts.allowed_terminals(self._index)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, State)
+            and other._charts is self._charts
+            and other._index == self._index
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self._charts), self._index))
 
     def __repr__(self) -> str:
-        return f"<quotient.fast.State: {len(self._kernels)} kernel items>"
-
-    # -- the Earley step -------------------------------------------------------------------
-
-    def _step(self, a: int) -> State | bool:
-        """Scan terminal id `a` (not memoised yet): build the next chart and memoise it."""
-        scanned = []
-        p = self._pred
-        if p is not None:
-            t = p.goto.get(a)
-            if t is None:
-                t = p.fill(a)
-            if t:
-                scanned.append((t, self))
-        for k, o in self._kernels:
-            t = k.goto.get(a)
-            if t is None:
-                t = k.fill(a)
-            if t:
-                scanned.append((t, o))
-        if not scanned:
-            self._next[a] = _NO
-            return _NO
-        items = set(scanned)
-        for k, o in scanned:
-            for x in k.completed:
-                c = o._cmemo.get(x)
-                if c is None:
-                    c = o._completion(x)
-                items |= c
-        kstates = frozenset(k for k, _o in items)
-        if len(kstates) == 1:
-            (only,) = kstates
-            pred = only.own_prediction()
-        else:
-            pred = self._auto.union_prediction(kstates)
-        nxt = State(self._auto, tuple(items), pred, self._root)
-        self._next[a] = nxt
-        return nxt
-
-    def _completion(self, x: int) -> frozenset[tuple[_DState, State]]:
-        """Items created when a nonterminal `x` that started at this chart is completed,
-        closed under the completions they cause in turn (all at this chart or earlier ones,
-        so the result never depends on the chart where `x` ends)."""
-        out: set[tuple[_DState, State]] = set()
-        work: list[tuple[State, int]] = [(self, x)]
-        done = {(self, x)}
-        first = True
-        while work:
-            o, y = work.pop()
-            if not first:
-                memo = o._cmemo.get(y)
-                if memo is not None:
-                    out |= memo
-                    continue
-            first = False
-            p = o._pred
-            if p is not None:
-                states, nts = p.chain(y)
-                for s in states:
-                    out.add((s, o))
-            else:
-                nts = (y,)
-            for k, ko in o._kernels:
-                outs = k.nts_out
-                goto = k.goto
-                for z in nts:
-                    if z not in outs:
-                        continue
-                    t = goto.get(z)
-                    if t is None:
-                        t = k.fill(z)
-                    it = (t, ko)
-                    if it in out:
-                        continue
-                    out.add(it)
-                    for w in t.completed:  # type: ignore[union-attr]
-                        pair = (ko, w)
-                        if pair not in done:
-                            done.add(pair)
-                            work.append(pair)
-        got = frozenset(out)
-        self._cmemo[x] = got
-        return got
+        return f"<quotient.fast.State chart={self._index}>"
 
 
 _CACHE_KEY = "quotient.fast.automaton"

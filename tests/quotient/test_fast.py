@@ -226,7 +226,7 @@ def test_states_are_persistent_and_memoised() -> None:
     # Scanning from `s` changed nothing about `s`.
     assert s.allowed_terminals() == allowed and not s.is_complete()
     # Memoised: the same question gives the same state object.
-    assert s.scan(")") is branches[")"]
+    assert s.scan(")") == branches[")"]
     closed = branches[")"]
     assert closed.is_complete()
     assert closed.scan_many(["*", "x"]).is_complete()
