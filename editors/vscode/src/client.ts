@@ -117,7 +117,7 @@ export class SeamClient implements vscode.Disposable {
       this.status.set("loading", "waiting for the server to load the model");
     }
     try {
-      const now = await client.sendRequest<SeamStatus>("seam/status");
+      const now = await client.sendRequest<SeamStatus>("seam/status", {});
       if (this.client === client && now.state !== "idle") {
         this.onSeamStatus(now);
       }
