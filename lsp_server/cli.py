@@ -4,6 +4,8 @@
 defaults to 127.0.0.1: the server never listens beyond loopback unless told to). In stdio mode
 the process's file descriptor 1 is re-pointed at stderr before anything heavy is imported, so a
 stray ``print`` in a library (or in C code) cannot corrupt the protocol stream.
+
+``seam`` with any other subcommand (``complete``, ``eval``, ...) is ``fim.cli``.
 """
 
 from __future__ import annotations
@@ -59,6 +61,11 @@ def _protect_stdout() -> BinaryIO:
 def serve(argv: list[str]) -> int:
     args = serve_parser().parse_args(argv)
     protocol_out = None if args.tcp else _protect_stdout()
+    # Idle OpenMP threads otherwise spin for a while after each forward pass. On a busy CPU
+    # that spinning delays the event loop (measured here: 5-35 ms before the answer is sent)
+    # and slows the next forward pass several times over. Must be set before torch loads;
+    # an explicit user setting wins.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
     from .logs import setup_logging
     from .server import SeamServer
@@ -93,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "serve":
         return serve(argv[1:])
+    if not argv or argv[0] in ("-h", "--help"):
+        print("seam serve: run the language server (seam serve --help for its options)")
     from fim.cli import main as fim_main
 
     return fim_main(argv)

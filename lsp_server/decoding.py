@@ -45,6 +45,7 @@ class Outcome:
     result: Any
     queue_ms: float
     skipped: bool
+    finished_at: float = 0.0  # perf_counter when the worker was done
 
 
 class Decoder:
@@ -91,7 +92,7 @@ class Decoder:
         queue_ms = (job.started_at - job.queued_at) * 1000.0
         if job.cancel.is_set():
             self.finished.append({"uri": job.uri, "stop": "skipped", "tokens": 0})
-            return Outcome(None, queue_ms, True)
+            return Outcome(None, queue_ms, True, time.perf_counter())
         try:
             result = engine.complete(request, cancel=job.cancel.is_set)
         except Exception as exc:
@@ -104,7 +105,7 @@ class Decoder:
         if job.cancelled_at is not None:
             entry["after_cancel_ms"] = round((done - job.cancelled_at) * 1000.0, 3)
         self.finished.append(entry)
-        return Outcome(result, queue_ms, False)
+        return Outcome(result, queue_ms, False, time.perf_counter())
 
     def cancel_all(self) -> None:
         for job in list(self._inflight.values()):

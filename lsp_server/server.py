@@ -11,7 +11,8 @@ Custom messages, for editor status bars and benchmarks:
   the model's state changes (``loading`` / ``ready`` / ``error``);
 * request ``seam/status`` (client -> server): the same, plus ``settings`` and ``recent``: the
   timing breakdown of the last completions (``total_ms``, ``queue_ms``, ``setup_ms``,
-  ``model_ms``, ``constraint_ms``, ``overhead_ms`` = total minus model time, ``tokens``,
+  ``model_ms``, ``constraint_ms``, ``overhead_ms`` = total minus model time, ``resume_ms`` =
+  from the worker's finish to the handler running again, ``tokens``,
   ``stop``, ``source`` = ``model`` or ``typed-through``) and ``decodes``: what the worker did
   with recent jobs (``stop``, ``tokens``, and ``after_cancel_ms`` when it was cancelled).
 """
@@ -427,6 +428,7 @@ class SeamServer(LanguageServer):
         except Exception:
             log.exception("decode failed for %s", uri)
             return None
+        resume_ms = (time.perf_counter() - outcome.finished_at) * 1000.0
         res = outcome.result
         if res is None:
             self._record(uri, t0, source="model", stop="superseded", queue_ms=outcome.queue_ms)
@@ -437,6 +439,7 @@ class SeamServer(LanguageServer):
                      model_ms=getattr(res, "model_ms", 0.0),
                      constraint_ms=getattr(res, "constraint_ms", 0.0),
                      tokens=getattr(res, "tokens", 0), stop=getattr(res, "stop", "?"),
+                     resume_ms=resume_ms,
                      mode=getattr(res, "mode", policy.mode), scope=policy.scope)
         if not middle or getattr(res, "stop", None) == "cancelled":
             return None
