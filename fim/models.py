@@ -76,11 +76,16 @@ _DTYPES = {
 
 
 def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
-    """``auto``: bf16 on CPU and on GPUs that support it, else fp16."""
+    """``auto``: bf16 on GPUs that support it, else fp16; fp32 on CPU.
+
+    On CPU, one-token decoding is matrix-vector work, and torch's bf16 matrix-vector kernels
+    measured ~3x slower than fp32 on this project's machine (an AVX-512 EPYC; see
+    docs/evaluation.md), so ``auto`` keeps fp32 there; ``--dtype bf16`` remains available.
+    """
     if dtype in (None, "", "auto"):
         if device.type == "cuda":
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        return torch.bfloat16
+        return torch.float32
     try:
         return _DTYPES[dtype]
     except KeyError:
