@@ -21,7 +21,8 @@ NFA recognizer (`parse_nfa`, paper section IV-A). One chart per NFA state; scann
 the automaton's edges, and the charts are saturated to a fixpoint with a worklist. Because an
 automaton may loop, a chart can receive a new item waiting for ``B`` after ``B`` (started
 there) has already completed somewhere; the ``completed[origin][B]`` record of end states lets
-the late item advance then, which also covers nullable nonterminals.
+the late item advance then, which also covers nullable nonterminals. Outside end charts a
+FIRST-set lookahead on the state's outgoing edges skips predictions that could never advance.
 
 Provenance. Quotient extraction (paper Fig. 2) follows every creation of an item backwards.
 Scans and completions keep an item's left side and origin, so following them from any item
@@ -30,7 +31,9 @@ Scans and completions keep an item's left side and origin, so following them fro
 is before ``B``. Those predicting items are exactly ``waiting[s][B]``, kept with duplicates
 (one entry per predicting item, even when the predicted items already existed). That list is
 therefore the recorded provenance the extraction uses; nothing else about creation order
-affects the quotient grammar.
+affects the quotient grammar. `parse_nfa_provenance` records every creation explicitly (a
+naive, slow run); the tests check that walking those records as Fig. 2 does gives exactly the
+rules the extraction reads off ``waiting``.
 """
 
 from __future__ import annotations
