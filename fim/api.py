@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 MODES = decoding.MODES
 SCOPES = ("line", "statement", "block", "free")
+# Language modes in which the constraint is weaker than "the file parses" near the cursor.
+DEGRADED_MODES = ("prefix", "none")
 STOPS = ("eos", "best_complete", "budget", "no_candidate", "cancelled", "time")
 
 LanguageFactory = Callable[[str, str, str], object]
@@ -234,12 +236,22 @@ class Engine:
         elif middle is not None:
             parses = decoding.parses(req.left + middle + req.right)
             if req.mode == "constrained" and not parses:
-                # The constraint accepted a middle that Python rejects: a bug to surface.
-                error = (
-                    f"constrained middle does not parse (language mode {lang_mode!r}); "
-                    "please report this case"
-                )
-                log.warning("%s: left=%r middle=%r", error, req.left[-80:], middle)
+                if lang_mode in DEGRADED_MODES:
+                    # The language said it could not be exact here: fall back to the checked
+                    # cut, so a returned middle still parses (documented in DESIGN.md).
+                    t0 = time.perf_counter()
+                    middle, stop = decoding.checked_cut(req.left, middle, req.right, stop)
+                    constraint_ms += (time.perf_counter() - t0) * 1e3
+                    parses = middle is not None
+                elif lang_mode == "exact":
+                    # The constraint accepted a middle that Python rejects: a bug to surface.
+                    error = (
+                        f"constrained middle does not parse (language mode {lang_mode!r}); "
+                        "please report this case"
+                    )
+                    log.warning("%s: left=%r middle=%r", error, req.left[-80:], middle)
+                # "window": text outside the windows is broken, so the whole file cannot
+                # parse whatever the middle; ``parses`` reports that as it is.
         return CompletionResult(
             middle=middle, stop=stop, tokens=out.tokens, setup_ms=setup_ms,
             model_ms=out.model_ms, constraint_ms=constraint_ms, mode=lang_mode,

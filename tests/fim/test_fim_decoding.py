@@ -229,3 +229,36 @@ def test_prompt_prefix_is_reused_from_the_cache(random_loaded):
     assert torch.allclose(fresh.prefill(a), again, atol=1e-5)
     assert torch.allclose(fresh.prefill(b), logits_b, atol=1e-5)
     assert torch.allclose(fresh.step(7), after, atol=1e-5)
+
+
+class AnythingState:
+    """Accepts every text and calls everything complete: a constraint that checks nothing."""
+
+    def feed(self, text: str) -> AnythingState:
+        return self
+
+    def is_complete(self) -> bool:
+        return True
+
+
+class AnythingLanguage:
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+
+    def initial(self) -> AnythingState:
+        return AnythingState()
+
+
+def test_degraded_language_modes_fall_back_to_the_checked_cut(random_loaded):
+    engine = Engine(random_loaded, language_factory=lambda *a: AnythingLanguage("none"))
+    for left, right in [("x = (", ")\n"), ("def f(:\n", "\n"), ("y = [1, ", "]\n")]:
+        res = engine.complete(CompletionRequest(left, right, max_tokens=4))
+        assert res.middle is None or res.parses
+        assert res.error is None
+
+
+def test_exact_mode_parse_failures_are_flagged_not_hidden(random_loaded):
+    engine = Engine(random_loaded, language_factory=lambda *a: AnythingLanguage("exact"))
+    res = engine.complete(CompletionRequest("x = (", "\n", max_tokens=2))
+    assert res.middle is not None and res.parses is False
+    assert "does not parse" in res.error
