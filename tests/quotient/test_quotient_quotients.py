@@ -245,3 +245,46 @@ def test_right_quotient_split_with_loop_at_start(name):
                 assert accepted, (b, u)
             if accepted:
                 assert any(derives(g, u + suffix(k)) for k in range(9)), (b, u)
+
+
+@st.composite
+def random_grammars(draw):
+    """Small random grammars: any mix of empty rules, cycles, left/right recursion and
+    unproductive or unreachable nonterminals."""
+    nts = ["S", "A", "B", "C"][: draw(st.integers(1, 4))]
+    syms = nts + ["a", "b"]
+    rules = draw(st.lists(
+        st.tuples(st.sampled_from(nts), st.lists(st.sampled_from(syms), max_size=3)),
+        min_size=1, max_size=8,
+    ))
+    rules = [(lhs, tuple(rhs)) for lhs, rhs in rules]
+    defined = {lhs for lhs, _ in rules}
+    # A nonterminal used but never defined gets only a self loop: defined, unproductive.
+    rules += [(n, (n,)) for n in nts if n not in defined]
+    return Grammar(rules, "S", terminals=["a", "b"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(g=random_grammars(), data=st.data())
+def test_quotients_of_random_grammars(g, data):
+    w = data.draw(_word(["a", "b"], 3))
+    rq, lq = g.right_quotient(w), g.left_quotient(w)
+    for u in words(["a", "b"], 3):
+        _check_member(rq, u, derives(g, u + w))
+        _check_member(lq, u, derives(g, w + u))
+
+
+@settings(max_examples=100, deadline=None)
+@given(g=random_grammars(), data=st.data())
+def test_split_of_random_grammars(g, data):
+    branches = data.draw(st.lists(_word(["a", "b"], 2), min_size=1, max_size=3))
+    rev = Nfa.union(*(Nfa.from_symbols(b[::-1]) for b in branches))
+    q, starts = g.right_quotient_split(rev)
+    for f, start in starts.items():
+        suffixes = [w[::-1] for w in _words_to(rev, f, 4)]
+        for u in words(["a", "b"], 3):
+            expected = any(derives(g, u + w) for w in suffixes)
+            if start is None:
+                assert not expected
+            else:
+                _check_member(q, u, expected, start)
