@@ -10,6 +10,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Sequence
 
+from hypothesis import strategies as st
+
 from quotient import Grammar, Nfa
 
 
@@ -153,3 +155,20 @@ def nfa_words(nfa: Nfa, max_len: int) -> list[list[str]]:
 def with_start(g: Grammar, start: str) -> Grammar:
     """`g` with another start symbol (sharing its encoding)."""
     return g.with_rules([], start=start)
+
+
+@st.composite
+def random_grammars(draw):
+    """Small random grammars: any mix of empty rules, cycles, left/right recursion and
+    unproductive or unreachable nonterminals."""
+    nts = ["S", "A", "B", "C"][: draw(st.integers(1, 4))]
+    syms = nts + ["a", "b"]
+    rules = draw(st.lists(
+        st.tuples(st.sampled_from(nts), st.lists(st.sampled_from(syms), max_size=3)),
+        min_size=1, max_size=8,
+    ))
+    rules = [(lhs, tuple(rhs)) for lhs, rhs in rules]
+    defined = {lhs for lhs, _ in rules}
+    # A nonterminal used but never defined gets only a self loop: defined, unproductive.
+    rules += [(n, (n,)) for n in nts if n not in defined]
+    return Grammar(rules, "S", terminals=["a", "b"])

@@ -3,7 +3,7 @@
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from quotient_families import FAMILIES, alphabet, derives, nfa_words, words
+from quotient_families import FAMILIES, alphabet, derives, nfa_words, random_grammars, words
 
 from quotient import Grammar, Nfa
 from quotient.earley import parse_nfa, recognizer, recognizes
@@ -145,3 +145,14 @@ def test_nfa_parse_with_loops(name):
             # Languages here are "eventually periodic" enough that 7 repetitions decide it.
             else:
                 assert not parse_nfa(g, loop).accepts()
+
+
+@settings(max_examples=150, deadline=None)
+@given(g=random_grammars())
+def test_random_grammars_membership_and_prefixes(g):
+    root = recognizer(g)
+    for w in words(["a", "b"], 4):
+        st_ = root.scan_many(w)
+        assert (st_ is not None and st_.is_complete()) == derives(g, w), w
+        if st_ is None:
+            assert not any(derives(g, w + v) for v in words(["a", "b"], 2)), w

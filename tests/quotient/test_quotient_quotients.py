@@ -10,7 +10,15 @@ brute-force span oracle applied to the quotient grammar itself.
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from quotient_families import FAMILIES, alphabet, derives, nfa_words, with_start, words
+from quotient_families import (
+    FAMILIES,
+    alphabet,
+    derives,
+    nfa_words,
+    random_grammars,
+    with_start,
+    words,
+)
 
 from quotient import Grammar, Nfa
 from quotient.earley import recognizer, recognizes
@@ -245,23 +253,6 @@ def test_right_quotient_split_with_loop_at_start(name):
                 assert accepted, (b, u)
             if accepted:
                 assert any(derives(g, u + suffix(k)) for k in range(9)), (b, u)
-
-
-@st.composite
-def random_grammars(draw):
-    """Small random grammars: any mix of empty rules, cycles, left/right recursion and
-    unproductive or unreachable nonterminals."""
-    nts = ["S", "A", "B", "C"][: draw(st.integers(1, 4))]
-    syms = nts + ["a", "b"]
-    rules = draw(st.lists(
-        st.tuples(st.sampled_from(nts), st.lists(st.sampled_from(syms), max_size=3)),
-        min_size=1, max_size=8,
-    ))
-    rules = [(lhs, tuple(rhs)) for lhs, rhs in rules]
-    defined = {lhs for lhs, _ in rules}
-    # A nonterminal used but never defined gets only a self loop: defined, unproductive.
-    rules += [(n, (n,)) for n in nts if n not in defined]
-    return Grammar(rules, "S", terminals=["a", "b"])
 
 
 @settings(max_examples=150, deadline=None)
