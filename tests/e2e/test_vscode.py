@@ -1,12 +1,19 @@
 """End-to-end: the packaged VS Code extension in a real VS Code (code-server) in real Chromium.
 
-The test builds the .vsix, installs it into a code-server with fresh user-data and extension
-folders, points it at this interpreter's `seam serve` with the in-process random model, and has
-playwright-core (tests/e2e/vscode/drive.cjs) open a file, trigger an inline suggestion at a hole,
-wait for the ghost text, press Tab and save. The saved file must parse and hold the accepted
-text. Screenshots, the browser console and the server's log go to tests/output/vscode/.
-Tools come from scripts/setup_e2e.sh (Node 24, code-server, playwright-core in .e2e/, Debian's
-chromium).
+Each test builds (once) and installs the .vsix into a code-server with fresh user-data and
+extension folders, points it at this interpreter's `seam serve`, and has playwright-core
+(tests/e2e/vscode/drive.cjs) work the editor as a person would:
+
+* completion: with the in-process random model, put the cursor at a hole, trigger an inline
+  suggestion, wait for the ghost text, press Tab, save; the saved file must parse and hold the
+  accepted text. Then "Seam: Restart Server" and "Seam: Toggle Completions".
+* model error: a model that cannot load turns the status bar item to error with a notification
+  naming the setting; fixing `seam.model` in the Settings editor brings it back to ready.
+* start error: an interpreter that does not exist says to set `seam.server.python`.
+
+Screenshots, the browser console and the extension's and server's logs go to
+tests/output/vscode/<test>/ (the CI artifact). Tools come from scripts/setup_e2e.sh (Node 24,
+code-server and playwright-core in .e2e/, Debian's chromium).
 """
 
 from __future__ import annotations
