@@ -3,42 +3,45 @@
 This is the recognizer behind ``Grammar.recognizer()``. It decides, terminal by terminal,
 whether the input so far is a prefix of a sentence (``scan`` returns ``None`` as soon as it is
 not) and whether it is a whole sentence (``is_complete``). It builds no parse forest and keeps
-no provenance; ``quotient/earley.py`` is the reference recognizer that does.
+no provenance; ``quotient/earley.py`` is the reference recognizer that does, and the tests
+check the two against each other.
 
-Method (Aycock & Horspool, "Practical Earley Parsing", 2002):
+Method (after Aycock & Horspool, "Practical Earley Parsing", 2002):
 
-* Grammar symbols, rules and LR(0) items are small integers. An Earley item is a pair
-  ``(dfa_state, origin)`` where ``dfa_state`` is a *set* of LR(0) items sharing one origin, so a
-  chart holds a handful of pairs instead of hundreds of dotted rules.
-* DFA states come in two kinds. A *kernel* state is the goto of some state on a symbol (its
-  items share the origin of the state it came from). A *prediction* state holds everything
-  predicted at the current position (origin = this chart); all kernels of a chart share one
-  prediction state, named by the set of nonterminals it predicts. Both kinds are closed under
-  skipping nullable nonterminals (the ε-DFA), which makes nullable completions free.
-* States and their goto edges are built lazily and interned, so the automaton only ever
-  contains the part of the LR(0) DFA that inputs actually reach.
-* Completion of nonterminal ``X`` started at chart ``o`` yields a set of items that depends only
-  on ``o`` and the charts before it, never on the current chart. It is computed once per
-  ``(o, X)``, closed under further completions, and memoised on ``o``. Within one chart, the
-  chain of completions through its prediction state (``NAME -> atom -> ... -> test`` in Python)
-  is memoised on the prediction state itself and shared by every chart that has it.
+* Symbols, rules and LR(0) items are small integers (``Grammar``'s encoding). An Earley item is
+  a pair ``(dfa_state, origin)`` where ``dfa_state`` is a *set* of LR(0) items sharing one
+  origin, so a chart holds a couple of items instead of hundreds of dotted rules.
+* DFA states come in two kinds. A *kernel* state is a goto of some state on a symbol, or the
+  union of such states that share an origin (each chart merges its items to one per origin).
+  A *prediction* state holds everything predicted in a chart (origin = that chart), named by
+  the set of nonterminals it predicts. Both are closed under skipping nullable nonterminals
+  (the ε-DFA), which makes completions of empty spans free.
+* DFA states and their goto edges are built lazily and interned, so only the part of the LR(0)
+  DFA that inputs reach is ever built.
+* Completing nonterminal ``X`` that started at chart ``o`` yields items that depend only on
+  ``o`` and earlier charts, never on where ``X`` ended. The result, closed under the further
+  completions it causes, is computed once per ``(o, X)`` and memoised on ``o``. Inside a chart,
+  the chain of completions through its prediction state (``NAME -> atom -> ... -> test`` in
+  Python) is memoised on the prediction state and shared by every chart that has it.
 
-Persistence: a :class:`State` is one chart. It points at the charts its items started in and at
-nothing else, so scanning 50 different terminals from one state creates 50 small charts that
-share all their history; nothing is ever copied or mutated except memo tables. Scan results are
-memoised per ``(state, terminal)``.
+Storage and persistence: all charts scanned from one root live in one `_Charts` store as rows
+of flat lists, and an Earley item is the int ``origin << SHIFT | local_state_id``. A `State` is
+a handle ``(store, chart number)``; a chart only refers to charts on its path to the root, and
+is never changed after creation except for memo tables, so scanning 50 different terminals
+from one state adds 50 small rows and copies nothing. Scan results are memoised per
+``(chart, terminal)``. Keeping items as ints also keeps charts out of the cyclic garbage
+collector's sight (with one small object per item it cost 4x the parse time on long files).
 
-Extensions: :meth:`Automaton.extend` compiles a grammar made of a base grammar's rules plus
-rules whose left-hand sides are new nonterminals (as quotient grammars are). Base rules never
-mention the new nonterminals, so every DFA state built only from base items is the same in the
-extension: such states are interned in, and shared with, the base automaton; only states that
-contain new items belong to the extension. Compiling an extension is therefore linear in the
-number of new rules.
+Extensions: a grammar made by ``base.with_rules(...)`` adds rules whose left sides are new
+nonterminals. Base rules never mention those, so every DFA state made only of base items is
+the same in the extension: such states are interned in, and shared with, the base automaton;
+only states holding new items belong to the extension. Compiling an extension costs time
+linear in its new rules, and a request's states never leak into the base.
 
-Prefix property: ``scan`` returning a state (not ``None``) means "some sentence starts with this
-input" only if every nonterminal of the grammar is productive; grammars from ``Grammar`` are
-pruned before they get here. Not thread-safe for concurrent writers of the same charts' memo
-tables beyond what the GIL gives (a race can only build an equal duplicate DFA state).
+Prefix property: rules that use an unproductive nonterminal are dropped at compile time, so
+every item of a chart has a completion and ``scan`` returns ``None`` exactly when no sentence
+starts with the input. Single-threaded use per store: concurrent writers to one store's memo
+tables are not supported.
 """
 
 from __future__ import annotations
@@ -172,6 +175,8 @@ class Automaton:
         productive_ids: Iterable[int],
         base: Automaton | None = None,
     ) -> None:
+        if len(symbol_names) > MASK:
+            raise ValueError(f"too many symbols ({len(symbol_names)}; at most {MASK})")
         self.base = base
         self.names = symbol_names
         self.n_terminals = n_terminals
