@@ -371,7 +371,6 @@ class SeamServer(LanguageServer):
             insert_text_format=types.InsertTextFormat.PlainText,
             text_edit=types.TextEdit(range=types.Range(start=here, end=here),
                                      new_text=s.middle),
-            filter_text="",
             sort_text="0",
         )
         return types.CompletionList(is_incomplete=True, items=[item])

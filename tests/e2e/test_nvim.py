@@ -159,6 +159,13 @@ def test_ghost_text_accept_and_save_parses(nvim) -> None:
     (OUTPUT / "nvim_ghost_text.txt").write_text(screen)
     assert shown.strip() in screen, (shown, screen)
 
+    # <C-]> dismisses; typing a character and deleting it asks again (now answered from the
+    # typing-through cache, at once).
+    vim.send("<C-]>")
+    vim.wait_for("the dismissal", lambda: not vim.lua(GHOST_LUA).strip(), 30)
+    vim.send("x<BS>")
+    vim.wait_for("ghost text again", lambda: vim.lua(GHOST_LUA).strip(), 240)
+
     # Tab accepts (the plugin's mapping), then the ghost text is gone and the text is in.
     before = vim.lua("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')")
     vim.send("<Tab>")
@@ -175,3 +182,26 @@ def test_ghost_text_accept_and_save_parses(nvim) -> None:
     assert "print(add(1, 2))" in saved
     log = server_log.read_text()
     assert "Traceback" not in log, log[-3000:]
+
+
+def test_checkhealth(tmp_path) -> None:
+    binary = nvim_binary()
+    if binary is None:
+        pytest.skip("Neovim not installed (bash scripts/setup.sh dev,e2e)")
+    init = tmp_path / "init.lua"
+    cmd = [sys.executable, "-m", "lsp_server.cli", "serve"]
+    cmd_lua = f"vim.json.decode({json.dumps(json.dumps(cmd))})"
+    init.write_text(f"vim.opt.rtp:prepend({json.dumps(str(PLUGIN))})\n"
+                    f"require('seam').setup({{cmd = {cmd_lua}}})\n")
+    report = tmp_path / "health.txt"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env[var] = str(tmp_path / var.lower())
+    subprocess.run([binary, "--headless", "-n", "-i", "NONE", "-u", str(init),
+                    "-c", "checkhealth seam", "-c", f"write! {report}", "-c", "qa!"],
+                   env=env, check=True, timeout=120, capture_output=True)
+    text = report.read_text()
+    assert "has vim.lsp.inline_completion" in text
+    assert "serve --help` runs" in text, text
+    assert "ERROR" not in text, text

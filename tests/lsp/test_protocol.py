@@ -121,6 +121,10 @@ async def test_completion_on_examples(tmp_path, constrained) -> None:
             for item in comp.items:
                 assert item.text_edit.range.start == types.Position(line=line, character=col)
         assert answered > 0, "no example got a suggestion"
+        # The model load was reported as work-done progress, begun and ended.
+        kinds = [[type(v).__name__ for v in reports] for reports in lc.progress_reports.values()]
+        assert any(k and k[0] == "WorkDoneProgressBegin" and k[-1] == "WorkDoneProgressEnd"
+                   for k in kinds), kinds
         st = await status(lc)
         assert any(r.get("source") == "model" for r in st["recent"])
 
