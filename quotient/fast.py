@@ -397,6 +397,7 @@ class _Charts:
         "lgo",
         "lnts",
         "lpred",
+        "lshared",
         "merges",
         "nxt",
         "pred",
@@ -414,6 +415,7 @@ class _Charts:
         self.lnts: list[frozenset[int]] = []  # nonterminals a state has a goto on
         self.lacc: list[bool] = []  # a kernel state completes the start symbol
         self.lpred: list[int] = []  # prediction state of a lone kernel (-2: not computed)
+        self.lshared: list[bool] = []  # the state belongs to a root (non-extension) automaton
         self.lchain: dict[int, tuple[tuple[int, ...], frozenset[int]]] = {}
         self.unions: dict[frozenset[int], int] = {}
         self.merges: dict[frozenset[int], int] = {}
@@ -438,6 +440,7 @@ class _Charts:
             self.lnts.append(s.nts_out)
             self.lacc.append(self.auto.start in s.completed)
             self.lpred.append(-2)
+            self.lshared.append(s.auto.base is None)
         return lid
 
     def go(self, lid: int, sym: int) -> int:
@@ -460,24 +463,36 @@ class _Charts:
         if got is None:
             states, nts = self.sobj[plid].chain(x)
             lids = [self.local(s) for s in states]
-            got = ((self.merge(lids),) if len(lids) > 1 else tuple(lids), nts)
+            shared = [lid for lid in lids if self.lshared[lid]]
+            if len(shared) > 1:  # merged as in `grouped`
+                lids = [lid for lid in lids if not self.lshared[lid]] + [self.merge(shared)]
+            got = (tuple(lids), nts)
             self.lchain[key] = got
         return got
 
     def grouped(self, items: set[int]) -> tuple[int, ...]:
         """`items` with the states of each origin merged into one state (one item per
-        origin: a chart then holds about two items instead of ten on Python)."""
+        origin: a chart then holds about two items instead of ten on Python).
+
+        Only states of a root automaton are merged: their unions are interned there and
+        reused by every later request, whereas unions involving an extension's own states
+        would be built anew for each extension, costing more than they save."""
         groups: dict[int, list[int]] = {}
-        for it in items:
-            o = it >> SHIFT
-            g = groups.get(o)
-            if g is None:
-                groups[o] = [it & MASK]
-            else:
-                g.append(it & MASK)
-        if len(groups) == len(items):
-            return tuple(items)
         out = []
+        lshared = self.lshared
+        for it in items:
+            lid = it & MASK
+            if lshared[lid]:
+                o = it >> SHIFT
+                g = groups.get(o)
+                if g is None:
+                    groups[o] = [lid]
+                else:
+                    g.append(lid)
+            else:
+                out.append(it)
+        if len(groups) + len(out) == len(items):
+            return tuple(items)
         for o, lids in groups.items():
             if len(lids) == 1:
                 out.append(o << SHIFT | lids[0])
