@@ -14,7 +14,8 @@ of a ``B`` that started at state ``s`` and whose consumed part reaches an end ch
 
 The right quotient reverses: ``L(g) / x = reverse(reverse(x) \\ L(reverse(g)))``. Derived
 rules are reversed back, so the result is the original (productive) grammar plus the derived
-rules, built with `Grammar.with_rules` so compiled tables of the base are reused.
+rules, attached with `Grammar.with_rules`'s encoded core (``Grammar._extended``) so the
+base's ids and compiled tables are reused and no symbol name is looked up.
 
 Results are pruned of unproductive derived rules; together with the recognizer never
 predicting unusable base rules this gives Earley's prefix property on quotient grammars.
