@@ -287,3 +287,16 @@ def test_start_without_rules_is_the_empty_language() -> None:
     assert not s.is_complete()
     assert s.allowed_terminals() == frozenset()
     assert s.scan("x") is None
+
+
+@pytest.mark.parametrize("name", ["expr", "dyck", "lists", "nullable", "ambiguous", "cyclic"])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_quotient_grammars(name: str, data: st.DataObject) -> None:
+    """Quotient grammars (the base plus derived rules, built with with_rules) are what the
+    recognizer mostly runs on in Seam: both recognizers must agree on them too."""
+    g = FAMILIES[name]
+    alpha = sorted(g.terminals)
+    w = data.draw(st.lists(st.sampled_from(alpha), max_size=4))
+    q = g.left_quotient(w) if data.draw(st.booleans()) else g.right_quotient(w)
+    assert_agree(q, data.draw(st.lists(st.sampled_from(alpha), max_size=8)))

@@ -121,3 +121,15 @@ def test_many_branches_from_one_state() -> None:
     assert state.allowed_terminals() == allowed
     rest = state.scan_many(word[300:])
     assert rest is not None and rest.is_complete()
+
+
+def test_right_quotient_of_python_by_a_file_suffix() -> None:
+    """The right quotient by a file's last 200 terminals accepts exactly the rest of the file
+    as a complete sentence, and both recognizers agree along the way."""
+    g = python_grammar()
+    word = list(terminals_of("bisect.py"))
+    q = g.right_quotient(word[-200:])
+    assert q.base is not None  # an extension: the base tables are reused
+    assert run_both(q, word[:-200]) == len(word) - 200
+    state = fast.recognizer(q).scan_many(word[:-200])
+    assert state is not None and state.is_complete()
