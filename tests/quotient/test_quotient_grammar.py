@@ -1,7 +1,8 @@
 """Unit tests for quotient.grammar: lark loading, encoding, derived sets, transformations."""
 
 import pytest
-from quotient_families import FAMILIES, derives
+from hypothesis import given, settings
+from quotient_families import FAMILIES, derives, random_grammars, words
 
 from quotient import Grammar, GrammarError, TerminalDef
 from quotient.earley import recognizes
@@ -167,3 +168,35 @@ def test_with_rules_chain_derived_sets():
     assert "P" not in g2.nullable and not g2.is_productive_symbol("P")
     g3 = g2.with_rules([("R", ("S",)), ("R", ("(",))], start="R")
     assert "R" in g3.nullable and g3.is_productive_symbol("R")
+
+
+@settings(max_examples=100, deadline=None)
+@given(g=random_grammars())
+def test_transformations_keep_the_language(g):
+    pruned, rev, part = g.pruned(), g.reversed(), g.productive_part()
+    for w in words(["a", "b"], 4):
+        inside = derives(g, w)
+        assert derives(pruned, w) == inside, w
+        assert derives(part, w) == inside, w
+        assert derives(rev, w[::-1]) == inside, w
+    # Pruned grammars have only productive, reachable nonterminals.
+    assert all(pruned.is_productive_symbol(lhs) for lhs, _ in pruned.rules)
+    assert rev.symbol_ids == dict(g.symbol_ids) and rev.reversed() is g
+
+
+@settings(max_examples=100, deadline=None)
+@given(g=random_grammars())
+def test_derived_sets_match_definitions(g):
+    # Independent oracle: shortest derivable word length by Bellman-Ford style relaxation.
+    inf = float("inf")
+    shortest = {n: inf for n in g.nonterminals}
+    for _ in range(len(g.rules) + 1):
+        for lhs, rhs in g.rules:
+            length = sum(1 if s in g.terminals else shortest[s] for s in rhs)
+            shortest[lhs] = min(shortest[lhs], length)
+    for name in g.nonterminals:
+        assert (name in g.nullable) == derives(g, [], start=name), name
+        assert g.is_productive_symbol(name) == (shortest[name] < inf), name
+        if shortest[name] <= 5:
+            n = int(shortest[name])
+            assert any(derives(g, w, start=name) for w in words(["a", "b"], n)), name
