@@ -77,14 +77,29 @@ def left_boundaries(text: str, limit: int = 8) -> list[int]:
     return out
 
 
-def right_boundaries(text: str, limit: int = 8) -> list[int]:
-    """Up to `limit` clean boundaries after the first line of `text`, nearest first."""
+_DEFINITION = regex.compile(r"(?:@|def\b|class\b|async\b)")
+
+
+def right_boundaries(text: str, limit: int = 8, ambiguous: list[int] | None = None
+                    ) -> list[int]:
+    """Up to `limit` clean boundaries after the first line of `text`, nearest first.
+
+    A decorator or definition line is not a clean boundary until a column-0 line before it
+    has been seen: the statement before it may be a decorator list begun in the middle. Such
+    lines are appended to `ambiguous` instead (a last resort when the larger windows fail).
+    """
     out: list[int] = []
     pos = text.find("\n")
+    seen_top = False
     while pos >= 0 and len(out) < limit:
         start = pos + 1
         if _is_boundary_line(text, start):
-            out.append(start)
+            if seen_top or not _DEFINITION.match(text, start):
+                out.append(start)
+            elif ambiguous is not None:
+                ambiguous.append(start)
+        if start < len(text) and text[start] not in " \t\f\r\n#":
+            seen_top = True
         pos = text.find("\n", start)
     out.append(len(text))
     return out
@@ -96,11 +111,14 @@ _LAYOUT = frozenset(("NEWLINE", "INDENT", "DEDENT"))
 _CLAUSES = frozenset(("ELSE", "ELIF", "EXCEPT", "FINALLY", "CASE"))
 
 
-def inner_cut(text: str, tokens: list[str], starts: list[int]) -> tuple[int, str, int] | None:
+def inner_cut(text: str, tokens: list[str], starts: list[int], cursor_col: int | None = None
+              ) -> tuple[int, str, int] | None:
     """Cut a top-level window again at the last statement of the block's own body.
 
     `tokens`/`starts` are the lexed window `text` (which begins at a clean top-level
-    boundary). Returns (offset of the cut, synthetic header, the body's column) or None.
+    boundary); `cursor_col` is the indentation of the cursor's line when the cursor is still
+    in its leading white space. Returns (offset of the cut, synthetic header, the body's
+    column) or None when the cursor is not inside the block's body.
 
     The header is one line that opens a block at column 0, so that the kept text (statements
     at the body's indentation) lexes and parses as it did under the real header. The real
@@ -142,8 +160,10 @@ def inner_cut(text: str, tokens: list[str], starts: list[int]) -> tuple[int, str
             if ws and ws.strip(" ") == "":
                 best, best_header, best_col = line_start, _header_for(last_top), len(ws)
         prev_first = tok
-    if best is None or best_header is None:
+    if best is None or best_header is None or levels < 2:
         return None
+    if cursor_col is not None and cursor_col < best_col:
+        return None  # the cursor's line has left the body
     return best, best_header, best_col
 
 
@@ -157,11 +177,17 @@ def _header_for(first: str) -> str | None:
     return "class _:\n"
 
 
-def right_inner_end(text: str, column: int) -> int:
+def right_inner_end(text: str, column: int, siblings: bool) -> int:
     """End of the right window for a left window cut at a body statement at `column`.
 
-    The first later line that starts a statement at `column` (not a clause, not decorated,
-    not continued) or that is indented less than `column`; the whole text if none.
+    The first later line indented less than `column` (R leaves the body), or with
+    `siblings`, also the first that starts a statement at `column` (not a clause, not
+    decorated, not continued); the whole text if none.
+
+    Cutting at a sibling statement is sound only if the middle stays inside the body: a
+    middle that dedents out of it would make R's remaining lines belong to the middle's new
+    statement, and the sibling cut away would then follow them. The caller passes
+    `siblings=True` only for scopes that forbid such a dedent (line, statement, block).
     """
     pos = text.find("\n")
     while pos >= 0:
@@ -175,7 +201,7 @@ def right_inner_end(text: str, column: int) -> int:
                 return len(text)
             if indent < column:
                 return start
-            if indent == column and _is_boundary_line(text, start + indent):
+            if siblings and indent == column and _is_boundary_line(text, start + indent):
                 return start
         pos = line_end
     return len(text)

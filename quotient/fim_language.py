@@ -42,7 +42,7 @@ from __future__ import annotations
 import ast
 import warnings
 from collections import Counter
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from lexer.layout import DEDENT, INDENT, NEWLINE, Layout, LayoutError, indent_tokens
 from lexer.right_context import Branch, RightContext, advance_ws
@@ -64,6 +64,21 @@ MAX_WINDOW_TOKENS = 6000
 MAX_RIGHT_CHARS = 60_000
 # CPython's tokenizer refuses more than 200 nested brackets ("too many nested parentheses").
 MAX_NESTING = 200
+
+
+class _Left(NamedTuple):
+    """A lexed left window and its pending (uncertain) tail."""
+
+    lexed: Lexed
+    tail_text: str
+
+    @property
+    def tokens(self) -> list[str]:
+        return self.lexed.tokens
+
+    @property
+    def layout(self) -> Layout:
+        return self.lexed.layout
 
 
 class _TooLarge(Exception):
@@ -114,14 +129,19 @@ class FimLanguage:
 
     def _build(self, windowing: bool) -> None:
         tok = self.tokenizer
-        base = fast.recognizer(python_grammar())
         lefts = left_boundaries(self.left)[:4] + [0] if windowing else [0]
         found = None
         try:
             for start in dict.fromkeys(lefts):
-                got = self._lex_left(self.left[start:], base)
-                if got is not None:
-                    self.left_start = start
+                got = self._left_window(start, windowing)
+                if got is None:
+                    continue
+                if found is None:
+                    found = got
+                # A pending tail across lines means an open string at the cursor -- or a
+                # boundary guessed inside a string, whose closing quote now opens one. Look
+                # further back for a window that agrees the cursor is not in a string.
+                if "\n" not in got[1][0].tail_text:
                     found = got
                     break
         except _TooLarge as err:
@@ -130,27 +150,21 @@ class FimLanguage:
         if found is None:
             self._unconstrained("the left context is not a valid prefix of Python")
             return
-        text = self.left[self.left_start:]
-        rights = right_boundaries(self.right)[:3] + [len(self.right)] if windowing \
-            else [len(self.right)]
-        self.left_text = text
+        self.left_start, (lexed, base_state), self.left_text, column = found
+        ambiguous: list[int] = []
+        rights = right_boundaries(self.right, ambiguous=ambiguous)[:3] + [len(self.right)] \
+            + ambiguous[:1] if windowing else [len(self.right)]
         top_rights = list(rights)
-        if windowing and len(text) > _INNER_CUT_MIN:
-            cut = inner_cut(text, found[0].tokens, found[0].starts)
-            if cut is not None:
-                offset, header, column = cut
-                inner = self._lex_left(header + text[offset:], base)
-                if inner is not None:
-                    self.left_text = header + text[offset:]
-                    found = inner
-                    rights = [right_inner_end(self.right, column)] + rights
-        lexed, base_state = found
+        if column is not None:
+            rights = [right_inner_end(self.right, column, self.scope != "free")] + rights
         layout = lexed.layout
-
-        pending = self.left_text[lexed.tail:]
+        pending = lexed.tail_text
         width = _indent_width(layout.stack)
         self.block_floor = _block_floor(layout)
         self.indent_width = width if _strict(layout.stack, self.right, width) else None
+        first_line = self.right.find("\n")
+        first_line = len(self.right) if first_line < 0 else first_line
+        fallback = None
         for end in dict.fromkeys(rights):
             window = self.right[:end]
             if len(window) > MAX_RIGHT_CHARS:
@@ -159,21 +173,27 @@ class FimLanguage:
             branches = rc.branches(layout.stack, width)[:_MAX_BRANCHES]
             if not branches:
                 continue
-            parser = self._exact_parser(branches)
-            if parser is None:
+            built = self._exact_parser(branches)
+            if built is None:
                 continue
+            parser, marks = built
             state = parser.scan_many(lexed.tokens)
             if state is None:
                 continue
-            self.rc, self.right_end, self.right_window = rc, end, window
-            self._outside_right = min((r for r in top_rights if r >= end), default=len(self.right))
-            self.starts = sorted({b.start for b in branches})
-            self._base_mode = "exact"
-            self._initial = FimState(self, state, layout, pending, "")
-            if pending and not self._initial._tail_viable(state, layout, pending):
-                self._initial = None
-                self.marks = {}
+            initial = FimState(self, state, layout, pending, "")
+            if pending and not initial._tail_viable(state, layout, pending):
                 continue
+            candidate = (rc, end, window, marks, branches, initial)
+            # A window whose branches all start past R's first line presumes that the middle
+            # opens a string R closes far away: true when the cursor is in a string, but also
+            # what a window cut inside a string looks like. Prefer a window that needs no
+            # such presumption.
+            if min(b.start for b in branches) <= first_line + 1:
+                self._accept(candidate, top_rights)
+                return
+            fallback = fallback or candidate
+        if fallback is not None:
+            self._accept(fallback, top_rights)
             return
         # No branch fits: only ask that left + middle + R_window stays a valid prefix.
         self.right_end = rights[0]
@@ -185,23 +205,51 @@ class FimLanguage:
         self._base_mode = "prefix"
         self._initial = FimState(self, base_state, layout, pending, "")
 
-    def _lex_left(self, text: str, base: fast.State) -> tuple[Lexed, fast.State] | None:
-        """Lex and parse a left window; None when it is not a valid prefix of Python."""
+    def _left_window(self, start: int, windowing: bool):
+        """The left window from `start`, cut again inside a large block when possible.
+
+        Returns (start, (lexed, base parser state), window text, body column or None), or
+        None when the window is not a valid prefix of Python. The size budget applies to the
+        window actually used, after the inner cut.
+        """
+        tok = self.tokenizer
+        text = self.left[start:]
         try:
-            lexed = self.tokenizer.lex(text, 0, len(text), Layout(), final=False)
+            lexed = tok.lex(text, 0, len(text), Layout(), final=False)
         except LexError:
             return None
+        column = None
+        if windowing and len(text) > _INNER_CUT_MIN:
+            layout = lexed.layout
+            cut = inner_cut(text, lexed.tokens, lexed.starts,
+                            layout.col if layout.bol else None)
+            if cut is not None:
+                offset, header, column = cut
+                inner_text = header + text[offset:]
+                try:
+                    inner = tok.lex(inner_text, 0, len(inner_text), Layout(), final=False)
+                    text, lexed = inner_text, inner
+                except LexError:
+                    column = None
         if lexed.layout.depth > MAX_NESTING:
             raise _TooLarge(f"more than {MAX_NESTING} nested brackets (CPython refuses them)")
         if len(lexed.tokens) > MAX_WINDOW_TOKENS:
             raise _TooLarge(f"the statement around the cursor has more than "
                             f"{MAX_WINDOW_TOKENS} symbols")
-        state = base.scan_many(lexed.tokens)
+        state = fast.recognizer(python_grammar()).scan_many(lexed.tokens)
         if state is None:
             return None
-        return lexed, state
+        return start, (_Left(lexed, text[lexed.tail:]), state), text, column
 
-    def _exact_parser(self, branches: list[Branch]) -> fast.State | None:
+    def _accept(self, candidate: tuple, top_rights: list[int]) -> None:
+        rc, end, window, marks, branches, initial = candidate
+        self.rc, self.right_end, self.right_window, self.marks = rc, end, window, marks
+        self._outside_right = min((r for r in top_rights if r >= end), default=len(self.right))
+        self.starts = sorted({b.start for b in branches})
+        self._base_mode = "exact"
+        self._initial = initial
+
+    def _exact_parser(self, branches: list[Branch]) -> tuple[fast.State, dict] | None:
         g = python_grammar()
         nfa = Nfa(1, 0, [])
         nfa.add_edge(0, DEDENT, 0)  # the file's closing DEDENTs: the grammar fixes how many
@@ -221,6 +269,7 @@ class FimLanguage:
             nfa.finals.add(node)
         quotient, starts = g.right_quotient_split(nfa)
         rules = []
+        marks: dict[tuple[int, tuple], str] = {}
         for k, (node, keys) in enumerate(finals.items()):
             nt = starts.get(node)
             if nt is None:
@@ -228,10 +277,10 @@ class FimLanguage:
             mark = f"{MARKER_PREFIX}{k}"
             rules.append((_START, (nt, mark)))
             for key in keys:
-                self.marks[key] = mark
+                marks[key] = mark
         if not rules:
             return None
-        return fast.recognizer(quotient.with_rules(rules, start=_START))
+        return fast.recognizer(quotient.with_rules(rules, start=_START)), marks
 
     def _unconstrained(self, reason: str) -> None:
         self.reason = reason

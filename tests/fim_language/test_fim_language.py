@@ -164,8 +164,16 @@ def test_cut_inside_a_large_class() -> None:
     right = " * 2\n        return y\n\n" + methods + "\nprint(Big)\n"
     lang = FimLanguage.for_python(left, right)
     assert lang.mode == "exact"
+    # The left window is the method; the right one runs to the end of the class, since a
+    # middle may leave the method and the class (free scope) ...
+    assert len(lang.left_window) < 200 and lang.right_window.endswith("return 59\n\n\n")
+    for middle in [" + 1", " +", "\n    def other(self):\n        z = 1",
+                   "\n\nprint(1)\nif x:\n    pass"]:
+        assert accepts(lang, middle) == parses(left + middle + right)
+    # ... but a middle held inside its block lets the right window stop at the next method.
+    lang = FimLanguage.for_python(left, right, scope="block")
     assert len(lang.left_window) < 200 and len(lang.right_window) < 200
-    for middle in [" + 1", " +", "\n    def other(self):\n        z = 1"]:
+    for middle in [" + 1", " +", "\n        z = 1"]:
         assert accepts(lang, middle) == parses(left + middle + right)
 
 
