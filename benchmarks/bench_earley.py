@@ -1,17 +1,23 @@
 """Speed of the forward Earley recognizers on lark's Python grammar and real stdlib files.
 
-Prints tables (medians and p90 over repeats; the machine is shared, so single runs are noisy):
+Prints tables of medians and p90s over repeats. The machine is shared, so every figure is
+given twice: wall-clock time and this process's CPU time (``time.process_time``); under load
+the CPU figure is the better estimate of an idle machine's wall-clock time.
 
-1. one-time compile of the base grammar (``Grammar.from_lark`` and the recognizer tables), and
-   compile of a ``with_rules`` extension of a few hundred new rules on top of it;
-2. whole-file throughput (terminals/s) with ``scan_many`` from a fresh root, for the fast
-   recognizer (``quotient.fast``, cold DFA and warm DFA) and the reference
-   (``quotient.earley``);
-3. single ``scan`` latency: from states at sampled positions of the files, the first (not
-   memoised) scan of the file's next terminal, and of every other allowed terminal.
+1. compile: ``Grammar.from_lark`` of python.lark, the fast recognizer's tables for it
+   (one-time), and for a ``with_rules`` extension: a real right quotient by a file's last 500
+   terminals (built by ``Grammar.right_quotient``, the per-request case);
+2. parsing the prefix of that file with the quotient grammar: cold (the extension's own DFA
+   states are built on the way) and warm;
+3. whole files with ``scan_many`` from a fresh root: the fast recognizer with a cold DFA
+   (fresh grammar) and a warm one, and the reference recognizer (``quotient.earley``);
+4. single first (non-memoised) ``scan`` calls: stepping through files, after a ``scan_many``
+   to a random position (the next terminal and up to 10 other allowed ones: the decoder's
+   pattern), and the same after ``gc.collect()``, which evicts CPU caches roughly as a model
+   forward pass between two decoding steps does.
 
-Usage: ``.venv/bin/python benchmarks/bench_earley.py [--repeats N] [--no-reference] [files]``
-(default files: a fixed set of stdlib modules).
+Usage: ``.venv/bin/python benchmarks/bench_earley.py [--repeats N] [--samples N]
+[--no-reference] [files]`` (default files: a fixed set of stdlib modules).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -51,133 +58,129 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def extension_rules(g: Grammar, n: int, seed: int = 0) -> list[tuple[str, tuple[str, ...]]]:
-    """`n` rules over new nonterminals ``Q0..`` shaped like quotient rules: a new nonterminal
-    followed by a suffix of an existing rule's right side, or a base nonterminal alone."""
-    rng = random.Random(seed)
-    base_rules = [r for r in g.rules if r[1]]
-    news = [f"Q{i}" for i in range(max(1, n // 3))]
-    out = []
-    for i in range(n):
-        lhs = news[i % len(news)]
-        _, rhs = rng.choice(base_rules)
-        cut = rng.randrange(len(rhs))
-        if rng.random() < 0.5 and i + 1 < n:
-            out.append((lhs, (news[(i + 1) % len(news)], *rhs[cut:])))
-        else:
-            out.append((lhs, tuple(rhs[cut:])))
-    out.append((news[-1], (PYTHON_START,)))
-    return out
+def med(xs: list[float]) -> float:
+    return statistics.median(xs)
 
 
-def bench_compile(repeats: int) -> tuple[Grammar, list[tuple[str, ...]]]:
-    load, comp, ext_make, ext_comp, ext_first = [], [], [], [], []
+def timed(fn: Callable[[], object]) -> tuple[float, float, object]:
+    """(wall seconds, CPU seconds, result) of one call."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    out = fn()
+    return time.perf_counter() - w0, time.process_time() - c0, out
+
+
+def terminals(name: str) -> list[str]:
+    with open(name if os.sep in name else stdlib_file(name), encoding="utf-8") as f:
+        return file_terminals(f.read())
+
+
+def fresh_grammar() -> Grammar:
+    return Grammar.from_lark(python_lark_text(), PYTHON_START)
+
+
+def bench_compile(repeats: int, quotient_file: str) -> Grammar:
+    rows: dict[str, tuple[list[float], list[float]]] = {}
+
+    def add(label: str, wall: float, cpu: float) -> None:
+        w, c = rows.setdefault(label, ([], []))
+        w.append(wall)
+        c.append(cpu)
+
     g = None
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        g = Grammar.from_lark(python_lark_text(), PYTHON_START)
-        t1 = time.perf_counter()
-        fast.automaton(g)
-        t2 = time.perf_counter()
-        load.append(t1 - t0)
-        comp.append(t2 - t1)
-    assert g is not None
-    rules = extension_rules(g, 300)
-    # Warm the base DFA as a server would have after its first request.
-    fast.recognizer(g).scan_many(file_terminals(open(stdlib_file("textwrap.py")).read()))
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        ext = g.with_rules(rules, start="Q0")
-        t1 = time.perf_counter()
-        root = fast.recognizer(ext)
-        t2 = time.perf_counter()
-        root.allowed_terminals()
-        for t in sorted(root.allowed_terminals())[:20]:
-            root.scan(t)
-        t3 = time.perf_counter()
-        ext_make.append(t1 - t0)
-        ext_comp.append(t2 - t1)
-        ext_first.append(t3 - t2)
-    print("compile (ms)                          median      p90")
-    for name, xs in [
-        ("Grammar.from_lark(python.lark)", load),
-        ("fast tables, base grammar", comp),
-        ("with_rules(300 rules) [Grammar]", ext_make),
-        ("fast tables, extension", ext_comp),
-        ("extension: 20 first scans", ext_first),
-    ]:
-        print(f"  {name:34s} {statistics.median(xs) * 1e3:9.3f} {pct(xs, 0.9) * 1e3:9.3f}")
-    print(f"  base grammar: {len(g.rules)} rules, {g.n_terminals} terminals")
-    return g, []
+        wall, cpu, g = timed(fresh_grammar)
+        add("Grammar.from_lark(python.lark)", wall, cpu)
+        wall, cpu, _ = timed(lambda: fast.automaton(g))  # noqa: B023
+        add("fast tables: base grammar", wall, cpu)
+    assert isinstance(g, Grammar)
+    word = terminals(quotient_file)
+    suffix, prefix = word[-500:], word[:-500]
+    fast.recognizer(g).scan_many(word)  # a server's base DFA is warm after its first request
+    n_rules = 0
+    for k in range(repeats):
+        # A different suffix each time, so that nothing is cached between repeats.
+        wall, cpu, q = timed(lambda: g.right_quotient(word[-500 - k :]))  # noqa: B023
+        add("Grammar.right_quotient(500 terminals)", wall, cpu)
+        assert isinstance(q, Grammar) and q.base is g
+        n_rules = len(q.rules) - len(g.rules)
+        q.productive_ids  # noqa: B018  (Grammar's own lazily derived sets: not ours)
+        wall, cpu, _ = timed(lambda: fast.automaton(q))  # noqa: B023
+        add("fast tables: the quotient extension", wall, cpu)
+        wall, cpu, st = timed(lambda: fast.recognizer(q).scan_many(prefix[: len(prefix) - k]))  # noqa: B023
+        add(f"quotient: parse {len(prefix)}-terminal prefix, cold", wall, cpu)
+        wall, cpu, st = timed(lambda: fast.recognizer(q).scan_many(prefix[: len(prefix) - k]))  # noqa: B023
+        add(f"quotient: parse {len(prefix)}-terminal prefix, warm", wall, cpu)
+    del suffix
+    print(f"compile and extension (ms; median of {repeats})   wall      p90      cpu")
+    for label, (w, c) in rows.items():
+        print(f"  {label:42s} {med(w) * 1e3:8.2f} {pct(w, 0.9) * 1e3:8.2f} {med(c) * 1e3:8.2f}")
+    print(
+        f"  base grammar: {len(g.rules)} rules, {g.n_terminals} terminals; quotient of "
+        f"{quotient_file}: +{n_rules} rules"
+    )
+    return g
 
 
 def bench_files(g: Grammar, files: list[str], repeats: int, reference: bool) -> None:
-    streams = {}
-    for name in files:
-        with open(name if os.sep in name else stdlib_file(name), encoding="utf-8") as f:
-            streams[name] = file_terminals(f.read())
     print()
-    print("whole files, scan_many from a fresh root (terminals/s; median over repeats)")
-    header = f"  {'file':16s} {'terminals':>9s} {'fast cold':>10s} {'fast warm':>10s}"
-    header += f" {'p90 warm':>10s}"
+    print("whole files, scan_many from a fresh root (terminals/s, median over repeats)")
+    header = f"  {'file':14s} {'terms':>6s} {'cold wall':>10s} {'cold cpu':>9s}"
+    header += f" {'warm wall':>10s} {'warm p90':>9s} {'warm cpu':>9s}"
     if reference:
-        header += f" {'reference':>10s}"
+        header += f" {'ref wall':>9s} {'ref cpu':>8s}"
     print(header)
-    rates_cold, rates_warm = [], []
-    for name, word in streams.items():
-        cold = []
-        for _ in range(max(1, repeats // 2)):
-            g2 = Grammar.from_lark(python_lark_text(), PYTHON_START)  # cold DFA: new tables
-            t0 = time.perf_counter()
-            st = fast.recognizer(g2).scan_many(word)
-            cold.append(time.perf_counter() - t0)
-            assert st is not None and st.is_complete(), name
-        warm = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            st = fast.recognizer(g).scan_many(word)
-            warm.append(time.perf_counter() - t0)
-            assert st is not None and st.is_complete(), name
+    warm_cpu_rates, warm_wall_rates, cold_wall_rates = [], [], []
+    for name in files:
+        word = terminals(name)
         n = len(word)
-        rc = n / statistics.median(cold)
-        rw = n / statistics.median(warm)
-        line = f"  {name:16s} {n:9d} {rc:10.0f} {rw:10.0f} {n / pct(warm, 0.9):10.0f}"
+        cold_w, cold_c, warm_w, warm_c = [], [], [], []
+        for _ in range(max(1, repeats // 2)):
+            g2 = fresh_grammar()  # a cold DFA: new tables, nothing built yet
+            wall, cpu, st = timed(lambda: fast.recognizer(g2).scan_many(word))  # noqa: B023
+            assert st is not None and st.is_complete(), name
+            cold_w.append(wall)
+            cold_c.append(cpu)
+        for _ in range(repeats):
+            wall, cpu, st = timed(lambda: fast.recognizer(g).scan_many(word))  # noqa: B023
+            assert st is not None and st.is_complete(), name
+            warm_w.append(wall)
+            warm_c.append(cpu)
+            st = None
+        line = (
+            f"  {name:14s} {n:6d} {n / med(cold_w):10.0f} {n / med(cold_c):9.0f}"
+            f" {n / med(warm_w):10.0f} {n / pct(warm_w, 0.9):9.0f} {n / med(warm_c):9.0f}"
+        )
         if reference:
-            t0 = time.perf_counter()
-            st = earley.recognizer(g).scan_many(word)
-            line += f" {n / (time.perf_counter() - t0):10.0f}"
+            wall, cpu, st = timed(lambda: earley.recognizer(g).scan_many(word))  # noqa: B023
+            st = None
+            line += f" {n / wall:9.0f} {n / cpu:8.0f}"
         print(line)
-        rates_cold.append(rc)
-        rates_warm.append(rw)
+        warm_cpu_rates.append(n / med(warm_c))
+        warm_wall_rates.append(n / med(warm_w))
+        cold_wall_rates.append(n / med(cold_w))
     print(
-        f"  over files: median {statistics.median(rates_warm):.0f} t/s warm, "
-        f"{statistics.median(rates_cold):.0f} t/s cold; min warm {min(rates_warm):.0f} t/s"
+        f"  median over files: warm {med(warm_wall_rates):.0f} t/s wall, "
+        f"{med(warm_cpu_rates):.0f} t/s cpu; cold {med(cold_wall_rates):.0f} t/s wall; "
+        f"slowest file warm {min(warm_wall_rates):.0f} t/s wall"
     )
 
 
 def bench_single_scan(g: Grammar, files: list[str], samples: int) -> None:
-    """First (non-memoised) scans, in three situations:
-
-    * stepping: ``scan`` one terminal at a time through a whole file (caches warm);
-    * after scan_many: a fresh root, ``scan_many`` to a random position, then the next
-      terminal and up to 10 other allowed terminals from that state (the decoder's pattern);
-    * after gc.collect: the same, with a full collection in between, which evicts the CPU
-      caches the way a model forward pass between two decoding steps does.
-    """
     rng = random.Random(1)
-    stepping: list[float] = []
-    rows: dict[str, list[float]] = {}
+    rows: dict[str, tuple[list[float], list[float]]] = {"stepping through files": ([], [])}
+    wall_clock, cpu_clock = time.perf_counter, time.process_time
     for name in files:
-        with open(name if os.sep in name else stdlib_file(name), encoding="utf-8") as f:
-            word = file_terminals(f.read())
+        word = terminals(name)
         st = fast.recognizer(g)
+        w, c = rows["stepping through files"]
         for t in word:
-            t0 = time.perf_counter()
+            w0, c0 = wall_clock(), cpu_clock()
             st = st.scan(t)
-            stepping.append(time.perf_counter() - t0)
+            w.append(wall_clock() - w0)
+            c.append(cpu_clock() - c0)
         for label, collect in [("after scan_many", False), ("after gc.collect", True)]:
-            nexts = rows.setdefault(f"{label}: next terminal", [])
-            others = rows.setdefault(f"{label}: other allowed", [])
+            nw, nc = rows.setdefault(f"{label}: next terminal", ([], []))
+            ow, oc = rows.setdefault(f"{label}: other allowed", ([], []))
             for _ in range(samples):
                 pos = rng.randrange(len(word))
                 # Drop the previous sample's store first: freeing it is not part of a scan.
@@ -185,32 +188,34 @@ def bench_single_scan(g: Grammar, files: list[str], samples: int) -> None:
                 st = fast.recognizer(g).scan_many(word[:pos])
                 if collect:
                     gc.collect()
-                t0 = time.perf_counter()
+                w0, c0 = wall_clock(), cpu_clock()
                 nxt = st.scan(word[pos])
-                nexts.append(time.perf_counter() - t0)
+                nw.append(wall_clock() - w0)
+                nc.append(cpu_clock() - c0)
                 assert nxt is not None
                 for t in sorted(st.allowed_terminals() - {word[pos]})[:10]:
-                    t0 = time.perf_counter()
+                    w0, c0 = wall_clock(), cpu_clock()
                     st.scan(t)
-                    others.append(time.perf_counter() - t0)
+                    ow.append(wall_clock() - w0)
+                    oc.append(cpu_clock() - c0)
     print()
     print("single scan from an existing state, first (non-memoised) call (µs)")
-    print(f"  {'':38s} {'n':>6s} {'median':>8s} {'p90':>8s} {'mean':>8s}")
-    for label, xs in [("stepping through files", stepping), *rows.items()]:
+    print(f"  {'':38s} {'n':>6s} {'median':>8s} {'p90':>8s} {'mean':>8s} {'cpu med':>8s}")
+    for label, (w, c) in rows.items():
         print(
-            f"  {label:38s} {len(xs):6d} {statistics.median(xs) * 1e6:8.1f} "
-            f"{pct(xs, 0.9) * 1e6:8.1f} {statistics.mean(xs) * 1e6:8.1f}"
+            f"  {label:38s} {len(w):6d} {med(w) * 1e6:8.1f} {pct(w, 0.9) * 1e6:8.1f} "
+            f"{statistics.mean(w) * 1e6:8.1f} {med(c) * 1e6:8.1f}"
         )
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("files", nargs="*", default=DEFAULT_FILES)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--samples", type=int, default=30, help="single-scan samples per file")
     ap.add_argument("--no-reference", action="store_true")
     args = ap.parse_args(argv)
-    g, _ = bench_compile(args.repeats)
+    g = bench_compile(args.repeats, args.files[0])
     bench_files(g, args.files, args.repeats, not args.no_reference)
     bench_single_scan(g, args.files, args.samples)
     return 0
