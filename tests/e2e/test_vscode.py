@@ -256,6 +256,7 @@ def test_ghost_text_accepted_with_tab_leaves_file_parsable(vsix: Path, tmp_path:
         "screenshotAccepted": str(out / "accepted.png"),
         "serverLog": str(tmp_path / "xdg" / "state" / "seam" / "server.log"),
     })
+    assert result["before"].endswith("Seam: idle"), result  # no server before a Python file
     assert result["saved"], result
     assert result["status"].endswith("Seam: ready"), result
     saved = (result["workspace"] / "scale.py").read_text()

@@ -1,8 +1,9 @@
-// The status bar item that tells the user what the server is doing: starting, loading the model
-// (with the server's $/progress percentage), ready, or failed (with the server's message).
+// The status bar item that tells the user what the server is doing: idle (no file to complete
+// yet), starting, loading the model (with the server's $/progress percentage), ready, or failed
+// (with the server's message).
 import * as vscode from "vscode";
 
-export type ServerState = "starting" | "loading" | "ready" | "error" | "stopped";
+export type ServerState = "idle" | "starting" | "loading" | "ready" | "error" | "stopped";
 
 export class StatusItem implements vscode.Disposable {
   private readonly item: vscode.StatusBarItem;
@@ -35,6 +36,7 @@ export class StatusItem implements vscode.Disposable {
 
   private render(): void {
     const icon = {
+      idle: "$(circle-outline)",
       starting: "$(loading~spin)",
       loading: "$(loading~spin)",
       ready: "$(check)",
@@ -42,6 +44,7 @@ export class StatusItem implements vscode.Disposable {
       stopped: "$(debug-stop)",
     }[this.state];
     const words = {
+      idle: "idle",
       starting: "starting",
       loading: "loading",
       ready: "ready",

@@ -63,6 +63,13 @@ async function main() {
     await page.goto(config.url, { waitUntil: "domcontentloaded" });
     await page.locator(".monaco-workbench").waitFor({ state: "visible" });
 
+    // With no Python file open yet, the extension (activated on start-up) must not have started
+    // a server: loading a model is too costly to do for every window.
+    log("waiting for the extension's status bar item");
+    const item = page.locator(".statusbar-item", { hasText: "Seam:" }).first();
+    await item.waitFor({ state: "visible" });
+    result.before = (await item.innerText()).trim();
+
     // Quick Open the file by name.
     log(`opening ${config.file}`);
     await page.locator(".monaco-workbench").click({ position: { x: 640, y: 400 } }).catch(() => {});
