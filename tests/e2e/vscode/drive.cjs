@@ -1,14 +1,17 @@
 // Drives VS Code (code-server) in Debian's headless Chromium with playwright-core, as a person
 // would: open the file, put the cursor at the hole, ask for an inline suggestion, wait for the
-// ghost text, take a screenshot, accept it with Tab, save. Used by tests/e2e/test_vscode.py.
+// ghost text, take a screenshot, accept it with Tab, save; then restart the server and toggle
+// completions off from the command palette. Used by tests/e2e/test_vscode.py.
 //
 // Usage: node drive.cjs CONFIG.json. CONFIG holds url, file (name in the workspace), line and
-// column (1-based) of the hole, screenshot paths, chromium path and a timeout in ms. Prints one
-// JSON line on stdout: {"ghost": "...", "status": "...", "saved": true}; progress goes to stderr.
+// column (1-based) of the hole, screenshot paths, chromium path, a timeout in ms and optionally
+// serverLog (the Seam server's log file, to see the restart). Prints one JSON line on stdout:
+// {"before", "status", "ghost", "saved", "restarts", "toggled"}; progress goes to stderr.
 // With "expect": "error" it only waits for the status bar to report a server error and returns
-// {"status": "...", "notification": "..."}; given "fixSetting" {key, value} it then changes that
-// setting in the Settings editor and waits for the server to come back ready ("recovered").
-// playwright-core is found through NODE_PATH (the test points it at .e2e/tools/node_modules).
+// {"status", "notification"}; given "fixSetting" {key, value} it then changes that setting in
+// the Settings editor and waits for the server to come back ready ("recovered").
+// playwright-core is found through NODE_PATH (the test points it at .e2e/tools/node_modules);
+// playwright gives every launch a fresh, throw-away browser profile.
 "use strict";
 
 const fs = require("fs");
