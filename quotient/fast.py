@@ -505,8 +505,11 @@ class _Charts:
         key = frozenset(lids)
         m = self.merges.get(key)
         if m is None:
-            sobj = self.sobj
-            m = self.local(self.auto.merged_state(frozenset(sobj[i] for i in key)))
+            states = frozenset(self.sobj[i] for i in key)
+            # Only root-automaton states are merged (see `grouped`): intern the union there,
+            # so that it is built once for all requests.
+            owner = next(iter(states)).auto
+            m = self.local(owner.merged_state(states))
             self.merges[key] = m
         return m
 
@@ -523,8 +526,12 @@ class _Charts:
         key = frozenset(lids)
         p = self.unions.get(key)
         if p is None:
-            sobj = self.sobj
-            ps = self.auto.union_prediction(frozenset(sobj[i] for i in lids))
+            lshared = self.lshared
+            states = frozenset(self.sobj[i] for i in lids)
+            # Kernels of a root automaton predict only its nonterminals: ask it, so the
+            # answer is shared by all requests.
+            owner = next(iter(states)).auto if all(lshared[i] for i in lids) else self.auto
+            ps = owner.union_prediction(states)
             p = self.local(ps) if ps is not None else -1
             self.unions[key] = p
         return p
