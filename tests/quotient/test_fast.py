@@ -233,6 +233,23 @@ def test_states_are_persistent_and_memoised() -> None:
     assert s.scan_many(["*", "x", ")"]).is_complete()
 
 
+def test_branching_adds_one_chart_per_accepted_terminal() -> None:
+    """Scanning many terminals from one state shares its charts: each distinct accepted
+    terminal adds one chart row to the shared store, repeats add nothing, and the state's
+    own chart is left as it was."""
+    g = FAMILIES["expr"]
+    s = fast.recognizer(g).scan_many(["x", "+"])
+    charts = s._charts
+    before = len(charts.kern)
+    own = charts.kern[s._index]
+    results = [s.scan(a) for a in ["x", "(", "x", "+", "*", ")", "-"] * 9]
+    accepted = {r for r in results if r is not None}
+    assert len(accepted) == 3  # x, ( and -
+    assert all(r._charts is charts for r in accepted)
+    assert len(charts.kern) == before + 3
+    assert charts.kern[s._index] == own
+
+
 def test_unknown_terminal_raises_key_error_naming_it() -> None:
     s = fast.recognizer(FAMILIES["expr"])
     with pytest.raises(KeyError, match="NOPE"):
