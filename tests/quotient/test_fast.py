@@ -317,3 +317,14 @@ def test_quotient_grammars(name: str, data: st.DataObject) -> None:
     w = data.draw(st.lists(st.sampled_from(alpha), max_size=4))
     q = g.left_quotient(w) if data.draw(st.booleans()) else g.right_quotient(w)
     assert_agree(q, data.draw(st.lists(st.sampled_from(alpha), max_size=8)))
+
+
+def test_deep_nesting_has_no_recursion_limit() -> None:
+    """Completions cascade through thousands of open brackets iteratively."""
+    g = FAMILIES["expr"]
+    depth = 5000
+    s = fast.recognizer(g).scan_many(["("] * depth + ["x"] + [")"] * (depth - 1))
+    assert s is not None and not s.is_complete()
+    assert s.allowed_terminals() == {")", "+", "*"}
+    assert s.scan(")").is_complete()
+    assert s.scan_many([")", ")"]) is None
