@@ -27,10 +27,13 @@ class Job:
     """One decode: its document, its cancel flag and when it was queued."""
 
     uri: str
+    share_key: Any = None
     cancel: threading.Event = field(default_factory=threading.Event)
     queued_at: float = field(default_factory=time.perf_counter)
     started_at: float | None = None
     cancelled_at: float | None = None
+    future: Any = None  # the asyncio future of the executor call
+    waiters: int = 0
 
     def request_cancel(self) -> None:
         if self.cancelled_at is None:
@@ -65,26 +68,36 @@ class Decoder:
         if job is not None:
             job.request_cancel()
 
-    async def run(self, uri: str, engine: Any, request: Any) -> Outcome:
-        """Decode ``request`` with ``engine``; a newer call on the same ``uri`` cancels this one.
+    async def run(self, uri: str, engine: Any, request: Any, share_key: Any = None) -> Outcome:
+        """Decode ``request`` with ``engine``; a newer call on the same ``uri`` cancels this one,
+        unless it has an equal, non-``None`` ``share_key``: then both await one decode.
 
         Raises ``asyncio.CancelledError`` when the awaiting task is cancelled, after raising the
-        job's flag so the worker stops within one model step.
+        job's flag (if no other request waits on it) so the worker stops within one model step.
         """
         if self._closed:
             raise RuntimeError("decoder is shut down")
-        self.supersede(uri)
-        job = Job(uri)
-        self._inflight[uri] = job
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self._executor, self._work, job, engine, request)
+        job = self._inflight.get(uri)
+        if (job is None or share_key is None or job.share_key != share_key
+                or job.cancel.is_set()):
+            self.supersede(uri)
+            job = Job(uri, share_key)
+            self._inflight[uri] = job
+            loop = asyncio.get_running_loop()
+            job.future = loop.run_in_executor(self._executor, self._work, job, engine, request)
+            # Retrieve a failure even when every waiter has gone, so it is not reported as
+            # "never retrieved"; the waiters that remain see it through the shield.
+            job.future.add_done_callback(lambda f: f.cancelled() or f.exception())
+        job.waiters += 1
         try:
-            return await future
+            return await asyncio.shield(job.future)
         except asyncio.CancelledError:
-            job.request_cancel()
+            if job.waiters == 1:
+                job.request_cancel()
             raise
         finally:
-            if self._inflight.get(uri) is job:
+            job.waiters -= 1
+            if job.waiters == 0 and self._inflight.get(uri) is job:
                 del self._inflight[uri]
 
     def _work(self, job: Job, engine: Any, request: Any) -> Outcome:
@@ -106,6 +119,12 @@ class Decoder:
             entry["after_cancel_ms"] = round((done - job.cancelled_at) * 1000.0, 3)
         self.finished.append(entry)
         return Outcome(result, queue_ms, False, time.perf_counter())
+
+    def running(self) -> list[str]:
+        """URIs whose job the worker is decoding right now."""
+        return [uri for uri, job in self._inflight.items()
+                if job.started_at is not None and job.future is not None
+                and not job.future.done()]
 
     def cancel_all(self) -> None:
         for job in list(self._inflight.values()):

@@ -14,7 +14,8 @@ Custom messages, for editor status bars and benchmarks:
   ``model_ms``, ``constraint_ms``, ``overhead_ms`` = total minus model time, ``resume_ms`` =
   from the worker's finish to the handler running again, ``tokens``,
   ``stop``, ``source`` = ``model`` or ``typed-through``) and ``decodes``: what the worker did
-  with recent jobs (``stop``, ``tokens``, and ``after_cancel_ms`` when it was cancelled).
+  with recent jobs (``stop``, ``tokens``, and ``after_cancel_ms`` when it was cancelled), and
+  ``running``: the documents being decoded now.
 """
 
 from __future__ import annotations
@@ -380,6 +381,7 @@ class SeamServer(LanguageServer):
         out["settings"] = self._settings_json()
         out["recent"] = list(self.recent)
         out["decodes"] = list(self.decoder.finished)
+        out["running"] = self.decoder.running()
         out["documents"] = len(self.documents)
         return out
 
@@ -420,7 +422,8 @@ class SeamServer(LanguageServer):
                                     top_k=policy.top_k, scope=policy.scope, temperature=0.0,
                                     time_budget_ms=policy.time_budget_ms)
         try:
-            outcome = await self.decoder.run(uri, engine, request)
+            outcome = await self.decoder.run(uri, engine, request,
+                                             share_key=(text, cur.offset, policy))
         except asyncio.CancelledError:
             self._record(uri, t0, source="model", stop="cancelled-by-client")
             raise

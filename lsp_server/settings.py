@@ -4,9 +4,11 @@ Settings arrive as JSON from ``initializationOptions`` and ``workspace/didChange
 Each key is validated on its own: a bad value is reported (the caller shows the problems to the
 user) and the previous value of that key is kept, so one typo never disables completion.
 
-``maxTokens``, ``timeBudgetMs`` and ``scope`` accept ``"auto"`` (the default), which picks an
-IDE-friendly policy from the cursor's line: mid-line a short single-statement completion, on an
-empty line a longer one that may fill a whole block.
+``maxTokens``, ``timeBudgetMs`` and ``scope`` accept ``"auto"`` (the default; ``0`` and ``null``
+mean the same), which picks an IDE-friendly policy from the cursor's line: mid-line a short
+single-statement completion, on an empty line a longer one that may fill a whole block.
+``model: "bundled"`` names the default bundled model. Keys the server does not know (a client's
+own settings such as VS Code's ``seam.server.*``) are ignored.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class Settings:
 
 
 def _auto_or_positive_int(name: str, value: Any) -> int | None:
-    if value is None or value == "auto":
+    if value is None or value == "auto" or (value == 0 and not isinstance(value, bool)):
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
         raise ValueError(f"{name} must be a positive integer or \"auto\", not {value!r}")
@@ -82,6 +84,11 @@ def _scope(name: str, value: Any) -> str | None:
     return _nonempty_str(name, value)
 
 
+def _model(name: str, value: Any) -> str:
+    spec = _nonempty_str(name, value)
+    return DEFAULT_MODEL if spec == "bundled" else spec
+
+
 def _top_k(name: str, value: Any) -> int:
     parsed = _auto_or_positive_int(name, value)
     if parsed is None:
@@ -91,7 +98,7 @@ def _top_k(name: str, value: Any) -> int:
 
 # JSON key -> (dataclass field, validator)
 _KEYS = {
-    "model": ("model", _nonempty_str),
+    "model": ("model", _model),
     "device": ("device", _nonempty_str),
     "dtype": ("dtype", _nonempty_str),
     "maxTokens": ("max_tokens", _auto_or_positive_int),
@@ -121,13 +128,12 @@ def section_of(payload: Any) -> dict[str, Any] | None:
 
 
 def merge(base: Settings, payload: dict[str, Any]) -> tuple[Settings, list[str]]:
-    """Apply a settings payload; return the new settings and a list of problems found."""
+    """Apply a settings payload; return the new settings and the invalid values found."""
     changes: dict[str, Any] = {}
     problems: list[str] = []
     for key, value in payload.items():
         spec = _KEYS.get(key)
         if spec is None:
-            problems.append(f"unknown setting seam.{key} (ignored)")
             continue
         attr, validate = spec
         try:

@@ -173,7 +173,10 @@ async def test_cancel_request_stops_the_decode(tmp_path) -> None:
                 context=types.InlineCompletionContext(
                     trigger_kind=types.InlineCompletionTriggerKind.Automatic)),
             msg_id=msg_id)
-        await asyncio.sleep(0.5)
+        for _ in range(3000):  # cancel once the worker is decoding it
+            if uri in (await status(lc))["running"]:
+                break
+            await asyncio.sleep(0.01)
         lc.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
         with pytest.raises(JsonRpcException) as err:
             await asyncio.wait_for(asyncio.wrap_future(future), 60)
@@ -185,9 +188,7 @@ async def test_cancel_request_stops_the_decode(tmp_path) -> None:
             await asyncio.sleep(0.1)
         assert decodes, "the decode never finished"
         last = decodes[-1]
-        assert last["stop"] in ("cancelled", "skipped", "eos", "best_complete", "no_candidate")
-        if last["stop"] == "cancelled":
-            assert last["tokens"] < 400
+        assert last["stop"] == "cancelled" and last["tokens"] < 400, last
         # The server still answers.
         assert (await status(lc))["state"] == "ready"
 
@@ -201,14 +202,17 @@ async def test_newer_request_supersedes_older(tmp_path) -> None:
         uri = (tmp_path / "s.py").as_uri()
         open_doc(lc, uri, "def f():\n    \n")
         first = asyncio.ensure_future(inline(lc, uri, 1, 4))
-        await asyncio.sleep(0.3)
+        for _ in range(3000):
+            if uri in (await status(lc))["running"]:
+                break
+            await asyncio.sleep(0.01)
         lc.workspace_did_change_configuration(types.DidChangeConfigurationParams(
             settings={"seam": {"maxTokens": 4}}))
         second = await inline(lc, uri, 1, 4)
         older = await first
         assert items_of(older) == []  # superseded: answered, empty
         decodes = (await status(lc))["decodes"]
-        assert decodes[0]["stop"] in ("cancelled", "skipped")
+        assert decodes[0]["stop"] == "cancelled", decodes
         assert isinstance(items_of(second), list)
 
 

@@ -19,13 +19,17 @@ def test_merge_keeps_old_value_on_bad_input() -> None:
     assert s.max_tokens == 12
     assert s.top_k == Settings().top_k and s.constrained is True
     assert s.languages == ("python", "cython")
-    assert len(problems) == 3
-    assert any("bogus" in p for p in problems) and any("topK" in p for p in problems)
+    assert len(problems) == 2  # unknown keys (a client's own settings) are not problems
+    assert any("constrained" in p for p in problems) and any("topK" in p for p in problems)
 
 
 def test_auto_values_and_section_extraction() -> None:
     s, problems = merge(Settings(max_tokens=5), {"maxTokens": "auto", "scope": "auto"})
     assert not problems and s.max_tokens is None and s.scope is None
+    s, problems = merge(Settings(max_tokens=5, time_budget_ms=9),
+                        {"maxTokens": 0, "timeBudgetMs": None, "model": "bundled"})
+    assert not problems and s.max_tokens is None and s.time_budget_ms is None
+    assert s.model.startswith("bundled:")
     assert section_of({"seam": {"model": "x"}}) == {"model": "x"}
     assert section_of({"model": "x"}) == {"model": "x"}
     assert section_of({"other": 1}) is None and section_of(None) is None
