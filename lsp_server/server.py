@@ -427,8 +427,9 @@ class SeamServer(LanguageServer):
         except asyncio.CancelledError:
             self._record(uri, t0, source="model", stop="cancelled-by-client")
             raise
-        except Exception:
+        except Exception as exc:
             log.exception("decode failed for %s", uri)
+            self._record(uri, t0, source="model", stop="error", error=repr(exc))
             return None
         resume_ms = (time.perf_counter() - outcome.finished_at) * 1000.0
         res = outcome.result
