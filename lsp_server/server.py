@@ -216,6 +216,8 @@ class SeamServer(LanguageServer):
         return bool(node)
 
     def _begin_progress(self, model: str) -> None:
+        # A reload supersedes the previous load: close its progress so no bar hangs forever.
+        self._end_progress(HostState("loading", model, f"superseded by {model}"))
         if not self._client_supports("window.work_done_progress"):
             self._progress_token = None
             return
