@@ -307,6 +307,9 @@ async def bench_storm(workdir: Path, edits: int = 500, seed: int = 7) -> dict[st
         rss_end = s.rss_mb()
         log_errors = [ln for ln in s.log_file.read_text().splitlines() if " ERROR " in ln]
     decodes = st["decodes"]
+    stopped = [d for d in decodes if d.get("stop") == "cancelled" and "after_cancel_ms" in d]
+    steps = [d["decode_ms"] / d["tokens"] for d in decodes
+             if d.get("tokens") and d.get("stop") != "cancelled"]
     return {
         "edits": edits,
         "requests": len(pending),
@@ -320,6 +323,10 @@ async def bench_storm(workdir: Path, edits: int = 500, seed: int = 7) -> dict[st
         "log_errors": log_errors[:5],
         "last_256_decodes_by_stop": {k: sum(1 for d in decodes if d.get("stop") == k)
                                      for k in {d.get("stop") for d in decodes}},
+        # Time from raising a running decode's cancel flag to the worker being free, against
+        # the time of one whole decode step (model + constraint) in finished decodes.
+        "cancel_to_stop_ms": summary([d["after_cancel_ms"] for d in stopped]) if stopped else {},
+        "decode_step_ms": summary(steps) if steps else {},
         "ok": (outcomes["error"] == 0 and not log_errors and rss_end - rss_start < 50),
     }
 
