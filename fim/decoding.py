@@ -278,8 +278,13 @@ def decode(
     cache: FeedCache | None = None,
     cancel: Callable[[], bool] | None = None,
     deadline: float | None = None,
+    min_tokens: int = 0,
 ) -> Decoded:
-    """Generate a middle.  ``state``/``cache`` are required for ``constrained`` mode."""
+    """Generate a middle.  ``state``/``cache`` are required for ``constrained`` mode.
+
+    ``min_tokens`` forbids stop tokens before that many tokens (like ``generate``'s
+    ``min_new_tokens``); benchmarks use it to compare equal lengths.
+    """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
     constrained = mode == "constrained"
@@ -313,6 +318,8 @@ def decode(
             break
         t0 = time.perf_counter()
         masked = logits.masked_fill(setup.disallowed, float("-inf"))
+        if tokens < min_tokens and stop_list:
+            masked[stop_list] = float("-inf")
         if seq.heal and setup.heal_index is not None:
             keep = torch.full_like(masked, float("-inf"))
             allowed = setup.heal_index.consistent(seq.heal) + stop_list
@@ -333,7 +340,7 @@ def decode(
         chosen = None
         if not constrained:
             tid = candidates[0]
-            if tid in setup.stop_ids or not finite[0]:
+            if tid in setup.stop_ids or not finite[0] or vocab.token_bytes[tid] is None:
                 stop = "eos"
                 break
             moved = seq.advance(vocab.token_bytes[tid])

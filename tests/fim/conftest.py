@@ -71,4 +71,4 @@ def reference_engine(random_loaded):
 def engine(random_loaded):
     from fim.api import Engine
 
-    return Engine(random_loaded)
+    return Engine(random_loaded, window=256)
