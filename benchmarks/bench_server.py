@@ -33,7 +33,6 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-import psutil
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import client_capabilities
@@ -90,7 +89,11 @@ class Session:
         return self.client._server.pid
 
     def rss_mb(self) -> float:
-        return psutil.Process(self.pid).memory_info().rss / 2**20
+        """The server's resident set size (Linux: /proc/PID/status)."""
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+        raise RuntimeError("no VmRSS in /proc status")
 
     async def status(self) -> dict[str, Any]:
         return _plain(await self.client.protocol.send_request_async("seam/status", {}))
