@@ -81,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="JSON report (summary and all records)")
     e.add_argument("--records", type=Path, default=None,
                    help="JSONL of per-case records; an existing file resumes the run")
+    e.add_argument("--report-only", action="store_true",
+                   help="summarise the finished cases in --records without running anything")
     _model_options(e)
     e.set_defaults(scope="free")  # the paper's setting
     return parser
@@ -275,35 +277,56 @@ def cmd_eval(args) -> int:
     cases = [c for group in itertools.zip_longest(*per_dataset) for c in group if c]
     if not cases:
         raise UsageError("the folder yields no cases (no parseable .py files)")
-    engine = load_engine(args)
     started = time.time()
-    bar = tqdm(total=len(cases), desc="eval", file=sys.stderr, disable=args.quiet)
-    try:
-        records = evaluation.run(
-            engine, cases, max_tokens=args.max_tokens, top_k=args.top_k, scope=args.scope,
-            records_path=args.records, progress=lambda _case: bar.update(1))
-    finally:
-        bar.close()
+    interrupted = False
+    if args.report_only:
+        if args.records is None:
+            raise UsageError("--report-only needs --records FILE")
+        records = evaluation.load_records(args.records)
+        engine = None
+    else:
+        engine = load_engine(args)
+        records = []
+        bar = tqdm(total=len(cases), desc="eval", file=sys.stderr, disable=args.quiet)
+        try:
+            records = evaluation.run(
+                engine, cases, max_tokens=args.max_tokens, top_k=args.top_k,
+                scope=args.scope, records_path=args.records,
+                progress=lambda _case: bar.update(1))
+        except KeyboardInterrupt:
+            # Report what finished: every finished case is already in the records file.
+            interrupted = True
+            records = evaluation.load_records(args.records) if args.records else []
+        finally:
+            bar.close()
     ids = {c["id"] for c in cases}
     records = [r for r in records if r["id"] in ids]
     summary = evaluation.summarize(records)
     report = {
         "config": {
-            "model": args.model, "device": str(engine.loaded.device),
-            "dtype": str(engine.loaded.dtype).replace("torch.", ""),
-            "template": engine.template.name, "max_tokens": args.max_tokens,
+            "model": args.model, "max_tokens": args.max_tokens,
             "top_k": args.top_k, "scope": args.scope, "seed": args.seed,
             "per_file": args.per_file, "cases_per_dataset": args.cases,
-            "context_tokens": engine.window, "left_share": args.left_share,
+            "left_share": args.left_share,
             "folder": str(args.folder or datasets.default_folder()),
             "seconds": round(time.time() - started, 1),
+            "interrupted": interrupted,
         },
         "summary": summary,
         "records": records,
     }
+    if engine is not None:
+        report["config"].update({
+            "device": str(engine.loaded.device),
+            "dtype": str(engine.loaded.dtype).replace("torch.", ""),
+            "template": engine.template.name, "context_tokens": engine.window,
+        })
     args.report.write_text(json.dumps(report, indent=1), encoding="utf-8")
     print(evaluation.format_summary(summary))
     print(f"report: {args.report}")
+    if interrupted:
+        print("seam: interrupted; the report covers the finished cases", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -125,3 +125,8 @@ def test_eval_end_to_end(tmp_path, capsys):
     # A second run resumes from the records and computes nothing new.
     assert main(args) == 0
     assert len(records.read_text().splitlines()) == n_records
+    # --report-only summarises the records without a model.
+    only = tmp_path / "only.json"
+    assert main(["eval", "--folder", str(folder), "--cases", "2", "--report-only",
+                 "--records", str(records), "--report", str(only), "--quiet"]) == 0
+    assert json.loads(only.read_text())["summary"] == data["summary"]
