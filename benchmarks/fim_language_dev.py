@@ -74,6 +74,7 @@ def run(cases: list[dict], corruptions: int, seed: int) -> dict:
     modes: dict[str, int] = {}
     incomplete: list[str] = []
     agree = total = 0
+    accepted = accepted_valid = 0
     invalid = rejected = 0
     disagreements: list[str] = []
     for case in cases:
@@ -105,6 +106,8 @@ def run(cases: list[dict], corruptions: int, seed: int) -> dict:
             got = accepts(lang, m) if m != middle else ok
             total += 1
             agree += truth == got
+            accepted += got
+            accepted_valid += got and truth
             if truth != got:
                 disagreements.append(f"{case['id']}: middle={m!r} ours={got} ast={truth}")
             if m != middle and not truth:
@@ -116,6 +119,8 @@ def run(cases: list[dict], corruptions: int, seed: int) -> dict:
         "complete": n - len(incomplete),
         "completeness": (n - len(incomplete)) / n if n else 0.0,
         "agreement": agree / total if total else 0.0,
+        "precision": accepted_valid / accepted if accepted else 1.0,
+        "accepted_middles": accepted,
         "checked_middles": total,
         "invalid_corruptions": invalid,
         "invalid_rejected": rejected / invalid if invalid else 1.0,
@@ -147,8 +152,10 @@ def main() -> None:
         r = run(cases, args.corruptions, args.seed)
         report[dataset] = r
         print(f"{dataset}: {r['complete']}/{r['cases']} complete "
-              f"({100 * r['completeness']:.2f}%), agreement {100 * r['agreement']:.2f}% "
-              f"of {r['checked_middles']}, invalid rejected {100 * r['invalid_rejected']:.2f}% "
+              f"({100 * r['completeness']:.2f}%), ast.parse agrees on "
+              f"{100 * r['precision']:.2f}% of {r['accepted_middles']} accepted middles "
+              f"(both ways: {100 * r['agreement']:.2f}% of {r['checked_middles']}), "
+              f"invalid rejected {100 * r['invalid_rejected']:.2f}% "
               f"of {r['invalid_corruptions']}, setup median {r['setup_ms_median']:.1f} ms "
               f"p90 {r['setup_ms_p90']:.1f} ms (CPU: median {r['setup_cpu_ms_median']:.1f} ms, "
               f"p90 {r['setup_cpu_ms_p90']:.1f} ms), feed+is_complete median "
