@@ -59,7 +59,8 @@ class Decoder:
         self._inflight: dict[str, Job] = {}
         self._closed = False
         #: What the worker did with recent jobs, including those whose requester went away:
-        #: {"uri", "stop", "tokens", "decode_ms", "cancelled_ms"} (ms since the flag was raised).
+        #: {"uri", "stop", "tokens", "decode_ms", and "after_cancel_ms": from the raising of the
+        #: cancel flag to the end of the decode, when it was raised while decoding}.
         self.finished: deque[dict[str, Any]] = deque(maxlen=256)
 
     def supersede(self, uri: str) -> None:
@@ -115,7 +116,7 @@ class Decoder:
         entry = {"uri": job.uri, "stop": getattr(result, "stop", None),
                  "tokens": getattr(result, "tokens", None),
                  "decode_ms": round((done - job.started_at) * 1000.0, 3)}
-        if job.cancelled_at is not None:
+        if job.cancelled_at is not None and job.cancelled_at <= done:
             entry["after_cancel_ms"] = round((done - job.cancelled_at) * 1000.0, 3)
         self.finished.append(entry)
         return Outcome(result, queue_ms, False, time.perf_counter())
