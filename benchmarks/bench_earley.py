@@ -17,7 +17,9 @@ the CPU figure is the better estimate of an idle machine's wall-clock time.
    forward pass between two decoding steps does.
 
 Usage: ``.venv/bin/python benchmarks/bench_earley.py [--repeats N] [--samples N]
-[--no-reference] [files]`` (default files: a fixed set of stdlib modules).
+[--no-reference] [files]`` (default files: a fixed set of stdlib modules). With
+``--check-stdlib`` it times nothing and instead runs both recognizers over every stdlib module
+(plus randomly corrupted copies) and reports any disagreement.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import random
 import statistics
 import sys
 import time
+import tokenize
 from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -215,13 +218,69 @@ def bench_single_scan(g: Grammar, files: list[str], samples: int) -> None:
     )
 
 
+def check_stdlib(g: Grammar, variants: int = 3, seed: int = 7) -> int:
+    """Differential run over every stdlib module this interpreter has: the fast and the
+    reference recognizer on each file's stream and on `variants` copies with one random
+    edit each must reject at the same terminal, or end in the same completeness with the same
+    allowed terminals. Prints differences; returns their number."""
+    import sysconfig
+
+    names = sorted(g.terminals)
+    rng = random.Random(seed)
+
+    def run(make: Callable[[Grammar], object], word: list[str]) -> object:
+        st = make(g)
+        for i, t in enumerate(word):
+            st = st.scan(t)  # type: ignore[attr-defined]
+            if st is None:
+                return i
+        return (st.is_complete(), st.allowed_terminals())  # type: ignore[attr-defined]
+
+    stdlib = sysconfig.get_paths()["stdlib"]
+    compared = differ = 0
+    for name in sorted(os.listdir(stdlib)):
+        if not name.endswith(".py"):
+            continue
+        try:
+            word = terminals(os.path.join(stdlib, name))
+        except (tokenize.TokenError, SyntaxError, ValueError):
+            continue  # not tokenizable, or an operator lark's grammar lacks
+        streams = [word]
+        for _ in range(variants):
+            w = list(word)
+            pos = rng.randrange(len(w))
+            edit = rng.choice("rdi")
+            if edit == "r":
+                w[pos] = rng.choice(names)
+            elif edit == "d":
+                del w[pos]
+            else:
+                w.insert(pos, rng.choice(names))
+            streams.append(w)
+        for w in streams:
+            compared += 1
+            a, b = run(fast.recognizer, w), run(earley.recognizer, w)
+            if a != b:
+                differ += 1
+                print(f"  DIFFERENCE in {name}: fast {a!r:.60} reference {b!r:.60}")
+    print(f"stdlib check: {compared} streams compared, {differ} differences")
+    return differ
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("files", nargs="*", default=DEFAULT_FILES)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--samples", type=int, default=30, help="single-scan samples per file")
     ap.add_argument("--no-reference", action="store_true")
+    ap.add_argument(
+        "--check-stdlib",
+        action="store_true",
+        help="instead of timing, compare fast and reference on the whole stdlib",
+    )
     args = ap.parse_args(argv)
+    if args.check_stdlib:
+        return 1 if check_stdlib(fresh_grammar()) else 0
     g = bench_compile(args.repeats, args.files[0])
     bench_files(g, args.files, args.repeats, not args.no_reference)
     bench_single_scan(g, args.files, args.samples)
