@@ -188,6 +188,7 @@ class RightContext:
         if sym is None:
             return None
         out: list[str] = []
+        signature = self.signature_after(start, stack)
         for k, t in enumerate(sym.tokens):
             if isinstance(t, tuple):
                 if k == 0:
@@ -201,7 +202,7 @@ class RightContext:
                 out.append(t)
         while out and out[-1] == DEDENT:
             out.pop()
-        return Branch(start, self.signature_after(start, stack), tuple(out))
+        return Branch(start, signature, tuple(out))
 
     def signature_after(self, start: int, stack: tuple[Level, ...]) -> Signature | None:
         sym = self.symbolic(start, 0, True)

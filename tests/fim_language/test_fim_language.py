@@ -232,3 +232,15 @@ def test_irregular_files_are_not_held_to_a_width() -> None:
     lang = FimLanguage.for_python("def f(x):\n  if x:\n       y = 1\n  ", "\n  return 2\n")
     assert lang.indent_width is None
     assert accepts(lang, "if y:\n   z = 1")
+
+
+def test_indentation_split_between_middle_and_right_context() -> None:
+    # The middle ends one space into a line whose indentation R completes; that line then
+    # dedents three levels, inside a class large enough to be cut.
+    methods = "".join(f"    def m{k}(self):\n        return {k}\n\n" for k in range(20))
+    left = "class A:\n" + methods + "    def f(self, x):\n        for a in x:\n            if a:\n"
+    right = "       return a\n\n    def g(self):\n        return 2\n"
+    lang = FimLanguage.for_python(left, right)
+    for middle in ["                print(a)\n ", "                print(a)\n", "    pass\n "]:
+        assert accepts(lang, middle) == parses(left + middle + right)
+    assert accepts(lang, "                print(a)\n ")
