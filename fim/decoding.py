@@ -226,12 +226,9 @@ class HealIndex:
     """Token ids whose bytes are consistent with a healing residue, found by bisection."""
 
     def __init__(self, vocab: Vocabulary) -> None:
-        pairs = sorted((b, i) for i, b in enumerate(vocab.token_bytes) if b)
-        self._keys = [b for b, _ in pairs]
-        self._ids = [i for _, i in pairs]
-        self._exact: dict[bytes, list[int]] = {}
-        for b, i in pairs:
-            self._exact.setdefault(b, []).append(i)
+        tb = vocab.token_bytes
+        self._ids = sorted((i for i, b in enumerate(tb) if b), key=tb.__getitem__)
+        self._keys = [tb[i] for i in self._ids]
 
     def consistent(self, heal: bytes) -> list[int]:
         """Ids whose bytes start with ``heal`` or are a non-empty prefix of it."""
@@ -242,7 +239,9 @@ class HealIndex:
                 break
             out.append(self._ids[k])
         for n in range(1, len(heal)):
-            out.extend(self._exact.get(heal[:n], ()))
+            lo = bisect.bisect_left(self._keys, heal[:n])
+            hi = bisect.bisect_right(self._keys, heal[:n], lo)
+            out.extend(self._ids[lo:hi])
         return out
 
 

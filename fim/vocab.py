@@ -70,7 +70,7 @@ def build_vocabulary(tokenizer, model_vocab_size: int) -> Vocabulary:
     n_tok = len(tokenizer)
     kind = _kind(tokenizer)
     pieces = tokenizer.convert_ids_to_tokens(list(range(min(n_tok, model_vocab_size))))
-    inverse = _byte_level_decoder()
+    table = {ord(c): b for c, b in _byte_level_decoder().items()}
     out: list[bytes | None] = []
     for i in range(model_vocab_size):
         if i >= n_tok or i in special or pieces[i] is None:
@@ -80,9 +80,11 @@ def build_vocabulary(tokenizer, model_vocab_size: int) -> Vocabulary:
         if i in added:  # a non-special added token is literal text
             out.append(piece.encode("utf-8"))
         elif kind == "byte_level":
+            # Map each printable stand-in to the code point of its byte, then to the byte.
+            mapped = piece.translate(table)
             try:
-                out.append(bytes(inverse[c] for c in piece))
-            except KeyError:
+                out.append(mapped.encode("latin-1"))
+            except UnicodeEncodeError:  # not a byte-level piece after all
                 out.append(piece.encode("utf-8"))
         elif kind == "sentencepiece":
             if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
