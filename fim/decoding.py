@@ -256,6 +256,13 @@ class DecodeSetup:
     heal_index: HealIndex | None = None
 
 
+def _eos_logp(masked: torch.Tensor, stop_list: list[int]) -> float:
+    """Log-probability of stopping here (the likeliest stop token) under ``masked`` logits."""
+    if not stop_list:
+        return -math.inf
+    return float(torch.max(masked[stop_list]) - torch.logsumexp(masked, 0))
+
+
 def _order(scores: torch.Tensor, k: int) -> list[int]:
     k = max(1, min(k, scores.shape[0]))
     if k == 1:
@@ -309,11 +316,11 @@ def decode(
         if cancel is not None and cancel():
             return Decoded(None, "cancelled", tokens, model_s * 1e3, constraint_s * 1e3,
                            seq.joined())
-        if deadline is not None and time.monotonic() > deadline:
-            stop = "time"
-            break
-        if tokens >= max_tokens:
-            stop = "budget"
+        if (deadline is not None and time.monotonic() > deadline) or tokens >= max_tokens:
+            stop = "budget" if tokens >= max_tokens else "time"
+            if constrained:  # the EOS estimate at the final position, for the best stop
+                masked = logits.masked_fill(setup.disallowed, float("-inf"))
+                last_eos_logp = _eos_logp(masked, stop_list)
             break
         t0 = time.perf_counter()
         masked = logits.masked_fill(setup.disallowed, float("-inf"))
@@ -326,8 +333,7 @@ def decode(
             keep[idx] = masked[idx]
             masked = keep
         if constrained:
-            lse = torch.logsumexp(masked, 0)
-            last_eos_logp = float(torch.max(masked[stop_list]) - lse) if stop_list else -math.inf
+            last_eos_logp = _eos_logp(masked, stop_list)
         scores = masked
         if generator is not None:
             u = torch.rand(masked.shape, generator=generator).to(masked.device)
@@ -378,6 +384,9 @@ def decode(
                 stop = "no_candidate"
                 break
         tokens += 1
+        if tokens >= max_tokens and not constrained:
+            stop = "budget"  # no forward pass for logits nobody will read
+            break
         t0 = time.perf_counter()
         logits = setup.step_model.step(chosen)
         model_s += time.perf_counter() - t0
@@ -389,8 +398,7 @@ def decode(
         return Decoded(raw, "eos", tokens, model_s * 1e3, constraint_s * 1e3, raw)
     # Budget, time or no candidate: the best complete stopping point, if any.
     t0 = time.perf_counter()
-    final_logp = last_eos_logp if stop == "no_candidate" else None
-    best = best_stopping_point(steps, state, seq.chars, final_logp, cache)
+    best = best_stopping_point(steps, state, seq.chars, last_eos_logp, cache)
     constraint_s += time.perf_counter() - t0
     if best is None:
         return Decoded(None, stop, tokens, model_s * 1e3, constraint_s * 1e3, raw)
