@@ -238,7 +238,13 @@ def _complete_jsonl(args) -> int:
 
     try:
         for item in tqdm(items, desc="complete", file=sys.stderr, disable=args.quiet):
-            res = engine.complete(_request(args, item["prefix"], item["suffix"]))
+            try:
+                res = engine.complete(_request(args, item["prefix"], item["suffix"]))
+            except (ValueError, ConstraintUnavailable) as err:
+                # One bad item (e.g. a budget the window cannot hold) must not end the batch.
+                out.write(json.dumps({"id": item["id"], "middle": None, "stop": "error",
+                                      "error": str(err)}) + "\n")
+                continue
             row = {
                 "id": item["id"], "middle": res.middle, "stop": res.stop, "tokens": res.tokens,
                 "setup_ms": round(res.setup_ms, 3), "model_ms": round(res.model_ms, 3),
