@@ -277,8 +277,11 @@ async def bench_storm(workdir: Path, edits: int = 500, seed: int = 7) -> dict[st
         pending: list[tuple[str, Future, bool]] = []
         col = 4
         alphabet = "abcdefghij_ =+()0123456789"
+        rss_trace: list[float] = []
         t0 = time.perf_counter()
         for i in range(edits):
+            if i % 100 == 0:
+                rss_trace.append(round(s.rss_mb(), 1))
             ch = rng.choice(alphabet)
             s.insert(uri, i + 2, hole, col, ch)
             col += 1
@@ -325,6 +328,7 @@ async def bench_storm(workdir: Path, edits: int = 500, seed: int = 7) -> dict[st
         "rss_start_mb": round(rss_start, 1),
         "rss_end_mb": round(rss_end, 1),
         "rss_growth_mb": round(rss_end - rss_start, 1),
+        "rss_every_100_edits_mb": rss_trace,
         "log_errors": log_errors[:5],
         "last_256_decodes_by_stop": {k: sum(1 for d in decodes if d.get("stop") == k)
                                      for k in {d.get("stop") for d in decodes}},
@@ -415,7 +419,7 @@ async def bench_bundled(workdir: Path, runs: int = 3) -> dict[str, Any]:
 
 # ----- main --------------------------------------------------------------------------------
 
-async def main_async(only: set[str]) -> dict[str, Any]:
+async def main_async(only: set[str], storm_edits: int = 500) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="seam-bench-") as tmp:
         base = Path(tmp)
@@ -429,7 +433,7 @@ async def main_async(only: set[str]) -> dict[str, Any]:
         if "storm" in only:
             d = base / "storm"
             d.mkdir()
-            out["storm"] = await bench_storm(d)
+            out["storm"] = await bench_storm(d, edits=storm_edits)
             print(json.dumps(out["storm"], indent=1), flush=True)
         if "cancel" in only:
             d = base / "cancel"
@@ -448,8 +452,9 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--only", default="overhead,storm,cancel,bundled")
     p.add_argument("--json", help="also write the results to this file")
+    p.add_argument("--storm-edits", type=int, default=500)
     args = p.parse_args()
-    results = asyncio.run(main_async(set(args.only.split(","))))
+    results = asyncio.run(main_async(set(args.only.split(",")), args.storm_edits))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
