@@ -412,26 +412,33 @@ def best_stopping_point(
 ) -> int | None:
     """The middle length (in characters) of the best complete stopping point, or ``None``.
 
-    Each position where the language is complete scores ``log P(EOS) + log(1 + chars)``: the
-    paper's "EOS probability weighted by generation length".  A position inside a token has no
-    EOS estimate of its own and borrows the one from the start of that token.
+    Token boundaries come first: each boundary where the language is complete scores
+    ``log P(EOS) + log(1 + chars)``, the paper's "EOS probability weighted by generation
+    length", with the model's own EOS estimate there.  Only when no boundary is complete are
+    positions inside tokens considered; they have no EOS estimate of their own and borrow the
+    one from the start of their token (so they rank by that and by length).
     """
+    if final_logp is None and steps:
+        final_logp = steps[-1].eos_logp
     best, best_score = None, -math.inf
+    boundaries = [(st.state, st.chars, st.eos_logp) for st in steps]
+    if final_logp is not None:
+        boundaries.append((final_state, final_chars, final_logp))
+    for state, chars, logp in boundaries:
+        if cache.is_complete(state):
+            score = logp + math.log1p(chars)
+            if score > best_score:
+                best, best_score = chars, score
+    if best is not None:
+        return best
     for st in steps:
         state = st.state
-        for j in range(len(st.text) + (0 if st.text else 1)):
-            if j > 0:
-                state = cache.feed(state, st.text[j - 1])
-                if state is None:
-                    break
+        for j in range(1, len(st.text)):
+            state = cache.feed(state, st.text[j - 1])
+            if state is None:
+                break
             if cache.is_complete(state):
                 score = st.eos_logp + math.log1p(st.chars + j)
                 if score > best_score:
                     best, best_score = st.chars + j, score
-    if final_logp is None and steps:
-        final_logp = steps[-1].eos_logp
-    if final_logp is not None and cache.is_complete(final_state):
-        score = final_logp + math.log1p(final_chars)
-        if score > best_score:
-            best = final_chars
     return best

@@ -71,28 +71,32 @@ def _record(case: dict, mode: str, middle: str | None, stop: str, tokens: int,
 
 
 def run_case(engine: Engine, case: dict, *, max_tokens: int, top_k: int, scope: str,
-             cancel: Callable[[], bool] | None = None) -> list[dict]:
-    """The three records (unconstrained, checked, constrained) of one case."""
+             cancel: Callable[[], bool] | None = None,
+             modes: Iterable[str] = EVAL_MODES) -> list[dict]:
+    """The records of one case for ``modes`` (checked comes with unconstrained)."""
+    modes = set(modes)
     left, right = case["prefix"], case["suffix"]
     out = []
-    unc = engine.complete(
-        CompletionRequest(left, right, mode="unconstrained", max_tokens=max_tokens,
-                          scope=scope), cancel)
-    out.append(_record(case, "unconstrained", unc.middle, unc.stop, unc.tokens, unc.setup_ms,
-                       unc.model_ms, 0.0, "none"))
-    t0 = time.perf_counter()
-    if unc.middle is None:
-        chk_middle, chk_stop = None, unc.stop
-    else:
-        chk_middle, chk_stop = decoding.checked_cut(left, unc.middle, right, unc.stop)
-    check_ms = (time.perf_counter() - t0) * 1e3
-    out.append(_record(case, "checked", chk_middle, chk_stop, unc.tokens, unc.setup_ms,
-                       unc.model_ms, check_ms, "none"))
-    con = engine.complete(
-        CompletionRequest(left, right, mode="constrained", max_tokens=max_tokens, top_k=top_k,
-                          scope=scope), cancel)
-    out.append(_record(case, "constrained", con.middle, con.stop, con.tokens, con.setup_ms,
-                       con.model_ms, con.constraint_ms, con.mode, con.error))
+    if modes & {"unconstrained", "checked"}:
+        unc = engine.complete(
+            CompletionRequest(left, right, mode="unconstrained", max_tokens=max_tokens,
+                              scope=scope), cancel)
+        out.append(_record(case, "unconstrained", unc.middle, unc.stop, unc.tokens,
+                           unc.setup_ms, unc.model_ms, 0.0, "none"))
+        t0 = time.perf_counter()
+        if unc.middle is None:
+            chk_middle, chk_stop = None, unc.stop
+        else:
+            chk_middle, chk_stop = decoding.checked_cut(left, unc.middle, right, unc.stop)
+        check_ms = (time.perf_counter() - t0) * 1e3
+        out.append(_record(case, "checked", chk_middle, chk_stop, unc.tokens, unc.setup_ms,
+                           unc.model_ms, check_ms, "none"))
+    if "constrained" in modes:
+        con = engine.complete(
+            CompletionRequest(left, right, mode="constrained", max_tokens=max_tokens,
+                              top_k=top_k, scope=scope), cancel)
+        out.append(_record(case, "constrained", con.middle, con.stop, con.tokens,
+                           con.setup_ms, con.model_ms, con.constraint_ms, con.mode, con.error))
     return out
 
 
@@ -115,28 +119,29 @@ def load_records(path: Path) -> list[dict]:
 def run(engine: Engine, cases: Iterable[dict], *, max_tokens: int, top_k: int, scope: str,
         records_path: Path | None = None, progress=None) -> list[dict]:
     """Run every case (skipping ones already in ``records_path``), appending records there."""
-    done = load_records(records_path) if records_path else []
-    complete_ids = {}
-    for r in done:
-        complete_ids.setdefault(r["id"], set()).add(r["mode"])
-    have = {i for i, m in complete_ids.items() if set(EVAL_MODES) <= m}
-    records = [r for r in done if r["id"] in have]
+    # The latest record per (case, mode) wins; a case runs only the modes it lacks.
+    latest: dict[tuple[str, str], dict] = {}
+    for r in load_records(records_path) if records_path else []:
+        latest[(r["id"], r["mode"])] = r
     sink = open(records_path, "a", encoding="utf-8") if records_path else None  # noqa: SIM115
     try:
         for case in cases:
-            if case["id"] not in have:
-                recs = run_case(engine, case, max_tokens=max_tokens, top_k=top_k, scope=scope)
-                records.extend(recs)
-                if sink:
-                    for r in recs:
+            missing = [m for m in EVAL_MODES if (case["id"], m) not in latest]
+            if missing:
+                recs = run_case(engine, case, max_tokens=max_tokens, top_k=top_k, scope=scope,
+                                modes=missing)
+                for r in recs:
+                    latest[(r["id"], r["mode"])] = r
+                    if sink:
                         sink.write(json.dumps(r) + "\n")
+                if sink:
                     sink.flush()
             if progress:
                 progress(case)
     finally:
         if sink:
             sink.close()
-    return records
+    return list(latest.values())
 
 
 def _rate(n: int, total: int) -> float:

@@ -132,17 +132,28 @@ def test_checked_mode_returns_a_parsing_prefix(reference_engine):
         assert res.parses
 
 
-def test_best_stopping_point_scans_inside_tokens():
+def test_best_stopping_point_prefers_token_boundaries():
     lang = ReferenceLanguage("x = 1", "\n")
     s0 = lang.initial()
     cache = FeedCache()
-    # Tokens "2+" and "3)": complete after "12" (inside the first token) and after "12+3".
+    # Tokens "2+" and "3)": complete at the start (x = 1), inside the first token ("2"),
+    # inside the second ("2+3"); only the start is a complete token boundary.
     steps = [_Step(s0, 0, -5.0, "2+"), _Step(s0.feed("2+"), 2, -1.0, "3)")]
     final = s0.feed("2+3)")
-    best = best_stopping_point(steps, final, 4, None, cache)
-    assert best == 3  # "2+3": eos -1.0 + log(4) beats "2" at -5.0 + log(2)
-    assert best_stopping_point([_Step(s0, 0, -1.0, ")")], s0.feed(")"), 1, None,
-                               cache) == 0
+    assert best_stopping_point(steps, final, 4, -9.0, cache) == 0
+    # Among boundaries the length-weighted EOS estimate decides: "2" + " " ends a token too.
+    steps = [_Step(s0, 0, -3.0, "2"), _Step(s0.feed("2"), 1, -1.0, " +")]
+    assert best_stopping_point(steps, s0.feed("2 +"), 3, -9.0, cache) == 1
+
+
+def test_best_stopping_point_scans_inside_tokens_as_a_fallback():
+    lang = ReferenceLanguage("x = 1 +", "\n")
+    s0 = lang.initial()
+    cache = FeedCache()
+    # No boundary is complete ("", "2+", "2+3-"), but "2" and "2+3" inside tokens are.
+    steps = [_Step(s0, 0, -5.0, "2+"), _Step(s0.feed("2+"), 2, -1.0, "3-")]
+    final = s0.feed("2+3-")
+    assert best_stopping_point(steps, final, 4, -2.0, cache) == 3  # -1 + log 4 > -5 + log 2
     dead = ReferenceLanguage("x = (", "\n").initial()
     assert best_stopping_point([_Step(dead, 0, 0.0, "")], dead, 0, math.inf, cache) is None
 

@@ -53,3 +53,20 @@ def test_run_case_records(random_loaded):
             assert r["middle"] is not None
     # Checked is derived from the same generation as unconstrained.
     assert recs[0]["tokens"] == recs[1]["tokens"]
+
+
+def test_run_resumes_and_fills_only_missing_modes(random_loaded, tmp_path):
+    import json
+
+    engine = Engine(random_loaded, language_factory=ReferenceLanguage.for_python)
+    case = {"id": "boundary/a.py#0", "prefix": "x = ", "suffix": "\n", "middle": "1"}
+    path = tmp_path / "records.jsonl"
+    first = evaluation.run_case(engine, case, max_tokens=2, top_k=5, scope="free",
+                                modes=["unconstrained"])
+    assert [r["mode"] for r in first] == ["unconstrained", "checked"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in first))
+    records = evaluation.run(engine, [case], max_tokens=2, top_k=5, scope="free",
+                             records_path=path)
+    assert sorted(r["mode"] for r in records) == sorted(evaluation.EVAL_MODES)
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [r["mode"] for r in lines] == ["unconstrained", "checked", "constrained"]
