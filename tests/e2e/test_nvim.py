@@ -89,7 +89,7 @@ class Nvim:
 
 
 @pytest.fixture
-def nvim(tmp_path):
+def nvim(tmp_path, request):
     binary = nvim_binary()
     if binary is None:
         pytest.skip("Neovim not installed (bash scripts/setup.sh dev,e2e)")
@@ -115,7 +115,7 @@ def nvim(tmp_path):
         f"  settings = vim.json.decode({json.dumps(json.dumps(settings))}),\n"
         "})\n")
     target = tmp_path / "hole.py"
-    target.write_text(SOURCE)
+    target.write_text(getattr(request, "param", SOURCE))
     sock = tmp_path / "nvim.sock"
     proc = subprocess.Popen(
         [binary, "--headless", "-n", "-i", "NONE", "-u", str(init), "--listen", str(sock),
@@ -205,3 +205,36 @@ def test_checkhealth(tmp_path) -> None:
     assert "has vim.lsp.inline_completion" in text
     assert "serve --help` runs" in text, text
     assert "ERROR" not in text, text
+
+
+# A hole where the deterministic random model does propose a (string-literal) argument.
+MID_LINE = "result = max(, 3)\n"
+
+
+@pytest.mark.parametrize("nvim", [MID_LINE], indirect=True)
+def test_mid_line_suggestion_keeps_the_rest_of_the_line(nvim) -> None:
+    """Inside ``max(|, 3)``: the item's range covers the rest of the line (``, 3)``), Neovim
+    draws the middle over it, and accepting keeps ``, 3)`` after the middle."""
+    vim, target, server_log = nvim
+    vim.wait_for("the model", lambda: vim.lua("require('seam').state() or ''").strip() == "ready",
+                 300)
+    vim.send("<Esc>1G0f(a")
+    ghost = json.loads(vim.wait_for("ghost text", lambda: vim.lua(GHOST_LUA).strip(), 240))
+    shown = "".join(chunk[0] for chunk in ghost.get("virt_text", []))
+    screen = vim.lua(SCREEN_LUA)
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    (OUTPUT / "nvim_mid_line_ghost_text.txt").write_text(screen)
+    assert shown.endswith(", 3)"), (shown, ghost)  # the rest of the line travels along
+    assert shown.strip() in screen
+    vim.send("<Tab>")
+    vim.wait_for("the accepted text", lambda: vim.lua(
+        "vim.api.nvim_buf_get_lines(0, 0, 1, false)[1]").strip() != MID_LINE.strip(), 30)
+    vim.send("<Esc>:w<CR>")
+    vim.wait_for("the saved file", lambda: target.read_text() != MID_LINE, 30)
+    saved = target.read_text()
+    (OUTPUT / "nvim_mid_line_saved_file.py").write_text(saved)
+    ast.parse(saved)
+    # The shown text is the item's whole insert text (middle + ", 3)"), which replaced ", 3)":
+    # the rest of the line appears once, after the middle.
+    assert saved.splitlines()[0] == "result = max(" + shown
+    assert "Traceback" not in server_log.read_text()
