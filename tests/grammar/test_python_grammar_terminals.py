@@ -133,7 +133,9 @@ def test_every_prefix_is_a_partial_match(name: str, text: str) -> None:
 
 
 @pytest.mark.parametrize("text, ok", [("x", True), ("_", True), ("été", True), ("ℕ1", True),
-                                      ("_1a", True), ("1a", False), ("a-b", False), ("", False)])
+                                      ("_1a", True), ("1a", False), ("a-b", False), ("", False),
+                                      ("x²", False), ("℘", True), ("x·y", True), ("፩", False),
+                                      ("x፩", True), ("a\u0301", True)])
 def test_name_terminal(text: str, ok: bool) -> None:
     assert bool(_compiled("NAME").fullmatch(text)) == ok
     assert text.isidentifier() == ok
