@@ -26,7 +26,14 @@ from dataclasses import dataclass, field
 from fim import decoding
 from fim.decoding import DecodeSetup, FeedCache, HealIndex, StepModel
 from fim.models import LoadedModel, load_model
-from fim.templates import FimTemplate, build_prompt, detect_template, model_window, stop_ids
+from fim.templates import (
+    FimTemplate,
+    PromptTooLong,
+    build_prompt,
+    detect_template,
+    model_window,
+    stop_ids,
+)
 from fim.vocab import build_vocabulary
 
 log = logging.getLogger(__name__)
@@ -199,6 +206,11 @@ class Engine:
     ) -> CompletionResult:
         """Complete one request; see ``CompletionResult`` for the fields."""
         req.validate()
+        if req.max_tokens + 4 > self.window:  # fail before building any language
+            raise PromptTooLong(
+                f"the model window ({self.window} tokens) cannot hold the prompt sentinels and "
+                f"{req.max_tokens} generated tokens; lower --max-tokens"
+            )
         with self._lock:
             return self._complete(req, cancel)
 
