@@ -15,7 +15,7 @@ fi
 col=$(( ${#hole} + 1 ))
 seam=.venv/bin/seam
 [ -x "$seam" ] || seam=".venv/bin/python -m fim"
-echo "completing $file:$line:$col (after '${hole# *}' in median) ..." >&2
+echo "completing $file:$line:$col (the end of the bare 'return' in median) ..." >&2
 sed -n "$((line - 5)),$((line))p" "$file" >&2
 echo "--- middle ---" >&2
 $seam complete "$file:$line:$col" --model bundled:qwen2.5-coder-1.5b --scope statement \
