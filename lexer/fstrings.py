@@ -24,15 +24,17 @@ _PLAIN_START = regex.compile(r"(?i:rb|br|r|b|u|rf|fr|f)?('''|\"\"\"|'|\")")
 INCOMPLETE = -1
 
 
-def scan_fstring(text: str, pos: int, end: int) -> int | None:
+def scan_fstring(text: str, pos: int, end: int, fields: list | None = None) -> int | None:
+    """End of the f-string at `pos`, INCOMPLETE, or None; `fields` collects expression spans."""
     m = FSTRING_START.match(text, pos, end)
     if m is None:
         return None
     raw = "r" in text[pos:m.start(1)].lower()
-    return _scan_literal(text, m.end(), end, m.group(1), raw)
+    return _scan_literal(text, m.end(), end, m.group(1), raw, fields)
 
 
-def _scan_literal(text: str, i: int, end: int, quote: str, raw: bool) -> int | None:
+def _scan_literal(text: str, i: int, end: int, quote: str, raw: bool,
+                  fields: list | None = None) -> int | None:
     single = len(quote) == 1
     while i < end:
         c = text[i]
@@ -63,7 +65,7 @@ def _scan_literal(text: str, i: int, end: int, quote: str, raw: bool) -> int | N
             if text[i + 1] == "{":
                 i += 2
                 continue
-            r = _scan_field(text, i + 1, end, quote)
+            r = _scan_field(text, i + 1, end, quote, fields)
             if r is None or r == INCOMPLETE:
                 return r
             i = r
@@ -79,9 +81,20 @@ def _scan_literal(text: str, i: int, end: int, quote: str, raw: bool) -> int | N
     return INCOMPLETE
 
 
-def _scan_field(text: str, i: int, end: int, quote: str) -> int | None:
+MAX_SPEC_NESTING = 2  # CPython: "f-string: expressions nested too deeply"
+
+
+def _scan_field(text: str, i: int, end: int, quote: str,
+                fields: list | None = None, level: int = 0) -> int | None:
     """Scan a replacement field's expression (after `{`); return the index after its `}`."""
     depth = 0
+    start = i  # of the expression
+    expr_end: int | None = None
+
+    def close(at: int) -> None:
+        if fields is not None:
+            fields.append((start, at if expr_end is None else expr_end))
+
     while i < end:
         c = text[i]
         if c in "([{":
@@ -92,13 +105,23 @@ def _scan_field(text: str, i: int, end: int, quote: str) -> int | None:
                 return None
         elif c == "}":
             if depth == 0:
+                close(i)
                 return i + 1
             depth -= 1
+        elif c == "=" and depth == 0 and expr_end is None and i + 1 < end \
+                and text[i + 1] in "}!:" and text[i - 1] not in "=!<>":
+            expr_end = i  # a self-documenting `{x=}`
+        elif c == "#":
+            nl = text.find("\n", i, end)
+            if nl < 0:
+                return INCOMPLETE
+            i = nl
+            continue
         elif c in "'\"":
-            start = i
-            while start > 0 and text[start - 1].isalpha() and i - start < 2:
-                start -= 1
-            r = _scan_nested_string(text, start, i, end)
+            lit = i
+            while lit > 0 and text[lit - 1].isalpha() and i - lit < 2:
+                lit -= 1
+            r = _scan_nested_string(text, lit, i, end)
             if r is None or r == INCOMPLETE:
                 return r
             i = r
@@ -107,22 +130,35 @@ def _scan_field(text: str, i: int, end: int, quote: str) -> int | None:
             if i + 1 >= end:
                 return INCOMPLETE
             if text[i + 1] != "=":
-                i += 2  # the conversion letter
+                # A conversion: one of !r !s !a, then the format spec or the end of the field.
+                if text[i + 1] not in "rsa":
+                    return None
+                if i + 2 >= end:
+                    return INCOMPLETE
+                if text[i + 2] not in ":}":
+                    return None
+                if expr_end is None:
+                    expr_end = i
+                i += 2
                 continue
         elif c == ":" and depth == 0:
-            return _scan_spec(text, i + 1, end, quote)
+            close(i)
+            return _scan_spec(text, i + 1, end, quote, fields, level)
         elif c == "\\":
             return None  # backslashes are not allowed in expressions before 3.12
         i += 1
     return INCOMPLETE
 
 
-def _scan_spec(text: str, i: int, end: int, quote: str) -> int | None:
+def _scan_spec(text: str, i: int, end: int, quote: str,
+               fields: list | None = None, level: int = 0) -> int | None:
     single = len(quote) == 1
     while i < end:
         c = text[i]
         if c == "{":
-            r = _scan_field(text, i + 1, end, quote)
+            if level + 1 > MAX_SPEC_NESTING:
+                return None
+            r = _scan_field(text, i + 1, end, quote, fields, level + 1)
             if r is None or r == INCOMPLETE:
                 return r
             i = r
@@ -163,8 +199,9 @@ def _scan_nested_string(text: str, start: int, qpos: int, end: int) -> int | Non
 def fstring_fields_valid(lexeme: str) -> bool:
     """Whether a complete f-string's expressions parse (CPython's parser is the judge).
 
-    The running interpreter may predate PEP 701; an f-string it cannot read because it reuses
-    the outer quote inside a field is accepted (the structural scan already checked it).
+    The whole f-string is tried first. An interpreter older than 3.12 rejects some valid
+    PEP 701 f-strings (the outer quote reused inside a field, comments, backslashes and
+    deeper nesting in fields); then each replacement field's expression is parsed on its own.
     """
     try:
         with warnings.catch_warnings():
@@ -172,9 +209,52 @@ def fstring_fields_valid(lexeme: str) -> bool:
             ast.parse(lexeme, mode="eval")
         return True
     except SyntaxError:
-        m = FSTRING_START.match(lexeme)
-        quote = m.group(1) if m else '"'
-        body = lexeme[m.end():-len(quote)] if m else lexeme
-        return quote in body or "\\" in body
+        pass
     except (ValueError, MemoryError, RecursionError):
+        return False
+    fields: list[tuple[int, int]] = []
+    if scan_fstring(lexeme, 0, len(lexeme), fields) != len(lexeme):
+        return False
+    return all(_expression_valid(lexeme[start:stop]) for start, stop in fields)
+
+
+def _expression_valid(expr: str) -> bool:
+    """A replacement field's expression parses, its own f-strings validated recursively."""
+    if not expr.strip():
+        return False
+    if _parses_as_expression(expr):
+        return True
+    # Replace each f-string inside the expression (which the older parser may not read) by a
+    # placeholder once it is validated on its own, then parse what remains.
+    out = []
+    i = 0
+    while i < len(expr):
+        c = expr[i]
+        boundary = i == 0 or not (expr[i - 1].isalnum() or expr[i - 1] == "_")
+        if boundary and FSTRING_START.match(expr, i):
+            stop = scan_fstring(expr, i, len(expr))
+            if stop is None or stop < 0 or not fstring_fields_valid(expr[i:stop]):
+                return False
+            out.append("0")
+            i = stop
+            continue
+        if c in "'\"":
+            stop = _scan_nested_string(expr, i, i, len(expr))
+            if stop is None or stop < 0:
+                return False
+            out.append(expr[i:stop])
+            i = stop
+            continue
+        out.append(c)
+        i += 1
+    return _parses_as_expression("".join(out))
+
+
+def _parses_as_expression(expr: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse("(" + expr + "\n)", mode="eval")
+        return True
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return False
