@@ -108,9 +108,9 @@ def _scan_field(text: str, i: int, end: int, quote: str,
                 close(i)
                 return i + 1
             depth -= 1
-        elif c == "=" and depth == 0 and expr_end is None and i + 1 < end \
-                and text[i + 1] in "}!:" and text[i - 1] not in "=!<>":
-            expr_end = i  # a self-documenting `{x=}`
+        elif c == "=" and depth == 0 and expr_end is None and text[i - 1] not in "=!<>:" \
+                and _self_documenting(text, i + 1, end):
+            expr_end = i  # a self-documenting `{x=}`, `{x = !r:>8}`
         elif c == "#":
             nl = text.find("\n", i, end)
             if nl < 0:
@@ -133,13 +133,16 @@ def _scan_field(text: str, i: int, end: int, quote: str,
                 # A conversion: one of !r !s !a, then the format spec or the end of the field.
                 if text[i + 1] not in "rsa":
                     return None
-                if i + 2 >= end:
+                after = i + 2
+                while after < end and text[after] in " \t":
+                    after += 1  # white space may follow the conversion (3.12)
+                if after >= end:
                     return INCOMPLETE
-                if text[i + 2] not in ":}":
+                if text[after] not in ":}":
                     return None
                 if expr_end is None:
                     expr_end = i
-                i += 2
+                i = after
                 continue
         elif c == ":" and depth == 0:
             close(i)
@@ -148,6 +151,13 @@ def _scan_field(text: str, i: int, end: int, quote: str,
             return None  # backslashes are not allowed in expressions before 3.12
         i += 1
     return INCOMPLETE
+
+
+def _self_documenting(text: str, i: int, end: int) -> bool:
+    """Whether the `=` before `i` ends a replacement field's expression (not `==`)."""
+    while i < end and text[i] in " \t\n\r":
+        i += 1
+    return i < end and text[i] in "}!:#"
 
 
 def _scan_spec(text: str, i: int, end: int, quote: str,

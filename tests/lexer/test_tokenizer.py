@@ -155,3 +155,27 @@ def test_committed_tokens_are_a_prefix(src: str, cut: int) -> None:
     tok = python_tokenizer()
     lexed = tok.lex(src, 0, cut, Layout(), final=False)
     assert lex_python(src)[: len(lexed.tokens)] == lexed.tokens
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        'f"{x:{y:{z}}}"\n',  # format specs nested two levels
+        "f'''{x # comment\n}'''\n",  # comments inside a field
+        'f"{f"{f"{1}"}"}"\n',  # the outer quote reused inside fields
+        'f"{3!s  }" f"{3.14!s  :10.10}"\n',  # white space after a conversion
+        'f"{1 + 1 =  :{1 + 1:1d}f}"\n',  # self-documenting with a spec
+        'f"{1+2 = # c\n  }"\n',
+    ],
+)
+def test_pep701_fstrings(src: str) -> None:
+    assert lex_python(src)[0] == "FSTRING"
+
+
+@pytest.mark.parametrize(
+    "src",
+    ['f"{}"\n', 'f"{x!z}"\n', 'f"{x!r=}"\n', 'f"{a b}"\n', 'f"{x:{y:{z:{w}}}}"\n', 'f"{x}}"\n'],
+)
+def test_invalid_fstrings(src: str) -> None:
+    with pytest.raises(LexError):
+        lex_python(src)
