@@ -13,10 +13,9 @@ never become one (e.g. a line break in a single-quoted literal part).
 
 from __future__ import annotations
 
-import ast
-import warnings
-
 import regex
+
+from lexer.cpython import parses
 
 FSTRING_START = regex.compile(r"(?i:rf|fr|f)('''|\"\"\"|'|\")")
 _PLAIN_START = regex.compile(r"(?i:rb|br|r|b|u|rf|fr|f)?('''|\"\"\"|'|\")")
@@ -213,15 +212,8 @@ def fstring_fields_valid(lexeme: str) -> bool:
     PEP 701 f-strings (the outer quote reused inside a field, comments, backslashes and
     deeper nesting in fields); then each replacement field's expression is parsed on its own.
     """
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(lexeme, mode="eval")
+    if parses(lexeme, "eval"):
         return True
-    except SyntaxError:
-        pass
-    except (ValueError, MemoryError, RecursionError):
-        return False
     fields: list[tuple[int, int]] = []
     if scan_fstring(lexeme, 0, len(lexeme), fields) != len(lexeme):
         return False
@@ -261,10 +253,4 @@ def _expression_valid(expr: str) -> bool:
 
 
 def _parses_as_expression(expr: str) -> bool:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse("(" + expr + "\n)", mode="eval")
-        return True
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return False
+    return parses("(" + expr + "\n)", "eval")

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from lexer.layout import DEDENT, INDENT, Layout, LayoutError, Level, indent_tokens
+from lexer.layout import DEDENT, Layout, LayoutError, Level, indent_tokens
 from lexer.tokenizer import LexError, Tokenizer
 
 # Heads a middle may end with; lexing head + R tells where such a lexeme would end in R.
@@ -86,7 +86,7 @@ class RightContext:
                 hit = None
             if hit is not None and hit[1] > len(head):
                 found.add(hit[1] - len(head))
-        nl = _first_newline(right)
+        nl = right.find("\n")
         if nl > 0:
             found.add(nl)  # a comment begun in the middle runs to the end of R's first line
         if right[:1] == "\n":
@@ -141,26 +141,12 @@ class RightContext:
         sym = self.symbolic(start, layout.depth, layout.bol)
         if sym is None:
             return None
-        stack = layout.stack
-        out: list[str] = []
-        toks = sym.tokens
-        lead = _leading_ws(self.right, start) if layout.bol else ""
-        same_line = self.continues_line(start)
-        for k, t in enumerate(toks):
-            if isinstance(t, tuple):
-                col, alt = t
-                if k == 0 and layout.bol and same_line:
-                    col, alt = advance_ws(layout.col, layout.alt, lead)
-                try:
-                    pre, stack = indent_tokens(Layout(stack, 0, True, col, alt))
-                except LayoutError:
-                    return None
-                out.extend(pre)
-            else:
-                out.append(t)
-        while out and out[-1] == DEDENT:
-            out.pop()
-        return Branch(start, self.signature(start, layout), tuple(out))
+        first = None
+        if layout.bol and self.continues_line(start):
+            # The first line's indentation begins in the middle and ends in R.
+            first = advance_ws(layout.col, layout.alt, leading_ws(self.right, start))
+        out = _render(sym.tokens, layout.stack, first)
+        return None if out is None else Branch(start, self.signature(start, layout), out)
 
     def continues_line(self, start: int) -> bool:
         """Whether R[start:] has content on the physical line the middle ends on."""
@@ -187,22 +173,8 @@ class RightContext:
         sym = self.symbolic(start, 0, True)
         if sym is None:
             return None
-        out: list[str] = []
-        signature = self.signature_after(start, stack)
-        for k, t in enumerate(sym.tokens):
-            if isinstance(t, tuple):
-                if k == 0:
-                    continue
-                try:
-                    pre, stack = indent_tokens(Layout(stack, 0, True, t[0], t[1]))
-                except LayoutError:
-                    return None
-                out.extend(pre)
-            else:
-                out.append(t)
-        while out and out[-1] == DEDENT:
-            out.pop()
-        return Branch(start, signature, tuple(out))
+        out = _render(sym.tokens[1:], stack, None)
+        return None if out is None else Branch(start, self.signature_after(start, stack), out)
 
     def signature_after(self, start: int, stack: tuple[Level, ...]) -> Signature | None:
         sym = self.symbolic(start, 0, True)
@@ -300,6 +272,30 @@ def plausible_stacks(stack: tuple[Level, ...], events: Sequence[Level],
     return list(dict.fromkeys(mid)), list(dict.fromkeys(after))
 
 
+def _render(tokens: Sequence, stack: tuple[Level, ...], first: Level | None
+            ) -> tuple[str, ...] | None:
+    """Symbolic tokens with their indentation events rendered against `stack`.
+
+    `first` overrides the first event's indentation. The DEDENTs at the very end are left
+    out (the recognizer accepts any number there; the grammar fixes it). None when an event
+    matches no level of the stack.
+    """
+    out: list[str] = []
+    for k, t in enumerate(tokens):
+        if isinstance(t, tuple):
+            col, alt = first if k == 0 and first is not None else t
+            try:
+                pre, stack = indent_tokens(Layout(stack, 0, True, col, alt))
+            except LayoutError:
+                return None
+            out.extend(pre)
+        else:
+            out.append(t)
+    while out and out[-1] == DEDENT:
+        out.pop()
+    return tuple(out)
+
+
 def advance_ws(col: int, alt: int, ws: str) -> Level:
     """The indentation after `ws`, from (col, alt) (tabs to multiples of 8 / as one)."""
     for ch in ws:
@@ -314,17 +310,13 @@ def advance_ws(col: int, alt: int, ws: str) -> Level:
     return col, alt
 
 
-def _leading_ws(text: str, start: int) -> str:
+def leading_ws(text: str, start: int) -> str:
+    """The spaces, tabs and form feeds at `start`."""
     end = start
     while end < len(text) and text[end] in " \t\f":
         end += 1
     return text[start:end]
 
 
-def _first_newline(text: str) -> int:
-    nl = text.find("\n")
-    return nl
-
-
-__all__ = ["Branch", "RightContext", "layout_signature", "plausible_stacks", "required_levels",
-           "INDENT"]
+__all__ = ["Branch", "RightContext", "advance_ws", "layout_signature", "leading_ws",
+           "plausible_stacks", "required_levels"]

@@ -16,10 +16,9 @@ Departures from plain maximal munch that CPython makes, reproduced here:
 
 from __future__ import annotations
 
-import ast
-import warnings
 from typing import NamedTuple
 
+from lexer.cpython import parses
 from lexer.fstrings import fstring_fields_valid
 from lexer.layout import DEDENT, NEWLINE, Layout, LayoutError, indent_tokens
 from lexer.lexemes import LexemeTable
@@ -207,13 +206,7 @@ def _string_valid(text: str, start: int, end: int) -> bool:
         return True
     if "r" in prefix and ("b" not in prefix or lexeme.isascii()):
         return True
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.literal_eval(lexeme)
-        return True
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return False
+    return parses(lexeme, "eval")
 
 
 def _is_ident_char(ch: str) -> bool:

@@ -39,13 +39,12 @@ Fallbacks (`lang.mode`), never an exception for any text:
 
 from __future__ import annotations
 
-import ast
-import warnings
 from collections import Counter
 from typing import Literal, NamedTuple
 
+from lexer.cpython import parses
 from lexer.layout import DEDENT, INDENT, NEWLINE, Layout, LayoutError, indent_tokens
-from lexer.right_context import Branch, RightContext, advance_ws
+from lexer.right_context import Branch, RightContext, advance_ws, leading_ws
 from lexer.tokenizer import Lexed, LexError, Tokenizer
 from lexer.windows import inner_cut, left_boundaries, right_boundaries, right_inner_end
 
@@ -450,7 +449,7 @@ class FimState:
             if layout.bol and layout.depth == 0 and rc.continues_line(i):
                 # The middle ends at the start of a line R continues: its INDENT/DEDENTs
                 # follow from the real stack (computed here), not from a guess.
-                col, alt = advance_ws(layout.col, layout.alt, _leading_ws(right, i))
+                col, alt = advance_ws(layout.col, layout.alt, leading_ws(right, i))
                 try:
                     pre, stack = indent_tokens(layout._replace(col=col, alt=alt))
                 except LayoutError:
@@ -516,23 +515,8 @@ class FimState:
         return f"FimState(text={self.text!r}, pending={self.pending!r})"
 
 
-def _leading_ws(text: str, start: int) -> str:
-    end = start
-    while end < len(text) and text[end] in " \t\f":
-        end += 1
-    return text[start:end]
-
-
 def _parses(text: str) -> bool:
-    if not text.strip():
-        return True
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text)
-        return True
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
-        return False
+    return not text.strip() or parses(text)
 
 
 def _indent_width(stack: tuple[tuple[int, int], ...]) -> int:
