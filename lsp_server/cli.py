@@ -92,7 +92,16 @@ def serve(argv: list[str]) -> int:
         server.start_tcp(host, port)
     else:
         server.start_io(sys.stdin.buffer, protocol_out)
-    return 0
+    # The protocol is over (exit, or the client went away). Interpreter teardown would join
+    # a decode still winding down and free the model's memory page by page, which editors
+    # that kill a server 2 s after `exit` (VS Code) do not wait for: flush and leave now.
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr, protocol_out):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -85,6 +85,7 @@ def test_stdout_carries_only_protocol(tmp_path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    assert proc.returncode == 0  # exits cleanly once `exit` follows `shutdown`
     frames = read_frames(out)
     ids = {f.get("id") for f in frames if "result" in f or "error" in f}
     assert {1, 2, 3} <= ids
