@@ -23,6 +23,8 @@ import regex
 
 from lexer.fstrings import FSTRING_START, scan_fstring
 
+_PROBES = [chr(c) for c in range(32, 127)] + ["\t", "\n", "\u00e9"]
+
 # Prefix letters that may precede a string quote (any case); f-strings are scanned separately.
 _STRING_START = regex.compile(r"(?i:rb|br|r|b|u)?['\"]")
 
@@ -118,6 +120,20 @@ class LexemeTable:
         if pos >= end:
             return True
         return self._prefix.fullmatch(text, pos, end, partial=True) is not None
+
+    def is_complete_lexeme(self, text: str) -> bool:
+        """Whether `text` is, as a whole, the maximal-munch lexeme it starts."""
+        found = self.longest(text, 0, len(text)) if text else None
+        return found is not None and found[1] == len(text)
+
+    def can_grow(self, text: str) -> bool:
+        """Whether some longer text starting with `text` is also a lexeme prefix.
+
+        A complete match is not a final one: `if` may still become the name `iffy`, `1` the
+        float `1.5`, `=` the operator `==`; `)` cannot grow. Decided by probing every
+        character that may follow (ASCII, and a non-ASCII letter standing for the rest).
+        """
+        return any(self.is_prefix(text + ch, 0, len(text) + 1) for ch in _PROBES)
 
     def prefix_terminals(self, text: str) -> set[str]:
         """The terminals some lexeme of which starts with `text` (used for viability)."""

@@ -179,3 +179,23 @@ def test_pep701_fstrings(src: str) -> None:
 def test_invalid_fstrings(src: str) -> None:
     with pytest.raises(LexError):
         lex_python(src)
+
+
+@pytest.mark.parametrize(
+    "text, complete, grows",
+    [
+        ("if", True, True),  # may still become a name such as "iffy"
+        ("1", True, True),  # 1.5, 1e3, 10
+        ("=", True, True),  # ==
+        ("==", True, False),
+        (")", True, False),
+        ("'abc'", True, False),
+        ("'abc", False, True),
+        ("1e", False, True),  # only a prefix of 1e5
+        ("...", True, False),
+    ],
+)
+def test_complete_versus_growing_lexemes(text: str, complete: bool, grows: bool) -> None:
+    table = python_tokenizer().table
+    assert table.is_complete_lexeme(text) == complete
+    assert table.can_grow(text) == grows
