@@ -458,6 +458,8 @@ class FimState:
                 sig = rc.signature_after(i, stack)
             else:
                 sig = rc.signature(i, layout)
+            if sig is None:
+                return False  # R[i:] does not even lex from this layout (e.g. bracket depth)
             mark = lang.marks.get((i, sig))
             if mark is None:
                 return self._exact_fallback()
