@@ -143,12 +143,14 @@ def main() -> None:
     ap.add_argument("--corruptions", type=int, default=4)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--per-file", type=int, default=3)
+    ap.add_argument("--max-file-chars", type=int, default=40_000,
+                    help="largest file to take cases from (0: any size)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     report = {}
     for dataset in ("boundary", "randspan"):
         cases = build_cases(dataset, args.cases, seed=args.seed, per_file=args.per_file,
-                            max_file_chars=40_000)
+                            max_file_chars=args.max_file_chars or None)
         r = run(cases, args.corruptions, args.seed)
         report[dataset] = r
         print(f"{dataset}: {r['complete']}/{r['cases']} complete "

@@ -166,7 +166,7 @@ class FimLanguage:
         fallback = None
         for end in dict.fromkeys(rights):
             window = self.right[:end]
-            if len(window) > MAX_RIGHT_CHARS:
+            if len(window) > MAX_RIGHT_CHARS or not self._clean_cut(end):
                 continue
             rc = RightContext(tok, window)
             branches = rc.branches(layout.stack, width)[:_MAX_BRANCHES]
@@ -184,10 +184,10 @@ class FimLanguage:
                 continue
             candidate = (rc, end, window, marks, branches, initial)
             # A window whose branches all start past R's first line presumes that the middle
-            # opens a string R closes far away: true when the cursor is in a string, but also
-            # what a window cut inside a string looks like. Prefer a window that needs no
-            # such presumption.
-            if min(b.start for b in branches) <= first_line + 1:
+            # opens a string R closes far away (or swallows all of R): true when the cursor is
+            # in a string, but also what a window cut inside a string looks like. Prefer a
+            # window that needs no such presumption.
+            if any(b.start <= first_line + 1 and window[b.start:].strip() for b in branches):
                 self._accept(candidate, top_rights)
                 return
             fallback = fallback or candidate
@@ -239,6 +239,27 @@ class FimLanguage:
         if state is None:
             return None
         return start, (_Left(lexed, text[lexed.tail:]), state), text, column
+
+    def _clean_cut(self, end: int) -> bool:
+        """Whether cutting R at `end` leaves no string or comment open across the cut.
+
+        Boundaries are found line by line (`lexer.windows`), so a line of a triple-quoted
+        string can look like one. Lexing R from its start (bracket depth unknown, so
+        unbounded) shows whether a lexeme is still open at the cut. When R's start is itself
+        inside a lexeme begun in the middle (a cursor in a string), that reading may fail or
+        mislead: a failure accepts the cut, a misleading open string rejects it and a larger
+        window is used instead, which costs time, not correctness.
+        """
+        if end >= len(self.right):
+            return True
+        text = self.right[:end]
+        try:
+            lexed = self.tokenizer.lex(text, 0, end, Layout(((0, 0),), 10**6, False, 0, 0),
+                                       final=False, events=True)
+        except LexError:
+            return True
+        tail = text[lexed.tail:]
+        return not tail.strip() or tail.lstrip().startswith("#")
 
     def _accept(self, candidate: tuple, top_rights: list[int]) -> None:
         rc, end, window, marks, branches, initial = candidate
