@@ -25,6 +25,12 @@ class Layout(NamedTuple):
     bol: bool = True  # no content token yet on the current logical line
     col: int = 0  # leading whitespace of the current physical line
     alt: int = 0
+    # A backslash continuation while `bol`: CPython takes the line's indentation from its
+    # first physical line, so white space after the continuation does not count.
+    frozen: bool = False
+    # The text so far ends right after a line continuation: CPython refuses a file that ends
+    # there ("unexpected EOF while parsing").
+    joined: bool = False
 
     def after_newline(self) -> Layout:
         return self._replace(col=0, alt=0)

@@ -49,7 +49,7 @@ class Branch(NamedTuple):
 
 def layout_signature(layout: Layout, max_col: int, col_matters: bool) -> Signature:
     """The part of a layout state that decides how R[i:] lexes (see the module docstring)."""
-    stack, depth, bol, col, alt = layout
+    stack, depth, bol, col, alt = layout[:5]
     col_matters = bol and col_matters
     limit = max(max_col, col) if col_matters else max_col
     kept = tuple(level for level in stack if level[0] <= limit)
@@ -142,7 +142,7 @@ class RightContext:
         if sym is None:
             return None
         first = None
-        if layout.bol and self.continues_line(start):
+        if layout.bol and not layout.frozen and self.continues_line(start):
             # The first line's indentation begins in the middle and ends in R.
             first = advance_ws(layout.col, layout.alt, leading_ws(self.right, start))
         out = _render(sym.tokens, layout.stack, first)

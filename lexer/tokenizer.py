@@ -77,21 +77,24 @@ class Tokenizer:
         table = self.table
         toks: list[str] = []
         starts: list[int] = []
-        stack, depth, bol, col, alt = layout
+        stack, depth, bol, col, alt, frozen, joined = layout
         i = pos
         tail = end
         while i < end:
             c = text[i]
+            if joined and c != "\\":
+                joined = False
             if c == "\n" or c == "\r":
                 if depth == 0 and not bol:
                     toks.append(NEWLINE)
                     starts.append(i)
                     bol = True
                 col = alt = 0
+                frozen = False
                 i += 2 if c == "\r" and i + 1 < end and text[i + 1] == "\n" else 1
                 continue
             if c == " " or c == "\t" or c == "\f":
-                if bol:
+                if bol and not frozen:
                     if c == " ":
                         col += 1
                         alt += 1
@@ -121,6 +124,8 @@ class Tokenizer:
                 nxt = text[i + 1]
                 if nxt == "\n" or nxt == "\r":
                     i += 3 if nxt == "\r" and i + 2 < end and text[i + 2] == "\n" else 2
+                    frozen = frozen or bol
+                    joined = True
                     continue
                 raise LexError("unexpected character after line continuation character", i)
             if c == "\0":
@@ -149,8 +154,9 @@ class Tokenizer:
             if bol and events:
                 toks.append((col, alt))  # type: ignore[arg-type]
                 starts.append(i)
-                bol = False
+                bol = frozen = False
             elif bol:
+                frozen = False
                 try:
                     pre, stack = indent_tokens(Layout(stack, depth, bol, col, alt))
                 except LayoutError as err:
@@ -169,6 +175,8 @@ class Tokenizer:
                     raise LexError(f"unmatched {text[i]!r}", i)
             i = e
         if eof:
+            if joined:  # CPython: "unexpected EOF while parsing"
+                raise LexError("end of file right after a line continuation", end)
             if depth > 0:
                 raise LexError("unexpected end of file inside brackets", end)
             if not bol:
@@ -180,7 +188,7 @@ class Tokenizer:
                 starts.append(end)
             stack = stack[:1]
             col = alt = 0
-        return Lexed(toks, starts, Layout(stack, depth, bol, col, alt), tail)
+        return Lexed(toks, starts, Layout(stack, depth, bol, col, alt, frozen, joined), tail)
 
     def _check_number_suffix(self, text: str, start: int, e: int, end: int, final: bool) -> None:
         lexeme = text[start:e]

@@ -61,6 +61,9 @@ _INNER_CUT_MIN = 400  # characters: smaller top-level windows are not cut again
 # 100,000-character line): beyond them the language degrades to mode "none" and says why.
 MAX_WINDOW_TOKENS = 6000
 MAX_RIGHT_CHARS = 60_000
+# Free scope takes the right context to the end of the enclosing top-level block, up to this
+# many characters; beyond it the middle is held inside the block's body instead.
+MAX_WIDE_RIGHT = 20_000
 # CPython's tokenizer refuses more than 200 nested brackets ("too many nested parentheses").
 MAX_NESTING = 200
 
@@ -105,6 +108,7 @@ class FimLanguage:
         self._initial: FimState | None = None
         self._prefix_cache: dict[str, frozenset[str]] = {}
         self.block_floor = 1
+        self.hold_floor = 0  # > 0: the middle may not dedent below this many levels
         self.indent_width: int | None = None  # enforced for new blocks in strict files
         self.reason = ""  # why the mode is not "exact", for logs
 
@@ -155,7 +159,16 @@ class FimLanguage:
             + ambiguous[:1] if windowing else [len(self.right)]
         top_rights = list(rights)
         if column is not None:
-            rights = [right_inner_end(self.right, column, self.scope != "free")] + rights
+            siblings = self.scope != "free"
+            if not siblings and right_inner_end(self.right, column, False) > MAX_WIDE_RIGHT:
+                # The rest of the block is too large to take whole. Cutting at the next
+                # statement of the body is exact for middles that stay in the body, so the
+                # middle is held there (as scope "block" would): a sound subset.
+                siblings = True
+                self.hold_floor = 2
+                self.reason = ("the enclosing block is too large to take whole: middles are "
+                               "held inside its body")
+            rights = [right_inner_end(self.right, column, siblings)] + rights
         layout = lexed.layout
         pending = lexed.tail_text
         width = _indent_width(layout.stack)
@@ -384,7 +397,7 @@ class FimState:
         if toks:
             if scope == "statement" and NEWLINE in toks:
                 return None
-            if scope == "block" and not self._within_block(toks):
+            if (scope == "block" or lang.hold_floor) and not self._within_block(toks):
                 return None
             if lang.indent_width and INDENT in toks and not self._indents_by(lang.indent_width,
                                                                               lexed.layout):
@@ -401,7 +414,8 @@ class FimState:
 
     def _within_block(self, toks: list[str]) -> bool:
         depth = len(self.layout.stack)
-        floor = self.lang.block_floor
+        lang = self.lang
+        floor = max(lang.block_floor if lang.scope == "block" else 1, lang.hold_floor)
         for t in toks:
             if t == DEDENT:
                 depth -= 1
@@ -437,6 +451,9 @@ class FimState:
             if width and pre == [INDENT] and not self._indents_by(width, layout._replace(
                     stack=stack)):
                 return False
+            if DEDENT in pre and (self.lang.scope == "block" or self.lang.hold_floor):
+                if not FimState(self.lang, parser, layout, "", "")._within_block(pre):
+                    return False
             if pre:
                 parser = parser.scan_many(pre)
                 if parser is None:
@@ -456,7 +473,8 @@ class FimState:
         lang = self.lang
         mode = lang._base_mode
         if mode == "none":
-            return True
+            # No constraint was built; at the end, CPython's parser still answers exactly.
+            return _parses(lang.left + self.text + lang.right)
         if mode == "prefix":
             return self._prefix_complete()
         right = lang.right_window
@@ -466,11 +484,14 @@ class FimState:
             if boundary is None:
                 continue
             toks, layout = boundary
+            if i == len(right) and layout.joined:
+                return False  # the file would end right after a line continuation
             rc = lang.rc
             if layout.bol and layout.depth == 0 and rc.continues_line(i):
                 # The middle ends at the start of a line R continues: its INDENT/DEDENTs
                 # follow from the real stack (computed here), not from a guess.
-                col, alt = advance_ws(layout.col, layout.alt, leading_ws(right, i))
+                col, alt = (layout.col, layout.alt) if layout.frozen else \
+                    advance_ws(layout.col, layout.alt, leading_ws(right, i))
                 try:
                     pre, stack = indent_tokens(layout._replace(col=col, alt=alt))
                 except LayoutError:
