@@ -179,7 +179,9 @@ class FimLanguage:
         fallback = None
         for end in dict.fromkeys(rights):
             window = self.right[:end]
-            if len(window) > MAX_RIGHT_CHARS or not self._clean_cut(end):
+            later = [r for r in top_rights if r > end]
+            if len(window) > MAX_RIGHT_CHARS or not self._clean_cut(
+                    end, later[0] if later and end in top_rights else None):
                 continue
             rc = RightContext(tok, window)
             branches = rc.branches(layout.stack, width)[:_MAX_BRANCHES]
@@ -253,24 +255,32 @@ class FimLanguage:
             return None
         return start, (_Left(lexed, text[lexed.tail:]), state), text, column
 
-    def _clean_cut(self, end: int) -> bool:
+    def _clean_cut(self, end: int, next_end: int | None) -> bool:
         """Whether cutting R at `end` leaves no string or comment open across the cut.
 
         Boundaries are found line by line (`lexer.windows`), so a line of a triple-quoted
-        string can look like one. Lexing R from its start (bracket depth unknown, so
-        unbounded) shows whether a lexeme is still open at the cut. When R's start is itself
-        inside a lexeme begun in the middle (a cursor in a string), that reading may fail or
-        mislead: a failure accepts the cut, a misleading open string rejects it and a larger
-        window is used instead, which costs time, not correctness.
+        string can look like one. Lexing R from its start, bracket depth unbounded, shows
+        whether a lexeme is still open at the cut. For a top-level cut, `next_end` is the next
+        boundary, and the statement between the two must also lex with nothing left open: R
+        may begin inside a string the middle opens and then read as code up to the cut. Both
+        checks only reject cuts, and a rejected cut costs a larger window, not correctness.
         """
         if end >= len(self.right):
             return True
-        text = self.right[:end]
+        if not self._lexes_closed(self.right[:end]):
+            return False
+        # R may begin inside a string the middle opens, and then reads as code up to the
+        # cut; the statement after a true boundary lexes with nothing left open, one that
+        # starts inside a string does not (the string's closing quote opens one).
+        return next_end is None or self._lexes_closed(self.right[end:next_end])
+
+    def _lexes_closed(self, text: str) -> bool:
+        """No string or other lexeme is still open at the end of `text` (read as code)."""
         try:
-            lexed = self.tokenizer.lex(text, 0, end, Layout(((0, 0),), 10**6, False, 0, 0),
+            lexed = self.tokenizer.lex(text, 0, len(text), Layout(((0, 0),), 10**6, False, 0, 0),
                                        final=False, events=True)
         except LexError:
-            return True
+            return True  # not readable as code from here: no evidence against the cut
         tail = text[lexed.tail:]
         return not tail.strip() or tail.lstrip().startswith("#")
 
