@@ -18,32 +18,21 @@ Usage: python benchmarks/fim_language_dev.py [--cases 500] [--corruptions 4] [--
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import random
 import statistics
 import sys
 import time
-import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fim.datasets import build_cases  # noqa: E402
+from lexer.cpython import parses  # ast.parse, warnings silenced
 from quotient import FimLanguage  # noqa: E402
 
 CLOSERS = ")]}"
 ALPHABET = "abcxyz_019 ()[]{}:.,=+-*'\"\n\t#\\"
-
-
-def parses(text: str) -> bool:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text)
-        return True
-    except (SyntaxError, ValueError):
-        return False
 
 
 def corrupt(middle: str, rng: random.Random) -> str:

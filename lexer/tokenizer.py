@@ -95,6 +95,7 @@ class Tokenizer:
                 continue
             if c == " " or c == "\t" or c == "\f":
                 if bol and not frozen:
+                    # right_context.advance_ws, inlined: this loop runs for every character.
                     if c == " ":
                         col += 1
                         alt += 1
