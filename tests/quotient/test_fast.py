@@ -10,19 +10,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from quotient_families import _g
 
 from quotient import Grammar, earley, fast
-
-
-def _g(text: str, start: str) -> Grammar:
-    """Grammar from lines ``A -> x y | z`` (``ε`` for the empty right side)."""
-    rules = []
-    for line in text.strip().splitlines():
-        lhs, alts = line.split("->")
-        for alt in alts.split("|"):
-            rules.append((lhs.strip(), tuple(s for s in alt.split() if s != "ε")))
-    return Grammar(rules, start)
-
 
 FAMILIES: dict[str, Grammar] = {
     "expr": _g(
