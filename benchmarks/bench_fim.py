@@ -4,6 +4,8 @@
     python benchmarks/bench_fim.py overhead --cases 40          # constraint ms/token vs model
     python benchmarks/bench_fim.py speed --model random:santacoder --tokens 64
                                                                 # our loop vs model.generate
+    python benchmarks/bench_fim.py load --model bundled:qwen2.5-coder-1.5b --repeats 5
+                                                                # fresh-process load times
 
 ``soundness`` exits non-zero when any constrained middle fails ``ast.parse``.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import subprocess
 import sys
 import time
 
@@ -117,10 +120,44 @@ def speed(args) -> int:
     return 0
 
 
+# One fresh interpreter per measurement: imports, Engine.load, then the first completion.
+_LOAD_CHILD = """
+import json, sys, time
+t0 = time.perf_counter()
+import torch, transformers
+from fim.api import CompletionRequest, Engine
+t1 = time.perf_counter()
+engine = Engine.load(sys.argv[1], device=sys.argv[2], dtype=sys.argv[3])
+t2 = time.perf_counter()
+res = engine.complete(CompletionRequest("def add(a, b):\\n    return ", "\\n", max_tokens=1,
+                                        mode="unconstrained"))
+t3 = time.perf_counter()
+print(json.dumps({"imports_s": t1 - t0, "load_s": t2 - t1, "first_token_s": t3 - t2}))
+"""
+
+
+def load(args) -> int:
+    """Wall time of a fresh process: library imports, ``Engine.load`` and the first token."""
+    runs = []
+    for _ in range(args.repeats):
+        out = subprocess.run([sys.executable, "-c", _LOAD_CHILD, args.model, args.device,
+                              args.dtype], capture_output=True, text=True, check=True)
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        if args.verbose:
+            print(runs[-1], file=sys.stderr)
+    report = {"model": args.model, "runs": args.repeats}
+    for key in ("imports_s", "load_s", "first_token_s"):
+        values = [r[key] for r in runs]
+        report[key + "_median"] = statistics.median(values)
+        report[key + "_min"] = min(values)
+    print(json.dumps(report, indent=1))
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    for name in ("soundness", "overhead", "speed"):
+    for name in ("soundness", "overhead", "speed", "load"):
         s = sub.add_parser(name)
         s.add_argument("--model", default="random:santacoder")
         s.add_argument("--device", default="cpu")
@@ -135,7 +172,8 @@ def main(argv=None) -> int:
         s.add_argument("--repeats", type=int, default=5)
         s.add_argument("--verbose", action="store_true")
     args = p.parse_args(argv)
-    return {"soundness": soundness, "overhead": overhead, "speed": speed}[args.cmd](args)
+    commands = {"soundness": soundness, "overhead": overhead, "speed": speed, "load": load}
+    return commands[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -48,3 +48,22 @@ def test_bundled_constrained(qwen):
 
     res = qwen.complete(CompletionRequest(LEFT, RIGHT, max_tokens=16, scope="statement"))
     assert res.middle is not None and res.parses
+
+
+def test_bundled_cache_tokenizer_matches_auto_tokenizer(qwen):
+    """The fast tokenizer path gives Qwen's exact tokenization, specials and vocabulary."""
+    from pathlib import Path
+
+    from transformers import AutoTokenizer
+
+    from fim.models import _cached_tokenizer
+    from fim.vocab import build_vocabulary
+
+    path = bundled.cache_dir(bundled.lookup("qwen2.5-coder-1.5b"))
+    auto = AutoTokenizer.from_pretrained(str(path))
+    fast = _cached_tokenizer(path)
+    text = Path(__file__).read_text(encoding="utf-8") + "<|fim_prefix|>x<|endoftext|>é"
+    assert fast(text).input_ids == auto(text).input_ids
+    assert fast.all_special_ids == auto.all_special_ids
+    assert dict(fast.added_tokens_decoder) == dict(auto.added_tokens_decoder)
+    assert build_vocabulary(fast, 151936) == build_vocabulary(auto, 151936)

@@ -130,3 +130,32 @@ def test_cache_root_honours_xdg(monkeypatch, tmp_path):
     assert bundled.cache_root() == tmp_path / "seam"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert bundled.cache_root().parts[-2:] == (".cache", "seam")
+
+
+def test_cached_tokenizer_matches_auto_tokenizer(tmp_path):
+    """The fast path for Seam's cache directories reads the same tokenizer as AutoTokenizer."""
+    from transformers import AutoTokenizer
+
+    from fim.models import _cached_tokenizer
+    from fim.random_model import build_tokenizer
+    from fim.vocab import build_vocabulary
+
+    build_tokenizer().save_pretrained(str(tmp_path))
+    auto = AutoTokenizer.from_pretrained(str(tmp_path))
+    fast = _cached_tokenizer(tmp_path)
+    text = "def f(x):\n    return x  # café\n<fim-prefix>a<|endoftext|>"
+    assert fast(text).input_ids == auto(text).input_ids
+    assert (fast.eos_token_id, fast.bos_token_id, fast.pad_token_id) == (
+        auto.eos_token_id, auto.bos_token_id, auto.pad_token_id)
+    assert set(fast.all_special_ids) == set(auto.all_special_ids)
+    assert build_vocabulary(fast, len(auto)) == build_vocabulary(auto, len(auto))
+
+
+def test_cached_tokenizer_falls_back_without_a_config(tmp_path):
+    from fim.models import _cached_tokenizer
+    from fim.random_model import build_tokenizer
+
+    build_tokenizer().save_pretrained(str(tmp_path))
+    (tmp_path / "tokenizer_config.json").write_text("not json", encoding="utf-8")
+    with pytest.raises(Exception):  # noqa: B017 - AutoTokenizer's own error for a broken dir
+        _cached_tokenizer(tmp_path)
