@@ -81,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="JSON report (summary and all records)")
     e.add_argument("--records", type=Path, default=None,
                    help="JSONL of per-case records; an existing file resumes the run")
+    e.add_argument("--markdown", action="store_true",
+                   help="print the tables as Markdown instead of text")
     e.add_argument("--report-only", action="store_true",
                    help="summarise the finished cases in --records without running anything")
     _model_options(e)
@@ -328,7 +330,8 @@ def cmd_eval(args) -> int:
             "template": engine.template.name, "context_tokens": engine.window,
         })
     args.report.write_text(json.dumps(report, indent=1), encoding="utf-8")
-    print(evaluation.format_summary(summary))
+    fmt = evaluation.format_markdown if args.markdown else evaluation.format_summary
+    print(fmt(summary))
     print(f"report: {args.report}")
     if interrupted:
         print("seam: interrupted; the report covers the finished cases", file=sys.stderr)

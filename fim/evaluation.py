@@ -238,3 +238,39 @@ def format_summary(summary: dict) -> str:
             lines.append(f"UNSOUND constrained middles: {s['constrained_returned_unparsable']}")
         lines.append("")
     return "\n".join(lines)
+
+
+def format_markdown(summary: dict) -> str:
+    """The same tables as Markdown (the layout of docs/evaluation.md)."""
+    names = {"boundary": "Stack-Boundary", "randspan": "Stack-RandSpan"}
+    rows = (("unconstrained_ok", "Unconstrained ✓"),
+            ("unconstrained_fail", "Unconstrained ✗ (checked ✓)"),
+            ("checked_fail", "Checked unconstrained ✗"), ("total", "Total"))
+    lines = []
+    for ds, s in summary.items():
+        t = s["table"]
+        lines += [f"#### {names.get(ds, ds)} ({s['cases']} cases)", "",
+                  "| | Constrained ✓ | Constrained ✗ | Total |", "|---|---:|---:|---:|"]
+        for key, label in rows:
+            r = t[key]
+            lines.append(f"| {label} | {r['constrained_ok']} | {r['constrained_fail']} "
+                         f"| {r['total']} |")
+        lines += ["", "| mode | success | exact match | edit similarity | mean tokens "
+                  "| model ms/token | constraint ms/token (mean / median) | stops |",
+                  "|---|---:|---:|---:|---:|---:|---:|---|"]
+        for mode, m in s["modes"].items():
+            constraint = ("–" if mode == "unconstrained" else
+                          f"{m['constraint_ms_per_token']:.3f} / "
+                          f"{m['constraint_ms_per_token_median']:.3f}")
+            stops = ", ".join(f"{k} {v}" for k, v in m["stops"].items())
+            lines.append(
+                f"| {mode} | {m['success']:.1%} | {m['exact_match']:.1%} "
+                f"| {m['edit_similarity']:.3f} | {m['mean_tokens']:.1f} "
+                f"| {m['model_ms_per_token']:.0f} | {constraint} | {stops} |")
+        lines.append("")
+        if s["constrained_returned_unparsable"]:
+            lines += [f"Unsound constrained middles: {s['constrained_returned_unparsable']}", ""]
+        if s["unconstrained_ok_constrained_fail"]:
+            lines += ["Unconstrained ✓ / constrained ✗: "
+                      f"{', '.join(s['unconstrained_ok_constrained_fail'])}", ""]
+    return "\n".join(lines)

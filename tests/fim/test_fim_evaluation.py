@@ -41,6 +41,11 @@ def test_summary_table_layout():
     assert s["modes"]["unconstrained"]["model_ms_per_token"] == 2.0
     text = evaluation.format_summary({"boundary": s})
     assert "Stack-Boundary: 4 cases" in text and "Checked Unconstrained ✗" in text
+    md = evaluation.format_markdown({"boundary": s})
+    assert "#### Stack-Boundary (4 cases)" in md
+    assert "| Checked unconstrained ✗ | 1 | 1 | 2 |" in md
+    assert "| Total | 3 | 1 | 4 |" in md
+    assert "| constrained | 75.0% | 0.0% | 0.500 | 2.0 | 2 | 0.500 / 0.500 | eos 4 |" in md
 
 
 def test_run_case_records(random_loaded):
