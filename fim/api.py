@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from fim import decoding
 from fim.decoding import DecodeSetup, FeedCache, HealIndex, StepModel
@@ -34,7 +35,7 @@ from fim.templates import (
     model_window,
     stop_ids,
 )
-from fim.vocab import build_vocabulary
+from fim.vocab import Vocabulary, build_vocabulary, load_vocabulary, save_vocabulary
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,36 @@ class _LanguageEntry:
     cache: FeedCache = field(default_factory=FeedCache)
 
 
+VOCABULARY_FILE = "seam-vocabulary.bin"
+
+
+def _vocabulary(tokenizer, size: int, cache_dir: Path | None) -> tuple[Vocabulary, list[int]]:
+    """The token byte table and the healing order, read from ``cache_dir`` when it has them.
+
+    The file is keyed by the size and modification time of the directory's tokenizer.json,
+    so a changed tokenizer rebuilds it; a cache that cannot be written is simply not used.
+    """
+    path = key = None
+    if cache_dir is not None:
+        try:
+            st = (Path(cache_dir) / "tokenizer.json").stat()
+            key, path = f"{st.st_size}:{st.st_mtime_ns}", Path(cache_dir) / VOCABULARY_FILE
+        except OSError:
+            pass
+    if path is not None:
+        found = load_vocabulary(path, key, size)
+        if found is not None:
+            return found
+    vocab = build_vocabulary(tokenizer, size)
+    order = HealIndex.sorted_ids(vocab)
+    if path is not None:
+        try:
+            save_vocabulary(vocab, order, path, key)
+        except OSError as err:
+            log.info("vocabulary cache not written to %s: %s", path, err)
+    return vocab, order
+
+
 class Engine:
     """A loaded model with its FIM template, ready to complete requests."""
 
@@ -154,14 +185,14 @@ class Engine:
         self.language_factory = language_factory or python_language
         self.language_cache_size = language_cache_size
         model_vocab = loaded.model.get_output_embeddings().weight.shape[0]
-        vocab = build_vocabulary(tok, model_vocab)
+        vocab, order = _vocabulary(tok, model_vocab, loaded.cache_dir)
         stops = frozenset(i for i in stop_ids(tok, self.template) if i < model_vocab)
         self._setup = DecodeSetup(
             step_model=StepModel(loaded.model, loaded.device),
             vocab=vocab,
             stop_ids=stops,
             disallowed=vocab.disallowed_mask(set(stops), loaded.device),
-            heal_index=HealIndex(vocab) if heal else None,
+            heal_index=HealIndex(vocab, order) if heal else None,
         )
         self._languages: list[_LanguageEntry] = []
         self._lock = threading.Lock()

@@ -225,10 +225,20 @@ class _Sequence:
 class HealIndex:
     """Token ids whose bytes are consistent with a healing residue, found by bisection."""
 
-    def __init__(self, vocab: Vocabulary) -> None:
+    def __init__(self, vocab: Vocabulary, order: list[int] | None = None) -> None:
         tb = vocab.token_bytes
-        self._ids = sorted((i for i, b in enumerate(tb) if b), key=tb.__getitem__)
+        self._ids = order if order is not None else self.sorted_ids(vocab)
         self._keys = [tb[i] for i in self._ids]
+
+    @staticmethod
+    def sorted_ids(vocab: Vocabulary) -> list[int]:
+        """Ids of the tokens with bytes, ordered by those bytes (what the index bisects)."""
+        tb = vocab.token_bytes
+        return sorted((i for i, b in enumerate(tb) if b), key=tb.__getitem__)
+
+    @property
+    def order(self) -> list[int]:
+        return self._ids
 
     def consistent(self, heal: bytes) -> list[int]:
         """Ids whose bytes start with ``heal`` or are a non-empty prefix of it."""

@@ -49,6 +49,7 @@ class LoadedModel:
     device: torch.device
     dtype: torch.dtype
     spec: str
+    cache_dir: Path | None = None  # Seam's own cache of this model, for derived tables
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -221,4 +222,5 @@ def load_model(
     model.eval()
     if progress:
         progress(1.0, "model ready")
-    return LoadedModel(model, tokenizer, dev, dt, spec)
+    return LoadedModel(model, tokenizer, dev, dt, spec,
+                       cache_dir=path if kind == "bundled" else None)

@@ -25,3 +25,36 @@ def test_split_utf8():
     assert split_utf8(b"\xff") is None
     assert split_utf8(b"\xc3(") is None
     assert split_utf8(b"") == ("", b"")
+
+
+def test_vocabulary_file_round_trip_and_rejects_stale_or_damaged(random_loaded, tmp_path):
+    from fim.decoding import HealIndex
+    from fim.vocab import load_vocabulary, save_vocabulary
+
+    size = random_loaded.model.config.vocab_size + 2  # ids past the tokenizer: None
+    vocab = build_vocabulary(random_loaded.tokenizer, size)
+    order = HealIndex.sorted_ids(vocab)
+    path = tmp_path / "v.bin"
+    save_vocabulary(vocab, order, path, "k1")
+    assert load_vocabulary(path, "k1", size) == (vocab, order)
+    assert load_vocabulary(path, "k2", size) is None  # another tokenizer.json
+    assert load_vocabulary(path, "k1", size + 1) is None  # another model vocabulary
+    path.write_bytes(path.read_bytes()[:-5])  # cut short
+    assert load_vocabulary(path, "k1", size) is None
+    assert load_vocabulary(tmp_path / "absent.bin", "k1", size) is None
+
+
+def test_engine_reads_and_writes_the_vocabulary_file(random_loaded, tmp_path):
+    import dataclasses
+
+    from fim.api import VOCABULARY_FILE, Engine
+
+    random_loaded.tokenizer.save_pretrained(str(tmp_path))
+    loaded = dataclasses.replace(random_loaded, cache_dir=tmp_path)
+    first = Engine(loaded)
+    assert (tmp_path / VOCABULARY_FILE).is_file()
+    second = Engine(loaded)  # from the file
+    assert second._setup.vocab == first._setup.vocab
+    assert second._setup.heal_index.order == first._setup.heal_index.order
+    (tmp_path / VOCABULARY_FILE).write_bytes(b"garbage")
+    assert Engine(loaded)._setup.vocab == first._setup.vocab  # rebuilt, not crashed
