@@ -77,6 +77,9 @@ class CompletionRequest:
     temperature: float = 0.0
     time_budget_ms: float | None = None
     seed: int = 0
+    #: Prompt plus generation budget in tokens (``None``: the engine's window).  Editors on a
+    #: CPU keep it small: prefill costs grow with it, and typing re-runs the right context.
+    context_tokens: int | None = None
 
     def validate(self) -> None:
         if not isinstance(self.left, str) or not isinstance(self.right, str):
@@ -93,6 +96,9 @@ class CompletionRequest:
             raise ValueError("temperature must be >= 0")
         if self.time_budget_ms is not None and not self.time_budget_ms > 0:
             raise ValueError("time_budget_ms must be positive (or None)")
+        if self.context_tokens is not None and (
+                not isinstance(self.context_tokens, int) or self.context_tokens < 1):
+            raise ValueError("context_tokens must be a positive integer (or None)")
 
 
 @dataclass
@@ -237,13 +243,18 @@ class Engine:
     ) -> CompletionResult:
         """Complete one request; see ``CompletionResult`` for the fields."""
         req.validate()
-        if req.max_tokens + 4 > self.window:  # fail before building any language
+        window = self.window_for(req)
+        if req.max_tokens + 4 > window:  # fail before building any language
             raise PromptTooLong(
-                f"the model window ({self.window} tokens) cannot hold the prompt sentinels and "
+                f"the model window ({window} tokens) cannot hold the prompt sentinels and "
                 f"{req.max_tokens} generated tokens; lower --max-tokens"
             )
         with self._lock:
             return self._complete(req, cancel)
+
+    def window_for(self, req: CompletionRequest) -> int:
+        """The token budget of ``req``'s prompt and middle."""
+        return min(self.window, req.context_tokens) if req.context_tokens else self.window
 
     def _complete(self, req: CompletionRequest, cancel) -> CompletionResult:
         start = time.perf_counter()
@@ -257,7 +268,7 @@ class Engine:
             lang_mode = str(getattr(entry.language, "mode", "exact"))
         prompt = build_prompt(
             self.tokenizer, self.template, req.left, req.right,
-            window=self.window, reserve=req.max_tokens, left_share=self.left_share,
+            window=self.window_for(req), reserve=req.max_tokens, left_share=self.left_share,
             heal=self.heal,
         )
         setup_ms = (time.perf_counter() - start) * 1e3

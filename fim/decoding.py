@@ -44,9 +44,16 @@ class StepModel:
     left context the user keeps typing at) only runs the model on the part that differs.
     """
 
+    #: Prompt tokens per forward pass when prefilling: small on CPU, where 64 tokens of a
+    #: 1.5B model take about two seconds on two cores, so that cancellation and time budgets
+    #: act within one chunk; large on a GPU, where each pass has a fixed cost.
+    CPU_CHUNK = 64
+    GPU_CHUNK = 1024
+
     def __init__(self, model: torch.nn.Module, device: torch.device) -> None:
         self.model = model
         self.device = device
+        self.chunk = self.CPU_CHUNK if device.type == "cpu" else self.GPU_CHUNK
         self.past = None
         self.seq: list[int] = []  # the token ids whose keys and values are in ``past``
         self.reused = 0  # prompt tokens served from the cache by the last prefill
@@ -63,8 +70,15 @@ class StepModel:
         self.seq.extend(ids)
         return out.logits[0, -1].float()
 
-    def prefill(self, ids: list[int]) -> torch.Tensor:
-        """Run the prompt (reusing a cached common prefix); the next-token logits."""
+    def prefill(self, ids: list[int],
+                interrupt: Callable[[], bool] | None = None) -> torch.Tensor | None:
+        """Run the prompt (reusing a cached common prefix); the next-token logits.
+
+        Long prompts run in chunks of ``self.chunk`` tokens; ``interrupt`` is asked after each
+        one, and a true answer stops the prefill and returns ``None``.  The chunks already run
+        stay in the cache, so a later prompt with the same beginning (the user typing on)
+        resumes from there instead of starting over.
+        """
         if not ids:
             raise ValueError("empty prompt")
         keep = 0
@@ -87,7 +101,13 @@ class StepModel:
         if keep == 0:
             self.past, self.seq = None, []
         self.reused = keep
-        return self._run(ids[keep:], logits_to_keep=1)
+        rest = ids[keep:]
+        while len(rest) > self.chunk:
+            self._run(rest[:self.chunk], logits_to_keep=1)
+            rest = rest[self.chunk:]
+            if interrupt is not None and interrupt():
+                return None
+        return self._run(rest, logits_to_keep=1)
 
     def step(self, token: int) -> torch.Tensor:
         """Append one token; the next-token logits."""
@@ -318,9 +338,16 @@ def decode(
     last_eos_logp: float | None = None
     stop_list = sorted(setup.stop_ids)
 
+    def interrupted() -> bool:
+        return bool((cancel is not None and cancel())
+                    or (deadline is not None and time.monotonic() > deadline))
+
     t0 = time.perf_counter()
-    logits = setup.step_model.prefill(prompt_ids)
+    logits = setup.step_model.prefill(prompt_ids, interrupted)
     model_s += time.perf_counter() - t0
+    if logits is None:  # cancelled or out of time before the first token
+        stop = "cancelled" if cancel is not None and cancel() else "time"
+        return Decoded(None, stop, 0, model_s * 1e3, constraint_s * 1e3, "")
 
     while True:
         if cancel is not None and cancel():

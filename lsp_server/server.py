@@ -50,6 +50,12 @@ RECENT_TIMINGS = 256
 CONFIG_PULL_TIMEOUT_S = 5.0
 
 
+def _device_type(engine) -> str:
+    """``"cpu"`` or ``"cuda"``: where the engine's model runs."""
+    device = getattr(getattr(engine, "loaded", None), "device", None)
+    return getattr(device, "type", "cpu")
+
+
 class _DropDeserializeTraceback(logging.Filter):
     """pygls logs a full traceback for each request that breaks the schema; SeamProtocol
     answers those with InvalidParams and logs one line instead."""
@@ -417,12 +423,14 @@ class SeamServer(LanguageServer):
             log.info("no completion yet: model is %s (%s)", state.state, state.message)
             return None
         policy = policy_for(self.settings, text[cur.line_start:cur.offset],
-                            text[cur.offset:cur.line_end])
+                            text[cur.offset:cur.line_end],
+                            device_type=_device_type(engine))
         from fim.api import CompletionRequest
 
         request = CompletionRequest(left, right, mode=policy.mode, max_tokens=policy.max_tokens,
                                     top_k=policy.top_k, scope=policy.scope, temperature=0.0,
-                                    time_budget_ms=policy.time_budget_ms)
+                                    time_budget_ms=policy.time_budget_ms,
+                                    context_tokens=policy.context_tokens)
         try:
             outcome = await self.decoder.run(uri, engine, request,
                                              share_key=(text, cur.offset, policy))

@@ -4,9 +4,10 @@ Settings arrive as JSON from ``initializationOptions`` and ``workspace/didChange
 Each key is validated on its own: a bad value is reported (the caller shows the problems to the
 user) and the previous value of that key is kept, so one typo never disables completion.
 
-``maxTokens``, ``timeBudgetMs`` and ``scope`` accept ``"auto"`` (the default; ``0`` and ``null``
-mean the same), which picks an IDE-friendly policy from the cursor's line: mid-line a short
-single-statement completion, on an empty line a longer one that may fill a whole block.
+``maxTokens``, ``timeBudgetMs``, ``contextTokens`` and ``scope`` accept ``"auto"`` (the default;
+``0`` and ``null`` mean the same), which picks an IDE-friendly policy from the cursor's line:
+mid-line a short single-statement completion, on an empty line a longer one that may fill a
+whole block; "auto" context is small on a CPU and the model's whole window on a GPU.
 ``model: "bundled"`` names the default bundled model. Keys the server does not know (a client's
 own settings such as VS Code's ``seam.server.*``) are ignored.
 """
@@ -28,6 +29,12 @@ DEFAULT_MODEL = "bundled:qwen2.5-coder-1.5b"
 MID_LINE_POLICY = ("statement", 32, 10000)
 EMPTY_LINE_POLICY = ("block", 96, 20000)
 
+#: "auto" context (prompt plus middle, in tokens) for a model on a CPU; on a GPU, "auto" is the
+#: model's whole window.  On this project's 2-core machine the bundled model prefills ~30
+#: tokens/s, and in the fill-in-the-middle prompt the right context comes after the cursor,
+#: so each keystroke re-runs it: a quarter of 1,024 tokens is what a 10 s budget can afford.
+CPU_CONTEXT_TOKENS = 1024
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -38,6 +45,7 @@ class Settings:
     dtype: str = "auto"
     max_tokens: int | None = None
     time_budget_ms: int | None = None
+    context_tokens: int | None = None
     scope: str | None = None
     top_k: int = 50
     constrained: bool = True
@@ -106,6 +114,7 @@ _KEYS = {
     "dtype": ("dtype", _nonempty_str),
     "maxTokens": ("max_tokens", _auto_or_positive_int),
     "timeBudgetMs": ("time_budget_ms", _auto_or_positive_int),
+    "contextTokens": ("context_tokens", _auto_or_positive_int),
     "scope": ("scope", _scope),
     "topK": ("top_k", _top_k),
     "constrained": ("constrained", _bool),
@@ -155,16 +164,24 @@ class Policy:
     time_budget_ms: int
     mode: str
     top_k: int
+    context_tokens: int | None = None  # None: the model's whole window
 
 
-def policy_for(settings: Settings, line_before: str, line_after: str) -> Policy:
-    """Resolve "auto" settings for a cursor whose line reads ``line_before|line_after``."""
+def policy_for(settings: Settings, line_before: str, line_after: str,
+               device_type: str = "cpu") -> Policy:
+    """Resolve "auto" settings for a cursor whose line reads ``line_before|line_after``.
+
+    ``device_type`` is where the model runs (``"cpu"``, ``"cuda"``): it decides the "auto"
+    context size.
+    """
     empty_line = not line_before.strip() and not line_after.strip()
     scope, max_tokens, budget = EMPTY_LINE_POLICY if empty_line else MID_LINE_POLICY
+    auto_context = CPU_CONTEXT_TOKENS if device_type == "cpu" else None
     return Policy(
         scope=settings.scope or scope,
         max_tokens=settings.max_tokens or max_tokens,
         time_budget_ms=settings.time_budget_ms or budget,
         mode="constrained" if settings.constrained else "unconstrained",
         top_k=settings.top_k,
+        context_tokens=settings.context_tokens or auto_context,
     )

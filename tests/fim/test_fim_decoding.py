@@ -17,7 +17,7 @@ from fim.decoding import (
     checked_cut,
     longest_parsing_prefix,
 )
-from fim.templates import build_prompt
+from fim.templates import PromptTooLong, build_prompt
 
 
 class DigitsState:
@@ -273,3 +273,50 @@ def test_exact_mode_parse_failures_are_flagged_not_hidden(random_loaded):
     res = engine.complete(CompletionRequest("x = (", "\n", max_tokens=2))
     assert res.middle is not None and res.parses is False
     assert "does not parse" in res.error
+
+
+def test_long_prompts_prefill_in_interruptible_chunks(random_loaded):
+    """Chunked prefill gives the one-pass logits; an interrupt keeps the finished chunks."""
+    tok = random_loaded.tokenizer
+    ids = tok.encode("def f(x):\n    return [x * i for i in range(10)]\n" * 6)
+    whole = StepModel(random_loaded.model, random_loaded.device)
+    whole.chunk = len(ids)
+    chunked = StepModel(random_loaded.model, random_loaded.device)
+    chunked.chunk = 16
+    assert len(ids) > 3 * chunked.chunk
+    assert torch.allclose(chunked.prefill(ids), whole.prefill(ids), atol=1e-4)
+    assert len(chunked.seq) == len(ids)
+
+    calls = []
+    stopped = StepModel(random_loaded.model, random_loaded.device)
+    stopped.chunk = 16
+    assert stopped.prefill(ids, lambda: calls.append(1) or len(calls) >= 2) is None
+    assert stopped.seq == ids[:32]  # two chunks ran, the rest did not
+    resumed = stopped.prefill(ids)  # the same prompt again: resumes after the kept chunks
+    assert stopped.reused == 32
+    assert torch.allclose(resumed, whole.prefill(ids), atol=1e-4)
+
+
+def test_cancel_during_prefill_stops_before_the_first_token(random_loaded):
+    engine = _engine(random_loaded, DigitsLanguage)
+    engine._setup.step_model.chunk = 8
+    engine._setup.step_model.reset()
+    polls = []
+    res = engine.complete(CompletionRequest("# " + "words and more words " * 20 + "\nx = ", "\n",
+                                            mode="unconstrained", max_tokens=20),
+                          cancel=lambda: polls.append(1) or len(polls) > 1)
+    assert (res.middle, res.stop, res.tokens) == (None, "cancelled", 0)
+    assert 0 < len(engine._setup.step_model.seq) < res.prompt_tokens
+
+
+def test_context_tokens_caps_the_prompt(random_loaded):
+    engine = _engine(random_loaded, DigitsLanguage)
+    left = "# " + "words and more words " * 60 + "\nx = "
+    wide = engine.complete(CompletionRequest(left, "\n", mode="unconstrained", max_tokens=4))
+    narrow = engine.complete(CompletionRequest(left, "\n", mode="unconstrained", max_tokens=4,
+                                               context_tokens=64))
+    assert narrow.prompt_tokens <= 64 - 4 < wide.prompt_tokens
+    with pytest.raises(PromptTooLong):
+        engine.complete(CompletionRequest(left, "\n", max_tokens=8, context_tokens=10))
+    with pytest.raises(ValueError, match="context_tokens"):
+        engine.complete(CompletionRequest(left, "\n", context_tokens=0))

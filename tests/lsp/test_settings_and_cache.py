@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lsp_server.settings import (
+    CPU_CONTEXT_TOKENS,
     EMPTY_LINE_POLICY,
     MID_LINE_POLICY,
     Settings,
@@ -43,6 +44,17 @@ def test_policy_mid_line_vs_empty_line() -> None:
     assert (empty.scope, empty.max_tokens, empty.time_budget_ms) == EMPTY_LINE_POLICY
     fixed = policy_for(Settings(scope="block", max_tokens=7, constrained=False), "x", "")
     assert (fixed.scope, fixed.max_tokens, fixed.mode) == ("block", 7, "unconstrained")
+
+
+def test_context_tokens_auto_depends_on_the_device() -> None:
+    s, problems = merge(Settings(), {"contextTokens": "auto"})
+    assert not problems and s.context_tokens is None
+    assert policy_for(s, "x", "").context_tokens == CPU_CONTEXT_TOKENS
+    assert policy_for(s, "x", "", device_type="cuda").context_tokens is None  # whole window
+    s, problems = merge(s, {"contextTokens": 300})
+    assert policy_for(s, "x", "", device_type="cuda").context_tokens == 300
+    s, problems = merge(s, {"contextTokens": -5})
+    assert problems and s.context_tokens == 300  # a bad value keeps the previous one
 
 
 def test_typing_through_returns_the_rest() -> None:

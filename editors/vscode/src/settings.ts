@@ -11,6 +11,7 @@ export interface ServerSettings {
   dtype: string;
   maxTokens: number | "auto";
   timeBudgetMs: number | "auto";
+  contextTokens: number | "auto";
   scope: string;
   topK: number;
   constrained: boolean;
@@ -35,6 +36,7 @@ export function serverSettings(): ServerSettings {
     dtype: cfg.get<string>("dtype", "auto"),
     maxTokens: autoWhenZero(cfg.get<number>("maxTokens", 0)),
     timeBudgetMs: autoWhenZero(cfg.get<number>("timeBudgetMs", 0)),
+    contextTokens: autoWhenZero(cfg.get<number>("contextTokens", 0)),
     scope: cfg.get<string>("scope", "auto"),
     topK: cfg.get<number>("topK", 50),
     constrained: cfg.get<boolean>("constrained", true),
