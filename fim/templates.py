@@ -98,6 +98,42 @@ def _encode(tokenizer, text: str) -> list[int]:
     return list(tokenizer.encode(text, add_special_tokens=False, verbose=False))
 
 
+#: Characters per token assumed when a long context is cut before it is tokenized: well above
+#: what source code averages (3-4), and doubled whenever the cut text still fits the budget,
+#: so the cut never costs context; it only spares tokenizing megabytes the window cannot hold.
+_CHARS_PER_TOKEN = 8
+
+
+def _encode_tail(tokenizer, text: str, budget: int) -> tuple[list[int], int]:
+    """Tokens of ``text``, or of a suffix from a line start holding more than ``budget`` tokens.
+
+    Returns the ids and the number of characters cut from the front.
+    """
+    cap = max(1, budget) * _CHARS_PER_TOKEN
+    while len(text) > cap:
+        start = text.find("\n", len(text) - cap) + 1 or len(text) - cap
+        ids = _encode(tokenizer, text[start:])
+        if len(ids) > budget:
+            return ids, start
+        cap *= 2
+    return _encode(tokenizer, text), 0
+
+
+def _encode_head(tokenizer, text: str, budget: int) -> tuple[list[int], int]:
+    """Tokens of ``text``, or of a prefix ending a line holding more than ``budget`` tokens.
+
+    Returns the ids and the number of characters cut from the end.
+    """
+    cap = max(1, budget) * _CHARS_PER_TOKEN
+    while len(text) > cap:
+        end = text.rfind("\n", 0, cap) + 1 or cap
+        ids = _encode(tokenizer, text[:end])
+        if len(ids) > budget:
+            return ids, len(text) - end
+        cap *= 2
+    return _encode(tokenizer, text), 0
+
+
 def _fit_left(tokenizer, left: str, budget: int) -> tuple[list[int], int]:
     """Tokens of the longest suffix of ``left`` starting at a line start that fits ``budget``."""
     ids = _encode(tokenizer, left)
@@ -184,9 +220,9 @@ def build_prompt(
             f"{reserve} generated tokens; lower --max-tokens"
         )
     left_text = template.left_lead + left
-    left_ids = _encode(tokenizer, left_text)
-    right_ids = _encode(tokenizer, right)
-    left_dropped = right_dropped = 0
+    # Neither side can use more than the whole room, so neither is tokenized much past it.
+    left_ids, left_dropped = _encode_tail(tokenizer, left_text, room)
+    right_ids, right_dropped = _encode_head(tokenizer, right, room)
     if len(left_ids) + len(right_ids) > room:
         left_budget = int(room * left_share)
         right_budget = room - left_budget
@@ -196,9 +232,12 @@ def build_prompt(
         elif len(left_ids) < left_budget:
             right_budget = room - len(left_ids)
         if len(left_ids) > left_budget:
-            left_ids, left_dropped = _fit_left(tokenizer, left_text, left_budget)
+            left_ids, cut = _fit_left(tokenizer, left_text[left_dropped:], left_budget)
+            left_dropped += cut
         if len(right_ids) > right_budget:
-            right_ids, right_dropped = _fit_right(tokenizer, right, right_budget)
+            kept = right[: len(right) - right_dropped]
+            right_ids, cut = _fit_right(tokenizer, kept, right_budget)
+            right_dropped += cut
     healed = ""
     if heal:
         kept_left = left_text[left_dropped:]

@@ -117,3 +117,48 @@ def test_token_healing_backs_off_the_last_token(random_loaded):
     p = build_prompt(tok, TEMPLATES["santacoder"], left, "\n", window=1024, reserve=8)
     assert p.healed == healed
     assert heal_split(tok, [], "") == ([], "")
+
+
+def test_huge_contexts_are_cut_before_tokenizing(random_loaded):
+    tok = random_loaded.tokenizer
+    t = TEMPLATES["santacoder"]
+    left = "".join(f"value_{i} = compute({i}, 'text')\n" for i in range(60_000))
+    right = "".join(f"other_{i} = transform({i})\n" for i in range(60_000))
+    p = build_prompt(tok, t, left, right, window=300, reserve=40, heal=False)
+    assert len(p.ids) <= 300 - 40
+    k = p.ids.index(tok.convert_tokens_to_ids("<fim-suffix>"))
+    assert left[p.left_chars_dropped - 1] == "\n"
+    assert tok.decode(p.ids[1:k]) == left[p.left_chars_dropped:]
+    assert tok.decode(p.ids[k + 1 : -1]) == right[: len(right) - p.right_chars_dropped]
+    # The cut keeps as much as the uncut search would: the prompt is (nearly) full.
+    assert len(p.ids) > 300 - 40 - 2 * 16
+
+
+@pytest.mark.parametrize("budget", [1, 5, 20, 80])
+def test_precut_never_costs_context(budget):
+    from fim.templates import _encode_head, _encode_tail
+
+    # Long runs the tokenizer learned as single tokens: far more than 8 characters per token,
+    # so the first cut fits the budget and must be widened.
+    line = "#" + " " * 60 + "pad\n"
+    tok = PreTrainedTokenizerFast(tokenizer_object=_trained_on(line * 50), eos_token="<eos>")
+    text = line * 400
+    assert len(text) / len(tok.encode(text, add_special_tokens=False)) > 8
+    ids, cut = _encode_tail(tok, text, budget)
+    assert ids == tok.encode(text[cut:], add_special_tokens=False)
+    # A cut lies at a line start, unless no line starts within reach.
+    assert cut == 0 or (len(ids) > budget and (text[cut - 1] == "\n" or "\n" not in text[cut:]))
+    ids, cut = _encode_head(tok, text, budget)
+    kept = text[: len(text) - cut]
+    assert ids == tok.encode(kept, add_special_tokens=False)
+    assert cut == 0 or (len(ids) > budget and (kept.endswith("\n") or "\n" not in kept))
+
+
+def _trained_on(text: str) -> Tokenizer:
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=600, special_tokens=["<eos>"], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator([text] * 3, trainer=trainer)
+    return tok
