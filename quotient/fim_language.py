@@ -39,6 +39,7 @@ Fallbacks (`lang.mode`), never an exception for any text:
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from typing import Literal, NamedTuple
 
@@ -345,7 +346,7 @@ class FimLanguage:
             return self._base_mode
         if self._mode_checked is None:
             outside = (self.left[: self.left_start], self.right[self._outside_right:])
-            self._mode_checked = "exact" if all(map(_parses, outside)) else "window"
+            self._mode_checked = "exact" if all(map(_outside_parses, outside)) else "window"
         return self._mode_checked
 
     @property
@@ -571,6 +572,12 @@ class FimState:
 
 def _parses(text: str) -> bool:
     return not text.strip() or parses(text)
+
+
+#: The text outside the windows stays the same while the user edits near the cursor, but each
+#: new right context builds a new language; on a large file the parse is the costly part
+#: (~0.4 s per MB), so the answers are remembered by content.
+_outside_parses = functools.lru_cache(maxsize=8)(_parses)
 
 
 def _indent_width(stack: tuple[tuple[int, int], ...]) -> int:

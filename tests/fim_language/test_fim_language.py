@@ -233,3 +233,19 @@ def test_indentation_split_between_middle_and_right_context() -> None:
     for middle in ["                print(a)\n ", "                print(a)\n", "    pass\n "]:
         assert accepts(lang, middle) == parses(left + middle + right)
     assert accepts(lang, "                print(a)\n ")
+
+
+def test_outside_text_is_parsed_once_per_content():
+    from quotient import fim_language
+
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(400))
+    left = body + "def g(y):\n    z = y"
+    fim_language._outside_parses.cache_clear()
+    modes = []
+    for tail in ("\n    return z\n", "\n    return -z\n"):  # two right contexts, two languages
+        lang = FimLanguage.for_python(left, tail + body, scope="statement")
+        assert lang.left_start > len(body) // 2  # a window: most of the file lies outside
+        modes.append(lang.mode)
+    info = fim_language._outside_parses.cache_info()
+    assert modes == ["exact", "exact"]
+    assert info.hits >= 1 and info.misses <= 2
