@@ -60,8 +60,11 @@ def soundness(args) -> int:
         results.append(res)
         stops[res.stop] = stops.get(res.stop, 0) + 1
         modes[res.mode] = modes.get(res.mode, 0) + 1
-        if res.middle is not None and not res.parses:
-            unsound.append({"id": case["id"], "middle": res.middle, "mode": res.mode})
+        # ``error``: the constraint accepted a middle Python rejects (the engine then falls
+        # back to the checked cut, which hides the bug from ``parses``).
+        if res.error or (res.middle is not None and not res.parses):
+            unsound.append({"id": case["id"], "middle": res.middle, "raw": res.raw,
+                            "mode": res.mode, "error": res.error})
         if args.verbose:
             print(f"{i + 1}/{len(cases)} {case['id']} {res.stop} {res.mode}", file=sys.stderr)
     returned = sum(r.middle is not None for r in results)

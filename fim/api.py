@@ -298,12 +298,17 @@ class Engine:
                     constraint_ms += (time.perf_counter() - t0) * 1e3
                     parses = middle is not None
                 elif lang_mode == "exact":
-                    # The constraint accepted a middle that Python rejects: a bug to surface.
+                    # The constraint accepted a middle that Python rejects: a bug to surface
+                    # in ``error``, but the user still gets only a middle that parses.
                     error = (
                         f"constrained middle does not parse (language mode {lang_mode!r}); "
                         "please report this case"
                     )
                     log.warning("%s: left=%r middle=%r", error, req.left[-80:], middle)
+                    t0 = time.perf_counter()
+                    middle, stop = decoding.checked_cut(req.left, middle, req.right, stop)
+                    constraint_ms += (time.perf_counter() - t0) * 1e3
+                    parses = middle is not None
                 # "window": text outside the windows is broken, so the whole file cannot
                 # parse whatever the middle; ``parses`` reports that as it is.
         return CompletionResult(

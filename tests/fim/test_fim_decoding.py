@@ -16,6 +16,7 @@ from fim.decoding import (
     best_stopping_point,
     checked_cut,
     longest_parsing_prefix,
+    parses,
 )
 from fim.templates import PromptTooLong, build_prompt
 
@@ -268,11 +269,13 @@ def test_degraded_language_modes_fall_back_to_the_checked_cut(random_loaded):
         assert res.error is None
 
 
-def test_exact_mode_parse_failures_are_flagged_not_hidden(random_loaded):
+def test_exact_mode_parse_failures_are_flagged_and_never_returned(random_loaded):
     engine = Engine(random_loaded, language_factory=lambda *a: AnythingLanguage("exact"))
+    # Nothing two random tokens add after "x = (" closes it before a bare newline.
     res = engine.complete(CompletionRequest("x = (", "\n", max_tokens=2))
-    assert res.middle is not None and res.parses is False
-    assert "does not parse" in res.error
+    assert "does not parse" in res.error  # the constraint's bug is reported ...
+    assert res.middle is None or res.parses  # ... and only a middle that parses is returned
+    assert res.raw and not parses("x = (" + res.raw + "\n")
 
 
 def test_long_prompts_prefill_in_interruptible_chunks(random_loaded):
