@@ -63,7 +63,8 @@ def _number_terminal(text: str) -> str:
 
 def _string_terminal(text: str) -> str:
     body = text.lstrip("rRbBuUfF")
-    return "LONG_STRING" if body[:3] in ('"""', "'''") else "STRING"
+    kind = "BYTES" if "b" in text[: len(text) - len(body)].lower() else "STRING"
+    return "LONG_" + kind if body[:3] in ('"""', "'''") else kind
 
 
 def file_terminals(source: str) -> list[str]:

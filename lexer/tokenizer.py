@@ -58,7 +58,8 @@ class Tokenizer:
         self.openers = frozenset(lit[c] for c in OPENERS if c in lit)
         self.closers = frozenset(lit[c] for c in CLOSERS if c in lit)
         self.fstring = table.fstring_terminal
-        self.strings = frozenset(n for n in ("STRING", "LONG_STRING") if n in table.terminals)
+        self.strings = frozenset(
+            n for n in ("STRING", "LONG_STRING", "BYTES", "LONG_BYTES") if n in table.terminals)
 
     def lex(self, text: str, pos: int = 0, end: int | None = None, layout: Layout = _START,
             final: bool = True, eof: bool | None = None, events: bool = False) -> Lexed:

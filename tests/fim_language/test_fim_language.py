@@ -249,3 +249,16 @@ def test_outside_text_is_parsed_once_per_content():
     info = fim_language._outside_parses.cache_info()
     assert modes == ["exact", "exact"]
     assert info.hits >= 1 and info.misses <= 2
+
+
+@pytest.mark.parametrize("left, middle, right, complete", [
+    ("x = 'a' ", "b'c'", "\n", False),
+    ("x = b'a' ", "'c'", "\n", False),
+    ("x = b'a' ", "rb'c'", "\n", True),
+    ("x = 'a' ", "f'c'", "\n", True),
+])
+def test_bytes_never_concatenate_with_text(left, middle, right, complete):
+    lang = FimLanguage.for_python(left, right, scope="free")
+    state = lang.initial().feed(middle)
+    assert (state is not None and state.is_complete()) == complete
+    assert parses(left + middle + right) == complete

@@ -50,7 +50,8 @@ def _string_terminal(text: str) -> str:
     if "f" in prefix.lower():
         return "FSTRING"
     body = text[len(prefix) :]
-    return "LONG_STRING" if body[:3] in ('"""', "'''") else "STRING"
+    kind = "BYTES" if "b" in prefix.lower() else "STRING"
+    return "LONG_" + kind if body[:3] in ('"""', "'''") else kind
 
 
 def tokenize_terminals(source: str, literal_names: Mapping[str, str]) -> list[Token]:

@@ -76,9 +76,19 @@ def test_grammar_verdict(lexer_name: str, construct: str, source: str, expected:
     assert got == expected, f"grammar {'accepts' if got else 'rejects'} {source!r}"
 
 
-@pytest.mark.xfail(strict=True, reason="STRING covers bytes and str literals (lexer contract)")
-def test_bytes_and_str_concatenation_is_rejected() -> None:
-    # CPython's parser rejects mixing bytes and non-bytes literals; the grammar cannot see it.
-    source = "x = 'a' b'c'\n"
+@pytest.mark.parametrize("source", [
+    "x = 'a' b'c'\n", "x = b'a' 'c'\n", "x = b'a' f'c'\n", "x = rb'a' '''c'''\n",
+    "x = b'a' u'c'\n",
+])
+def test_bytes_and_text_concatenation_is_rejected(source: str) -> None:
+    # CPython's parser rejects mixing bytes and non-bytes literals.
     assert not local_ast_accepts(source)
     assert not accepts(source, LEXERS["tokenize"])
+
+
+@pytest.mark.parametrize("source", [
+    "x = b'a' B'c' rb'''d''' Br\"e\"\n", "x = 'a' f'b' '''c'''\n",
+])
+def test_bytes_with_bytes_and_text_with_text_are_accepted(source: str) -> None:
+    assert local_ast_accepts(source)
+    assert accepts(source, LEXERS["tokenize"])

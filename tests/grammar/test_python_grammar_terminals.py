@@ -14,7 +14,7 @@ from tests.grammar._harness import python_grammar
 
 NUMBER_TERMINALS = ("DEC_NUMBER", "HEX_NUMBER", "OCT_NUMBER", "BIN_NUMBER", "FLOAT_NUMBER",
                     "IMAG_NUMBER")
-STRING_TERMINALS = ("STRING", "LONG_STRING")
+STRING_TERMINALS = ("STRING", "LONG_STRING", "BYTES", "LONG_BYTES")
 
 # Lexeme -> the one number terminal that must match it whole (None: no number terminal may).
 NUMBERS = {
@@ -36,11 +36,11 @@ NUMBERS = {
 # Lexeme -> the one string terminal that must match it whole (None: none may).
 STRINGS = {
     "''": "STRING", '""': "STRING", "'a'": "STRING", '"a\\"b"': "STRING", "'\\\\'": "STRING",
-    "r'\\''": "STRING", "b'x'": "STRING", "Rb'x'": "STRING", "bR'x'": "STRING",
+    "r'\\''": "STRING", "b'x'": "BYTES", "Rb'x'": "BYTES", "bR'x'": "BYTES",
     "u'x'": "STRING", "U'x'": "STRING", "'a\\\nb'": "STRING", "'a\\\r\nb'": "STRING",
     "''''''": "LONG_STRING", '""""""': "LONG_STRING", "'''a\nb'''": "LONG_STRING",
     "'''it's'''": "LONG_STRING", "'''a''b'''": "LONG_STRING", "'''a\\''''": "LONG_STRING",
-    '"""a"b""c"""': "LONG_STRING", "rb'''x'''": "LONG_STRING", "'''\\''''": "LONG_STRING",
+    '"""a"b""c"""': "LONG_STRING", "rb'''x'''": "LONG_BYTES", "'''\\''''": "LONG_STRING",
     "'a": None, "'a\nb'": None, "'a''": None, "ur'x'": None, "bu'x'": None, "f'x'": None,
     "rf'x'": None, "'''a''''": None, "'''a'''b'''": None, "'''a": None, "x'a'": None,
     "'''a''": None, "'\\'": None,
@@ -123,7 +123,7 @@ def test_tables_agree_with_cpython_tokenizer(text: str) -> None:
 
 @pytest.mark.parametrize("name, text", [
     ("HEX_NUMBER", "0x1f"), ("FLOAT_NUMBER", "1_0.5e-1_0"), ("IMAG_NUMBER", "1.5e3j"),
-    ("STRING", "rb'a\\'b'"), ("LONG_STRING", "'''a''b\\'''c'''"), ("NAME", "été_1"),
+    ("BYTES", "rb'a\\'b'"), ("LONG_STRING", "'''a''b\\'''c'''"), ("NAME", "été_1"),
 ])
 def test_every_prefix_is_a_partial_match(name: str, text: str) -> None:
     pattern = _compiled(name)

@@ -19,7 +19,7 @@ from quotient.python_grammar import lex_python, python_tokenizer
 
 SOFT = {"match", "case", "type", "_"}
 NUMBERS = {"DEC_NUMBER", "HEX_NUMBER", "OCT_NUMBER", "BIN_NUMBER", "FLOAT_NUMBER", "IMAG_NUMBER"}
-STRINGS = {"STRING", "LONG_STRING", "FSTRING"}
+STRINGS = {"STRING", "LONG_STRING", "BYTES", "LONG_BYTES", "FSTRING"}
 
 
 def ours(src: str) -> list[str]:
