@@ -42,6 +42,10 @@ class StepModel:
     The cache is kept between requests: a new prompt that shares a prefix with the tokens
     already in the cache (the same prompt again, as when the evaluation runs two modes, or a
     left context the user keeps typing at) only runs the model on the part that differs.
+    The logits after each generated token are kept too, so a later run that retraces an
+    earlier one token for token (constrained decoding following the unconstrained path while
+    the constraint accepts the model's first choice) reads them instead of recomputing them;
+    the first token that differs crops the cache there.
     """
 
     #: Prompt tokens per forward pass when prefilling: small on CPU, where 64 tokens of a
@@ -49,6 +53,8 @@ class StepModel:
     #: act within one chunk; large on a GPU, where each pass has a fixed cost.
     CPU_CHUNK = 64
     GPU_CHUNK = 1024
+    #: Logits kept for retracing (one vocabulary-sized row each: 0.6 MB for Qwen2.5).
+    MAX_SAVED = 128
 
     def __init__(self, model: torch.nn.Module, device: torch.device) -> None:
         self.model = model
@@ -56,7 +62,10 @@ class StepModel:
         self.chunk = self.CPU_CHUNK if device.type == "cpu" else self.GPU_CHUNK
         self.past = None
         self.seq: list[int] = []  # the token ids whose keys and values are in ``past``
+        self.pos = 0  # how many of them the current run has consumed; the rest may be retraced
+        self.saved: dict[int, torch.Tensor] = {}  # length of a prefix of seq -> logits after it
         self.reused = 0  # prompt tokens served from the cache by the last prefill
+        self.retraced = 0  # steps served from saved logits since the last prefill
 
     def _run(self, ids: list[int], **kwargs) -> torch.Tensor:
         with torch.inference_mode():
@@ -68,7 +77,32 @@ class StepModel:
             )
         self.past = out.past_key_values
         self.seq.extend(ids)
-        return out.logits[0, -1].float()
+        self.pos = len(self.seq)
+        logits = out.logits[0, -1].float()
+        self.saved[self.pos] = logits
+        if len(self.saved) > self.MAX_SAVED:
+            del self.saved[min(self.saved)]
+        return logits
+
+    def _crop(self, keep: int) -> int:
+        """Cut the cache back to its first ``keep`` tokens; how many it holds afterwards."""
+        remove = len(self.seq) - keep
+        if remove and keep and self.past is not None and getattr(self.past, "is_croppable",
+                                                                 False):
+            try:
+                self.past.crop(-remove)  # transformers 5: a negative count removes tokens
+                if self.past.get_seq_length() != keep:
+                    keep = 0
+            except (NotImplementedError, ValueError, AttributeError, TypeError):
+                keep = 0
+        elif remove:
+            keep = 0
+        if keep == 0:
+            self.past = None
+        self.seq = self.seq[:keep]
+        self.saved = {n: v for n, v in self.saved.items() if n <= keep}
+        self.pos = keep
+        return keep
 
     def prefill(self, ids: list[int],
                 interrupt: Callable[[], bool] | None = None) -> torch.Tensor | None:
@@ -81,25 +115,15 @@ class StepModel:
         """
         if not ids:
             raise ValueError("empty prompt")
+        self.retraced = 0
         keep = 0
-        limit = min(len(self.seq), len(ids) - 1)  # always run at least the last token
+        limit = min(len(self.seq), len(ids))
         while keep < limit and self.seq[keep] == ids[keep]:
             keep += 1
-        if keep and self.past is not None and getattr(self.past, "is_croppable", False):
-            remove = len(self.seq) - keep
-            try:
-                if remove:
-                    self.past.crop(-remove)  # transformers 5: a negative count removes tokens
-                if self.past.get_seq_length() == keep:
-                    self.seq = self.seq[:keep]
-                else:
-                    keep = 0
-            except (NotImplementedError, ValueError, AttributeError, TypeError):
-                keep = 0
-        else:
-            keep = 0
-        if keep == 0:
-            self.past, self.seq = None, []
+        if keep == len(ids) and keep in self.saved:
+            self.pos = self.reused = keep  # the whole prompt, and its logits, are cached
+            return self.saved[keep]
+        keep = self._crop(min(keep, len(ids) - 1))  # always run at least the last token
         self.reused = keep
         rest = ids[keep:]
         while len(rest) > self.chunk:
@@ -111,10 +135,17 @@ class StepModel:
 
     def step(self, token: int) -> torch.Tensor:
         """Append one token; the next-token logits."""
+        nxt = self.pos + 1
+        if self.pos < len(self.seq) and self.seq[self.pos] == token and nxt in self.saved:
+            self.pos = nxt
+            self.retraced += 1
+            return self.saved[nxt]
+        if self.pos < len(self.seq):
+            self._crop(self.pos)
         return self._run([token])
 
     def reset(self) -> None:
-        self.past, self.seq = None, []
+        self.past, self.seq, self.pos, self.saved = None, [], 0, {}
 
 
 def parses(source: str) -> bool:

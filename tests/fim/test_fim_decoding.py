@@ -233,7 +233,10 @@ def test_prompt_prefix_is_reused_from_the_cache(random_loaded):
     cached.prefill(a)
     cached.step(5)
     again = cached.prefill(a)
-    assert cached.reused == len(a) - 1
+    assert cached.reused == len(a)  # the prompt and its logits are still cached
+    assert cached.step(5) is not None and cached.retraced == 1
+    assert cached.step(6) is not None and cached.retraced == 1  # nothing saved: run
+    assert cached.seq == a + [5, 6]
     logits_b = cached.prefill(b)
     assert 0 < cached.reused < len(b)
     after = cached.step(7)
@@ -276,6 +279,41 @@ def test_exact_mode_parse_failures_are_flagged_and_never_returned(random_loaded)
     assert "does not parse" in res.error  # the constraint's bug is reported ...
     assert res.middle is None or res.parses  # ... and only a middle that parses is returned
     assert res.raw and not parses("x = (" + res.raw + "\n")
+
+
+def test_retracing_an_earlier_run_gives_the_same_logits_without_the_model(random_loaded):
+    tok = random_loaded.tokenizer
+    prompt = tok.encode("def f(x):\n    return x\n")
+    path = [11, 12, 13, 14, 15]
+    cached = StepModel(random_loaded.model, random_loaded.device)
+    first = [cached.prefill(prompt)] + [cached.step(t) for t in path]
+    calls = []
+    hook = random_loaded.model.register_forward_hook(lambda *a: calls.append(1))
+    try:
+        again = [cached.prefill(prompt)] + [cached.step(t) for t in path[:3]]
+        assert calls == [] and cached.retraced == 3
+        branch = cached.step(99)  # leaves the earlier path: one forward pass
+        assert len(calls) == 1 and cached.seq == prompt + path[:3] + [99]
+    finally:
+        hook.remove()
+    fresh = StepModel(random_loaded.model, random_loaded.device)
+    expected = [fresh.prefill(prompt)] + [fresh.step(t) for t in path[:3]]
+    for got, want in zip(again, expected, strict=True):
+        assert torch.equal(got, want)
+    for got, want in zip(again, first, strict=False):
+        assert torch.equal(got, want)
+    assert torch.allclose(branch, fresh.step(99), atol=1e-5)
+
+
+def test_constrained_after_unconstrained_decodes_as_from_scratch(random_loaded):
+    engine = Engine(random_loaded, language_factory=ReferenceLanguage.for_python)
+    left, right = "def f(x):\n    return ", "\n\nprint(f(2))\n"
+    for mode in ("unconstrained", "constrained"):
+        warm = engine.complete(CompletionRequest(left, right, mode=mode, max_tokens=12))
+        cold_engine = Engine(random_loaded, language_factory=ReferenceLanguage.for_python)
+        cold = cold_engine.complete(CompletionRequest(left, right, mode=mode, max_tokens=12))
+        assert (warm.middle, warm.raw, warm.stop, warm.tokens) == \
+            (cold.middle, cold.raw, cold.stop, cold.tokens)
 
 
 def test_long_prompts_prefill_in_interruptible_chunks(random_loaded):
