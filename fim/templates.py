@@ -135,46 +135,52 @@ def _encode_head(tokenizer, text: str, budget: int) -> tuple[list[int], int]:
 
 
 def _fit_left(tokenizer, left: str, budget: int) -> tuple[list[int], int]:
-    """Tokens of the longest suffix of ``left`` starting at a line start that fits ``budget``."""
+    """Tokens of the longest suffix of ``left`` starting at a line start that fits ``budget``.
+
+    Binary search over the line starts: a suffix that starts later never has more tokens.
+    Returns the ids and the number of characters left out.
+    """
     ids = _encode(tokenizer, left)
     if len(ids) <= budget:
         return ids, 0
-    # Estimate the cut from the average characters per token, then walk line by line.
-    start = max(0, len(left) - int(budget * len(left) / max(1, len(ids))))
-    while True:
-        nl = left.find("\n", start)
-        if nl < 0:
-            break
-        start = nl + 1
-        ids = _encode(tokenizer, left[start:])
-        if len(ids) <= budget:
-            return ids, start
-        # Skip ahead proportionally when far over budget.
-        over = len(ids) - budget
-        if over > 64:
-            start += int(over * (len(left) - start) / max(1, len(ids))) // 2
+    starts = [i + 1 for i, c in enumerate(left) if c == "\n" and i + 1 < len(left)]
+    lo, hi, best = 0, len(starts) - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        got = _encode(tokenizer, left[starts[mid]:])
+        if len(got) <= budget:
+            best, hi = (got, starts[mid]), mid - 1
+        else:
+            lo = mid + 1
+    if best is not None:
+        return best
     # No line start fits: fall back to a token boundary inside the last line.
-    ids = _encode(tokenizer, left)[-budget:] if budget > 0 else []
+    ids = ids[-budget:] if budget > 0 else []
     kept = tokenizer.decode(ids) if ids else ""
     return ids, len(left) - len(kept)
 
 
 def _fit_right(tokenizer, right: str, budget: int) -> tuple[list[int], int]:
-    """Tokens of the longest prefix of ``right`` ending at a line end that fits ``budget``."""
+    """Tokens of the longest prefix of ``right`` ending a line that fits ``budget``.
+
+    Binary search over the line ends, as in ``_fit_left``.  Returns the ids and the number of
+    characters left out.
+    """
     ids = _encode(tokenizer, right)
     if len(ids) <= budget:
         return ids, 0
-    end = min(len(right), int(budget * len(right) / max(1, len(ids))) + 1)
-    while end > 0:
-        nl = right.rfind("\n", 0, end)
-        if nl < 0:
-            break
-        end = nl + 1
-        ids = _encode(tokenizer, right[:end])
-        if len(ids) <= budget:
-            return ids, len(right) - end
-        end = nl  # look for the previous line end
-    ids = _encode(tokenizer, right)[:budget] if budget > 0 else []
+    ends = [i + 1 for i, c in enumerate(right) if c == "\n"]
+    lo, hi, best = 0, len(ends) - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        got = _encode(tokenizer, right[:ends[mid]])
+        if len(got) <= budget:
+            best, lo = (got, len(right) - ends[mid]), mid + 1
+        else:
+            hi = mid - 1
+    if best is not None:
+        return best
+    ids = ids[:budget] if budget > 0 else []
     kept = tokenizer.decode(ids) if ids else ""
     return ids, len(right) - len(kept)
 

@@ -96,6 +96,13 @@ def test_context_budget_cuts_at_line_boundaries(random_loaded):
         k = p.ids.index(vocab["<fim-suffix>"])
         assert tok.decode(p.ids[1:k]) == left[p.left_chars_dropped:]
         assert tok.decode(p.ids[k + 1 : -1]) == kept_right
+        # The longest cut that fits: one more line on either side would not fit its share.
+        room = 300 - 40 - 3  # the window minus the budget and the three sentinels
+        left_budget = int(room * share)
+        earlier = left.rfind("\n", 0, p.left_chars_dropped - 1) + 1
+        assert len(tok.encode(left[earlier:], add_special_tokens=False)) > left_budget
+        later = right.find("\n", len(kept_right)) + 1
+        assert len(tok.encode(right[:later], add_special_tokens=False)) > room - left_budget
     # A small right context leaves its share to the left.
     p = build_prompt(tok, t, left, "\n", window=300, reserve=40, left_share=0.5, heal=False)
     assert len(p.ids) > 200
@@ -162,3 +169,21 @@ def _trained_on(text: str) -> Tokenizer:
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator([text] * 3, trainer=trainer)
     return tok
+
+
+def test_cut_keeps_the_longest_context_when_density_varies(random_loaded):
+    # Dense code far from the cursor, sparse comments next to it: an estimate from the average
+    # characters per token cuts too late and wastes budget; the cut must not.
+    tok = random_loaded.tokenizer
+    head = "".join(f"v{i} = [{i}, {i + 1}, {i + 2}, ({i}), {{{i}: {i}}}]\n" for i in range(400))
+    tail = "".join(f"# {'description ' * 6}{i}\n" for i in range(25))
+    left = head + tail
+    right = "".join(f"w{i} = f(g(h({i}), {i}), [{i}])\n" for i in range(300))
+    p = build_prompt(tok, TEMPLATES["santacoder"], left, right, window=600, reserve=40,
+                     heal=False)
+    room = 600 - 40 - 3
+    left_budget = int(room * 0.75)
+    k = p.ids.index(tok.convert_tokens_to_ids("<fim-suffix>"))
+    assert k - 1 <= left_budget
+    earlier = left.rfind("\n", 0, p.left_chars_dropped - 1) + 1
+    assert len(tok.encode(left[earlier:], add_special_tokens=False)) > left_budget
