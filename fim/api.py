@@ -282,22 +282,13 @@ class Engine:
         middle, stop, constraint_ms = out.middle, out.stop, out.constraint_ms
         parses = None
         error = None
-        if req.mode == "checked" and middle is not None and out.stop != "cancelled":
-            t0 = time.perf_counter()
-            middle, stop = decoding.checked_cut(req.left, middle, req.right, out.stop)
-            constraint_ms += (time.perf_counter() - t0) * 1e3
-            parses = middle is not None
-        elif middle is not None:
+        # Checked mode always takes the longest prefix that parses; constrained mode falls back
+        # to it when the whole file does not parse with its middle.
+        cut = req.mode == "checked" and middle is not None and out.stop != "cancelled"
+        if req.mode != "checked" and middle is not None:
             parses = decoding.parses(req.left + middle + req.right)
             if req.mode == "constrained" and not parses:
-                if lang_mode in DEGRADED_MODES:
-                    # The language said it could not be exact here: fall back to the checked
-                    # cut, so a returned middle still parses (documented in DESIGN.md).
-                    t0 = time.perf_counter()
-                    middle, stop = decoding.checked_cut(req.left, middle, req.right, stop)
-                    constraint_ms += (time.perf_counter() - t0) * 1e3
-                    parses = middle is not None
-                elif lang_mode == "exact":
+                if lang_mode == "exact":
                     # The constraint accepted a middle that Python rejects: a bug to surface
                     # in ``error``, but the user still gets only a middle that parses.
                     error = (
@@ -305,12 +296,15 @@ class Engine:
                         "please report this case"
                     )
                     log.warning("%s: left=%r middle=%r", error, req.left[-80:], middle)
-                    t0 = time.perf_counter()
-                    middle, stop = decoding.checked_cut(req.left, middle, req.right, stop)
-                    constraint_ms += (time.perf_counter() - t0) * 1e3
-                    parses = middle is not None
+                # Degraded modes said they could not be exact here (documented in DESIGN.md).
                 # "window": text outside the windows is broken, so the whole file cannot
                 # parse whatever the middle; ``parses`` reports that as it is.
+                cut = lang_mode == "exact" or lang_mode in DEGRADED_MODES
+        if cut:
+            t0 = time.perf_counter()
+            middle, stop = decoding.checked_cut(req.left, middle, req.right, stop)
+            constraint_ms += (time.perf_counter() - t0) * 1e3
+            parses = middle is not None
         return CompletionResult(
             middle=middle, stop=stop, tokens=out.tokens, setup_ms=setup_ms,
             model_ms=out.model_ms, constraint_ms=constraint_ms, mode=lang_mode,

@@ -13,6 +13,8 @@ configurable left share.  The constraint still sees the full contexts; only the 
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -134,26 +136,36 @@ def _encode_head(tokenizer, text: str, budget: int) -> tuple[list[int], int]:
     return _encode(tokenizer, text), 0
 
 
+def _longest_fit(tokenizer, texts: Callable[[int], str], count: int,
+                 budget: int) -> tuple[list[int], int] | None:
+    """The ids and index of the first of ``texts(0..count-1)`` that fits ``budget`` tokens.
+
+    The texts run from longest to shortest, and a shorter one never has more tokens, so a
+    binary search finds the longest that fits.  ``None`` when none does.
+    """
+    lo, hi, best = 0, count - 1, None
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        ids = _encode(tokenizer, texts(mid))
+        if len(ids) <= budget:
+            best, hi = (ids, mid), mid - 1
+        else:
+            lo = mid + 1
+    return best
+
+
 def _fit_left(tokenizer, left: str, budget: int) -> tuple[list[int], int]:
     """Tokens of the longest suffix of ``left`` starting at a line start that fits ``budget``.
 
-    Binary search over the line starts: a suffix that starts later never has more tokens.
     Returns the ids and the number of characters left out.
     """
     ids = _encode(tokenizer, left)
     if len(ids) <= budget:
         return ids, 0
-    starts = [i + 1 for i, c in enumerate(left) if c == "\n" and i + 1 < len(left)]
-    lo, hi, best = 0, len(starts) - 1, None
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        got = _encode(tokenizer, left[starts[mid]:])
-        if len(got) <= budget:
-            best, hi = (got, starts[mid]), mid - 1
-        else:
-            lo = mid + 1
-    if best is not None:
-        return best
+    starts = [m.end() for m in re.finditer("\n", left) if m.end() < len(left)]
+    found = _longest_fit(tokenizer, lambda i: left[starts[i]:], len(starts), budget)
+    if found is not None:
+        return found[0], starts[found[1]]
     # No line start fits: fall back to a token boundary inside the last line.
     ids = ids[-budget:] if budget > 0 else []
     kept = tokenizer.decode(ids) if ids else ""
@@ -163,23 +175,15 @@ def _fit_left(tokenizer, left: str, budget: int) -> tuple[list[int], int]:
 def _fit_right(tokenizer, right: str, budget: int) -> tuple[list[int], int]:
     """Tokens of the longest prefix of ``right`` ending a line that fits ``budget``.
 
-    Binary search over the line ends, as in ``_fit_left``.  Returns the ids and the number of
-    characters left out.
+    Returns the ids and the number of characters left out.
     """
     ids = _encode(tokenizer, right)
     if len(ids) <= budget:
         return ids, 0
-    ends = [i + 1 for i, c in enumerate(right) if c == "\n"]
-    lo, hi, best = 0, len(ends) - 1, None
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        got = _encode(tokenizer, right[:ends[mid]])
-        if len(got) <= budget:
-            best, lo = (got, len(right) - ends[mid]), mid + 1
-        else:
-            hi = mid - 1
-    if best is not None:
-        return best
+    ends = [m.end() for m in re.finditer("\n", right)][::-1]
+    found = _longest_fit(tokenizer, lambda i: right[:ends[i]], len(ends), budget)
+    if found is not None:
+        return found[0], len(right) - ends[found[1]]
     ids = ids[:budget] if budget > 0 else []
     kept = tokenizer.decode(ids) if ids else ""
     return ids, len(right) - len(kept)
