@@ -92,14 +92,16 @@ def overhead(args) -> int:
 
 def speed(args) -> int:
     """Unconstrained tokens/s of our loop vs ``model.generate`` on one prompt, interleaved."""
-    engine = Engine.load(args.model, device=args.device, dtype=args.dtype, heal=False)
+    engine = Engine.load(args.model, device=args.device, dtype=args.dtype, heal=False,
+                         engine="transformers")
     tok = engine.tokenizer
-    model = engine.loaded.model
+    loaded = engine.backend.native
+    model = loaded.model
     left = "import os\n\n\ndef list_files(root):\n    out = []\n    for name in os.listdir(root):\n"
     right = "\n    return sorted(out)\n"
     prompt = build_prompt(tok, engine.template, left, right, window=engine.window,
                           reserve=args.tokens)
-    ids = torch.tensor([prompt.ids], device=engine.loaded.device)
+    ids = torch.tensor([prompt.ids], device=loaded.device)
     ours, theirs = [], []
     for _ in range(args.repeats):
         t0 = time.perf_counter()
@@ -108,7 +110,7 @@ def speed(args) -> int:
                                  do_sample=False, pad_token_id=tok.eos_token_id)
         n = out.shape[1] - ids.shape[1]
         theirs.append(n / (time.perf_counter() - t0))
-        engine._setup.step_model.reset()  # no prompt served from the previous run's cache
+        engine.step_model.reset()  # no prompt served from the previous run's cache
         t0 = time.perf_counter()
         d = decode(engine._setup, prompt.ids, "", mode="unconstrained", max_tokens=args.tokens,
                    min_tokens=args.tokens)

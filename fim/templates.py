@@ -50,15 +50,8 @@ TEMPLATES: dict[str, FimTemplate] = {
 
 
 def token_id(tokenizer, token: str) -> int | None:
-    """The id of ``token`` as a single vocabulary entry, or ``None``.
-
-    Asks the ``tokenizers`` backend directly when there is one: ``get_vocab()`` builds a dict
-    of the whole vocabulary (~0.2 s for Qwen's 151k entries), too slow for every request.
-    """
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None:
-        return backend.token_to_id(token)
-    return tokenizer.get_vocab().get(token)
+    """The id of ``token`` as a single vocabulary entry, or ``None``."""
+    return tokenizer.token_id(token)
 
 
 def detect_template(tokenizer, override: str | None = None) -> FimTemplate:
@@ -95,9 +88,7 @@ class PromptTooLong(ValueError):
 
 
 def _encode(tokenizer, text: str) -> list[int]:
-    if not text:
-        return []
-    return list(tokenizer.encode(text, add_special_tokens=False, verbose=False))
+    return tokenizer.encode(text) if text else []
 
 
 #: Characters per token assumed when a long context is cut before it is tokenized: well above
@@ -268,9 +259,8 @@ def stop_ids(tokenizer, template: FimTemplate) -> set[int]:
     return out
 
 
-def model_window(model, tokenizer) -> int:
-    """The number of positions the model attends over (capped by the tokenizer's limit)."""
-    config = model.config
+def model_window(config, tokenizer=None) -> int:
+    """The positions a transformers model attends over (capped by its tokenizer's limit)."""
     window = None
     for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
         value = getattr(config, name, None)

@@ -8,13 +8,15 @@ bytes are split into complete characters (fed to the constraint) and a pending i
 from __future__ import annotations
 
 import json
+import logging
 import os
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-import torch
+import numpy as np
 
 
 @lru_cache(maxsize=1)
@@ -55,13 +57,22 @@ class Vocabulary:
     def size(self) -> int:
         return len(self.token_bytes)
 
-    def disallowed_mask(self, allowed_specials: set[int], device: torch.device) -> torch.Tensor:
-        """Boolean mask over ids that may never be generated as text or as a stop."""
-        mask = torch.tensor([b is None for b in self.token_bytes], dtype=torch.bool)
+    def without(self, ids: set[int]) -> Vocabulary:
+        """This vocabulary with ``ids`` no longer text (they join the special ids)."""
+        if not ids:
+            return self
+        table = [None if i in ids else b for i, b in enumerate(self.token_bytes)]
+        return Vocabulary(table, self.special_ids | frozenset(i for i in ids if i < self.size))
+
+    def disallowed_mask(self, allowed_specials: set[int]) -> np.ndarray:
+        """Boolean mask over ids that may never be generated: every id that is not text
+        (control, unused and padding ids), except the stop tokens in ``allowed_specials``."""
+        mask = np.fromiter((b is None for b in self.token_bytes), dtype=bool,
+                           count=len(self.token_bytes))
         for i in allowed_specials:
             if 0 <= i < len(mask):
                 mask[i] = False
-        return mask.to(device)
+        return mask
 
 
 def build_vocabulary(tokenizer, model_vocab_size: int) -> Vocabulary:
@@ -116,7 +127,44 @@ def split_utf8(data: bytes) -> tuple[str, bytes] | None:
         return None
 
 
-_VOCAB_FILE_VERSION = 1
+_VOCAB_FILE_VERSION = 2  # 2: ids a GGUF marks control or unused are no longer text
+VOCABULARY_FILE = "seam-vocabulary.bin"
+log = logging.getLogger(__name__)
+
+
+def sorted_ids(vocab: Vocabulary) -> list[int]:
+    """Ids of the tokens with bytes, ordered by those bytes (what token healing bisects)."""
+    tb = vocab.token_bytes
+    return sorted((i for i, b in enumerate(tb) if b), key=tb.__getitem__)
+
+
+def cached_vocabulary(build: Callable[[], Vocabulary], size: int, cache_dir: Path | None,
+                      key_file: Path | None) -> tuple[Vocabulary, list[int]]:
+    """The token byte table and the healing order, read from ``cache_dir`` when it has them.
+
+    The file is keyed by the size and modification time of ``key_file`` (the tokenizer or the
+    model file it was read from), so a changed model rebuilds it; a cache that cannot be
+    written is simply not used.
+    """
+    path = key = None
+    if cache_dir is not None and key_file is not None:
+        try:
+            st = Path(key_file).stat()
+            key, path = f"{st.st_size}:{st.st_mtime_ns}", Path(cache_dir) / VOCABULARY_FILE
+        except OSError:
+            pass
+    if path is not None:
+        found = load_vocabulary(path, key, size)
+        if found is not None:
+            return found
+    vocab = build()
+    order = sorted_ids(vocab)
+    if path is not None:
+        try:
+            save_vocabulary(vocab, order, path, key)
+        except OSError as err:
+            log.info("vocabulary cache not written to %s: %s", path, err)
+    return vocab, order
 
 
 def save_vocabulary(vocab: Vocabulary, order: list[int], path: Path, key: str) -> None:

@@ -51,9 +51,8 @@ CONFIG_PULL_TIMEOUT_S = 5.0
 
 
 def _device_type(engine) -> str:
-    """``"cpu"`` or ``"cuda"``: where the engine's model runs."""
-    device = getattr(getattr(engine, "loaded", None), "device", None)
-    return getattr(device, "type", "cpu")
+    """``"cpu"``, ``"cuda"`` or ``"metal"``: where the engine's model runs."""
+    return engine.backend.device
 
 
 class _DropDeserializeTraceback(logging.Filter):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fim.decoding import parses
+from fim.transformers_engine import backend_from_loaded
 
 
 class ReferenceState:
@@ -55,7 +56,7 @@ needs_fim_language = pytest.mark.skipif(
 
 @pytest.fixture(scope="session")
 def random_loaded():
-    from fim.models import load_model
+    from fim.transformers_engine import load_model
 
     return load_model("random:santacoder", device="cpu", dtype="fp32")
 
@@ -64,11 +65,11 @@ def random_loaded():
 def reference_engine(random_loaded):
     from fim.api import Engine
 
-    return Engine(random_loaded, language_factory=ReferenceLanguage.for_python)
+    return Engine(backend_from_loaded(random_loaded), language_factory=ReferenceLanguage.for_python)
 
 
 @pytest.fixture(scope="session")
 def engine(random_loaded):
     from fim.api import Engine
 
-    return Engine(random_loaded, window=256)
+    return Engine(backend_from_loaded(random_loaded), window=256)

@@ -56,7 +56,7 @@ def test_bundled_cache_tokenizer_matches_auto_tokenizer(qwen):
 
     from transformers import AutoTokenizer
 
-    from fim.models import _cached_tokenizer
+    from fim.transformers_engine import _cached_tokenizer
     from fim.vocab import build_vocabulary
 
     path = bundled.cache_dir(bundled.lookup("qwen2.5-coder-1.5b"))

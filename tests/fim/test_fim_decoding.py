@@ -11,7 +11,6 @@ from conftest import ReferenceLanguage, ReferenceState
 from fim.api import CompletionRequest, Engine
 from fim.decoding import (
     FeedCache,
-    StepModel,
     _Step,
     best_stopping_point,
     checked_cut,
@@ -19,6 +18,7 @@ from fim.decoding import (
     parses,
 )
 from fim.templates import PromptTooLong, build_prompt
+from fim.transformers_engine import HFTokenizer, backend_from_loaded
 
 
 class DigitsState:
@@ -50,38 +50,23 @@ class DigitsLanguage:
 
 
 def _engine(random_loaded, factory):
-    return Engine(random_loaded, language_factory=lambda left, right, scope: factory())
-
-
-def test_kv_cache_loop_matches_full_recomputation(random_loaded):
-    """Greedy steps through the cache equal argmax of a full forward pass each time."""
-    model = random_loaded.model
-    ids = random_loaded.tokenizer.encode("def f(x):\n    return x\n")
-    step = StepModel(model, random_loaded.device)
-    logits = step.prefill(ids)
-    seq = list(ids)
-    for _ in range(12):
-        with torch.inference_mode():
-            full = model(input_ids=torch.tensor([seq])).logits[0, -1].float()
-        assert torch.allclose(full, logits, atol=1e-4)
-        tok = int(torch.argmax(logits))
-        seq.append(tok)
-        logits = step.step(tok)
+    return Engine(backend_from_loaded(random_loaded),
+                  language_factory=lambda left, right, scope: factory())
 
 
 def test_unconstrained_matches_generate(random_loaded, reference_engine):
     """Same greedy tokens as model.generate on the same prompt (specials masked in both)."""
     tok = random_loaded.tokenizer
     left, right = "import os\n\ndef main():\n    path = ", "\n    print(path)\n"
-    p = build_prompt(tok, reference_engine.template, left, right, window=1024, reserve=16,
-                     heal=False)
+    p = build_prompt(HFTokenizer(tok), reference_engine.template, left, right, window=1024,
+                     reserve=16, heal=False)
     bad = [[i] for i in sorted(reference_engine._setup.vocab.special_ids)]
     with torch.inference_mode():
         out = random_loaded.model.generate(
             torch.tensor([p.ids]), max_new_tokens=16, do_sample=False, bad_words_ids=bad,
             pad_token_id=tok.pad_token_id, eos_token_id=None)
     expected = tok.decode(out[0, len(p.ids):])
-    engine = Engine(random_loaded, heal=False)
+    engine = Engine(backend_from_loaded(random_loaded), heal=False)
     res = engine.complete(CompletionRequest(left, right, mode="unconstrained", max_tokens=16))
     assert res.tokens == 16 and res.stop == "budget"
     assert res.middle == expected
@@ -104,7 +89,8 @@ def test_constrained_respects_the_language(random_loaded):
 
 def test_constrained_eos_only_when_complete(random_loaded):
     """With a reference language, a returned middle always makes the file parse."""
-    engine = Engine(random_loaded, language_factory=ReferenceLanguage.for_python)
+    engine = Engine(backend_from_loaded(random_loaded),
+                    language_factory=ReferenceLanguage.for_python)
     cases = [("def f(x):\n    return ", "\n"), ("items = [1, 2", "]\n"), ("if x:\n    y = ", "\n")]
     for left, right in cases:
         res = engine.complete(CompletionRequest(left, right, max_tokens=8, top_k=50))
@@ -160,7 +146,7 @@ def test_best_stopping_point_scans_inside_tokens_as_a_fallback():
 
 
 def test_token_healing_reproduces_the_cut(random_loaded):
-    engine = Engine(random_loaded)
+    engine = Engine(backend_from_loaded(random_loaded))
     left = "def f(self):\n    return self.val"
     res = engine.complete(CompletionRequest(left, "\n", mode="unconstrained", max_tokens=4))
     assert res.healed and left.endswith(res.healed)
@@ -225,27 +211,6 @@ def test_reference_state_is_persistent():
     assert isinstance(t, ReferenceState) and s.text == "" and t.is_complete()
 
 
-def test_prompt_prefix_is_reused_from_the_cache(random_loaded):
-    tok = random_loaded.tokenizer
-    a = tok.encode("def f(x):\n    return x\n")
-    b = tok.encode("def f(x):\n    return y + 2\n")
-    cached = StepModel(random_loaded.model, random_loaded.device)
-    cached.prefill(a)
-    cached.step(5)
-    again = cached.prefill(a)
-    assert cached.reused == len(a)  # the prompt and its logits are still cached
-    assert cached.step(5) is not None and cached.retraced == 1
-    assert cached.step(6) is not None and cached.retraced == 1  # nothing saved: run
-    assert cached.seq == a + [5, 6]
-    logits_b = cached.prefill(b)
-    assert 0 < cached.reused < len(b)
-    after = cached.step(7)
-    fresh = StepModel(random_loaded.model, random_loaded.device)
-    assert torch.allclose(fresh.prefill(a), again, atol=1e-5)
-    assert torch.allclose(fresh.prefill(b), logits_b, atol=1e-5)
-    assert torch.allclose(fresh.step(7), after, atol=1e-5)
-
-
 class AnythingState:
     """Accepts every text and calls everything complete: a constraint that checks nothing."""
 
@@ -265,7 +230,8 @@ class AnythingLanguage:
 
 
 def test_degraded_language_modes_fall_back_to_the_checked_cut(random_loaded):
-    engine = Engine(random_loaded, language_factory=lambda *a: AnythingLanguage("none"))
+    engine = Engine(backend_from_loaded(random_loaded),
+                    language_factory=lambda *a: AnythingLanguage("none"))
     for left, right in [("x = (", ")\n"), ("def f(:\n", "\n"), ("y = [1, ", "]\n")]:
         res = engine.complete(CompletionRequest(left, right, max_tokens=4))
         assert res.middle is None or res.parses
@@ -273,7 +239,8 @@ def test_degraded_language_modes_fall_back_to_the_checked_cut(random_loaded):
 
 
 def test_exact_mode_parse_failures_are_flagged_and_never_returned(random_loaded):
-    engine = Engine(random_loaded, language_factory=lambda *a: AnythingLanguage("exact"))
+    engine = Engine(backend_from_loaded(random_loaded),
+                    language_factory=lambda *a: AnythingLanguage("exact"))
     # Nothing two random tokens add after "x = (" closes it before a bare newline.
     res = engine.complete(CompletionRequest("x = (", "\n", max_tokens=2))
     assert "does not parse" in res.error  # the constraint's bug is reported ...
@@ -281,73 +248,29 @@ def test_exact_mode_parse_failures_are_flagged_and_never_returned(random_loaded)
     assert res.raw and not parses("x = (" + res.raw + "\n")
 
 
-def test_retracing_an_earlier_run_gives_the_same_logits_without_the_model(random_loaded):
-    tok = random_loaded.tokenizer
-    prompt = tok.encode("def f(x):\n    return x\n")
-    path = [11, 12, 13, 14, 15]
-    cached = StepModel(random_loaded.model, random_loaded.device)
-    first = [cached.prefill(prompt)] + [cached.step(t) for t in path]
-    calls = []
-    hook = random_loaded.model.register_forward_hook(lambda *a: calls.append(1))
-    try:
-        again = [cached.prefill(prompt)] + [cached.step(t) for t in path[:3]]
-        assert calls == [] and cached.retraced == 3
-        branch = cached.step(99)  # leaves the earlier path: one forward pass
-        assert len(calls) == 1 and cached.seq == prompt + path[:3] + [99]
-    finally:
-        hook.remove()
-    fresh = StepModel(random_loaded.model, random_loaded.device)
-    expected = [fresh.prefill(prompt)] + [fresh.step(t) for t in path[:3]]
-    for got, want in zip(again, expected, strict=True):
-        assert torch.equal(got, want)
-    for got, want in zip(again, first, strict=False):
-        assert torch.equal(got, want)
-    assert torch.allclose(branch, fresh.step(99), atol=1e-5)
-
-
 def test_constrained_after_unconstrained_decodes_as_from_scratch(random_loaded):
-    engine = Engine(random_loaded, language_factory=ReferenceLanguage.for_python)
+    engine = Engine(backend_from_loaded(random_loaded),
+                    language_factory=ReferenceLanguage.for_python)
     left, right = "def f(x):\n    return ", "\n\nprint(f(2))\n"
     for mode in ("unconstrained", "constrained"):
         warm = engine.complete(CompletionRequest(left, right, mode=mode, max_tokens=12))
-        cold_engine = Engine(random_loaded, language_factory=ReferenceLanguage.for_python)
+        cold_engine = Engine(backend_from_loaded(random_loaded),
+                             language_factory=ReferenceLanguage.for_python)
         cold = cold_engine.complete(CompletionRequest(left, right, mode=mode, max_tokens=12))
         assert (warm.middle, warm.raw, warm.stop, warm.tokens) == \
             (cold.middle, cold.raw, cold.stop, cold.tokens)
 
 
-def test_long_prompts_prefill_in_interruptible_chunks(random_loaded):
-    """Chunked prefill gives the one-pass logits; an interrupt keeps the finished chunks."""
-    tok = random_loaded.tokenizer
-    ids = tok.encode("def f(x):\n    return [x * i for i in range(10)]\n" * 6)
-    whole = StepModel(random_loaded.model, random_loaded.device)
-    whole.chunk = len(ids)
-    chunked = StepModel(random_loaded.model, random_loaded.device)
-    chunked.chunk = 16
-    assert len(ids) > 3 * chunked.chunk
-    assert torch.allclose(chunked.prefill(ids), whole.prefill(ids), atol=1e-4)
-    assert len(chunked.seq) == len(ids)
-
-    calls = []
-    stopped = StepModel(random_loaded.model, random_loaded.device)
-    stopped.chunk = 16
-    assert stopped.prefill(ids, lambda: calls.append(1) or len(calls) >= 2) is None
-    assert stopped.seq == ids[:32]  # two chunks ran, the rest did not
-    resumed = stopped.prefill(ids)  # the same prompt again: resumes after the kept chunks
-    assert stopped.reused == 32
-    assert torch.allclose(resumed, whole.prefill(ids), atol=1e-4)
-
-
 def test_cancel_during_prefill_stops_before_the_first_token(random_loaded):
     engine = _engine(random_loaded, DigitsLanguage)
-    engine._setup.step_model.chunk = 8
-    engine._setup.step_model.reset()
+    engine.step_model.chunk = 8
+    engine.step_model.reset()
     polls = []
     res = engine.complete(CompletionRequest("# " + "words and more words " * 20 + "\nx = ", "\n",
                                             mode="unconstrained", max_tokens=20),
                           cancel=lambda: polls.append(1) or len(polls) > 1)
     assert (res.middle, res.stop, res.tokens) == (None, "cancelled", 0)
-    assert 0 < len(engine._setup.step_model.seq) < res.prompt_tokens
+    assert 0 < len(engine.step_model.seq) < res.prompt_tokens
 
 
 def test_context_tokens_caps_the_prompt(random_loaded):

@@ -6,6 +6,7 @@ from conftest import ReferenceLanguage
 
 from fim import evaluation
 from fim.api import Engine
+from fim.transformers_engine import backend_from_loaded
 
 
 def test_edit_distance_and_similarity():
@@ -49,7 +50,8 @@ def test_summary_table_layout():
 
 
 def test_run_case_records(random_loaded):
-    engine = Engine(random_loaded, language_factory=ReferenceLanguage.for_python)
+    engine = Engine(backend_from_loaded(random_loaded),
+                    language_factory=ReferenceLanguage.for_python)
     case = {"id": "randspan/a.py#0", "prefix": "x = ", "suffix": "\n", "middle": "1"}
     recs = evaluation.run_case(engine, case, max_tokens=3, top_k=5, scope="free")
     assert [r["mode"] for r in recs] == ["unconstrained", "checked", "constrained"]
@@ -63,7 +65,8 @@ def test_run_case_records(random_loaded):
 def test_run_resumes_and_fills_only_missing_modes(random_loaded, tmp_path):
     import json
 
-    engine = Engine(random_loaded, language_factory=ReferenceLanguage.for_python)
+    engine = Engine(backend_from_loaded(random_loaded),
+                    language_factory=ReferenceLanguage.for_python)
     case = {"id": "boundary/a.py#0", "prefix": "x = ", "suffix": "\n", "middle": "1"}
     path = tmp_path / "records.jsonl"
     first = evaluation.run_case(engine, case, max_tokens=2, top_k=5, scope="free",

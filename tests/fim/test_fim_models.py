@@ -8,13 +8,8 @@ import pytest
 import torch
 
 from fim import bundled
-from fim.models import (
-    ModelSpecError,
-    classify_spec,
-    load_model,
-    resolve_device,
-    resolve_dtype,
-)
+from fim.model_specs import ModelSpecError, classify_spec
+from fim.transformers_engine import load_model, resolve_device, resolve_dtype
 
 
 def test_spec_forms(tmp_path):
@@ -136,8 +131,8 @@ def test_cached_tokenizer_matches_auto_tokenizer(tmp_path):
     """The fast path for Seam's cache directories reads the same tokenizer as AutoTokenizer."""
     from transformers import AutoTokenizer
 
-    from fim.models import _cached_tokenizer
     from fim.random_model import build_tokenizer
+    from fim.transformers_engine import _cached_tokenizer
     from fim.vocab import build_vocabulary
 
     build_tokenizer().save_pretrained(str(tmp_path))
@@ -152,8 +147,8 @@ def test_cached_tokenizer_matches_auto_tokenizer(tmp_path):
 
 
 def test_cached_tokenizer_falls_back_without_a_config(tmp_path):
-    from fim.models import _cached_tokenizer
     from fim.random_model import build_tokenizer
+    from fim.transformers_engine import _cached_tokenizer
 
     build_tokenizer().save_pretrained(str(tmp_path))
     (tmp_path / "tokenizer_config.json").write_text("not json", encoding="utf-8")

@@ -14,6 +14,7 @@ from fim.templates import (
     heal_split,
     stop_ids,
 )
+from fim.transformers_engine import HFTokenizer
 
 
 def _tokenizer(specials: list[str], eos: str) -> PreTrainedTokenizerFast:
@@ -28,17 +29,17 @@ def _tokenizer(specials: list[str], eos: str) -> PreTrainedTokenizerFast:
 
 
 def test_detects_santacoder_on_the_random_tokenizer(random_loaded):
-    assert detect_template(random_loaded.tokenizer).name == "santacoder"
+    assert detect_template(HFTokenizer(random_loaded.tokenizer)).name == "santacoder"
 
 
 def test_detects_qwen_and_its_stop_tokens():
     specials = ["<|endoftext|>", "<|im_end|>", "<|fim_prefix|>", "<|fim_middle|>",
                 "<|fim_suffix|>", "<|fim_pad|>"]
     tok = _tokenizer(specials, eos="<|im_end|>")
-    template = detect_template(tok)
+    template = detect_template(HFTokenizer(tok))
     assert template.name == "qwen2.5-coder"
     vocab = tok.get_vocab()
-    stops = stop_ids(tok, template)
+    stops = stop_ids(HFTokenizer(tok), template)
     # Qwen2.5-Coder ends a middle with <|endoftext|>, which its config does not name.
     assert vocab["<|endoftext|>"] in stops
     assert vocab["<|im_end|>"] in stops
@@ -48,16 +49,16 @@ def test_detects_qwen_and_its_stop_tokens():
 def test_detects_starcoder_and_override():
     tok = _tokenizer(["<|endoftext|>", "<fim_prefix>", "<fim_middle>", "<fim_suffix>"],
                      eos="<|endoftext|>")
-    assert detect_template(tok).name == "starcoder"
-    assert detect_template(tok, "santacoder").name == "santacoder"
+    assert detect_template(HFTokenizer(tok)).name == "starcoder"
+    assert detect_template(HFTokenizer(tok), "santacoder").name == "santacoder"
     with pytest.raises(ValueError, match="unknown FIM template"):
-        detect_template(tok, "gpt")
+        detect_template(HFTokenizer(tok), "gpt")
 
 
 def test_no_fim_tokens_is_a_clear_error():
     tok = _tokenizer(["<|endoftext|>"], eos="<|endoftext|>")
     with pytest.raises(ValueError, match="no known fill-in-the-middle tokens"):
-        detect_template(tok)
+        detect_template(HFTokenizer(tok))
 
 
 def test_all_templates_have_distinct_sentinels():
@@ -69,7 +70,8 @@ def test_all_templates_have_distinct_sentinels():
 def test_prompt_layout(random_loaded):
     tok = random_loaded.tokenizer
     t = TEMPLATES["santacoder"]
-    p = build_prompt(tok, t, "x = 1\n", "\ny = 2\n", window=1024, reserve=64, heal=False)
+    p = build_prompt(HFTokenizer(tok), t, "x = 1\n", "\ny = 2\n", window=1024, reserve=64,
+                     heal=False)
     vocab = tok.get_vocab()
     assert p.ids[0] == vocab["<fim-prefix>"]
     assert p.ids[-1] == vocab["<fim-middle>"]
@@ -85,7 +87,7 @@ def test_context_budget_cuts_at_line_boundaries(random_loaded):
     left = "".join(f"value_{i} = compute({i}, 'text')\n" for i in range(300))
     right = "".join(f"other_{i} = transform({i})\n" for i in range(300))
     for share in (0.25, 0.5, 0.9):
-        p = build_prompt(tok, t, left, right, window=300, reserve=40, left_share=share,
+        p = build_prompt(HFTokenizer(tok), t, left, right, window=300, reserve=40, left_share=share,
                          heal=False)
         assert len(p.ids) <= 300 - 40
         assert p.left_chars_dropped > 0 and p.right_chars_dropped > 0
@@ -104,13 +106,14 @@ def test_context_budget_cuts_at_line_boundaries(random_loaded):
         later = right.find("\n", len(kept_right)) + 1
         assert len(tok.encode(right[:later], add_special_tokens=False)) > room - left_budget
     # A small right context leaves its share to the left.
-    p = build_prompt(tok, t, left, "\n", window=300, reserve=40, left_share=0.5, heal=False)
+    p = build_prompt(HFTokenizer(tok), t, left, "\n", window=300, reserve=40, left_share=0.5,
+                     heal=False)
     assert len(p.ids) > 200
 
 
 def test_window_too_small_for_the_budget(random_loaded):
     with pytest.raises(PromptTooLong, match="lower --max-tokens"):
-        build_prompt(random_loaded.tokenizer, TEMPLATES["santacoder"], "x", "y",
+        build_prompt(HFTokenizer(random_loaded.tokenizer), TEMPLATES["santacoder"], "x", "y",
                      window=64, reserve=64)
 
 
@@ -118,12 +121,12 @@ def test_token_healing_backs_off_the_last_token(random_loaded):
     tok = random_loaded.tokenizer
     left = "def f(self):\n    return self.val"
     ids = tok.encode(left, add_special_tokens=False)
-    kept, healed = heal_split(tok, ids, left)
+    kept, healed = heal_split(HFTokenizer(tok), ids, left)
     assert healed and left.endswith(healed)
     assert tok.decode(kept) + healed == left
-    p = build_prompt(tok, TEMPLATES["santacoder"], left, "\n", window=1024, reserve=8)
+    p = build_prompt(HFTokenizer(tok), TEMPLATES["santacoder"], left, "\n", window=1024, reserve=8)
     assert p.healed == healed
-    assert heal_split(tok, [], "") == ([], "")
+    assert heal_split(HFTokenizer(tok), [], "") == ([], "")
 
 
 def test_huge_contexts_are_cut_before_tokenizing(random_loaded):
@@ -131,7 +134,7 @@ def test_huge_contexts_are_cut_before_tokenizing(random_loaded):
     t = TEMPLATES["santacoder"]
     left = "".join(f"value_{i} = compute({i}, 'text')\n" for i in range(60_000))
     right = "".join(f"other_{i} = transform({i})\n" for i in range(60_000))
-    p = build_prompt(tok, t, left, right, window=300, reserve=40, heal=False)
+    p = build_prompt(HFTokenizer(tok), t, left, right, window=300, reserve=40, heal=False)
     assert len(p.ids) <= 300 - 40
     k = p.ids.index(tok.convert_tokens_to_ids("<fim-suffix>"))
     assert left[p.left_chars_dropped - 1] == "\n"
@@ -151,11 +154,11 @@ def test_precut_never_costs_context(budget):
     tok = PreTrainedTokenizerFast(tokenizer_object=_trained_on(line * 50), eos_token="<eos>")
     text = line * 400
     assert len(text) / len(tok.encode(text, add_special_tokens=False)) > 8
-    ids, cut = _encode_tail(tok, text, budget)
+    ids, cut = _encode_tail(HFTokenizer(tok), text, budget)
     assert ids == tok.encode(text[cut:], add_special_tokens=False)
     # A cut lies at a line start, unless no line starts within reach.
     assert cut == 0 or (len(ids) > budget and (text[cut - 1] == "\n" or "\n" not in text[cut:]))
-    ids, cut = _encode_head(tok, text, budget)
+    ids, cut = _encode_head(HFTokenizer(tok), text, budget)
     kept = text[: len(text) - cut]
     assert ids == tok.encode(kept, add_special_tokens=False)
     assert cut == 0 or (len(ids) > budget and (kept.endswith("\n") or "\n" not in kept))
@@ -179,7 +182,7 @@ def test_cut_keeps_the_longest_context_when_density_varies(random_loaded):
     tail = "".join(f"# {'description ' * 6}{i}\n" for i in range(25))
     left = head + tail
     right = "".join(f"w{i} = f(g(h({i}), {i}), [{i}])\n" for i in range(300))
-    p = build_prompt(tok, TEMPLATES["santacoder"], left, right, window=600, reserve=40,
+    p = build_prompt(HFTokenizer(tok), TEMPLATES["santacoder"], left, right, window=600, reserve=40,
                      heal=False)
     room = 600 - 40 - 3
     left_budget = int(room * 0.75)

@@ -47,14 +47,16 @@ def test_vocabulary_file_round_trip_and_rejects_stale_or_damaged(random_loaded, 
 def test_engine_reads_and_writes_the_vocabulary_file(random_loaded, tmp_path):
     import dataclasses
 
-    from fim.api import VOCABULARY_FILE, Engine
+    from fim.api import Engine
+    from fim.transformers_engine import backend_from_loaded
+    from fim.vocab import VOCABULARY_FILE
 
     random_loaded.tokenizer.save_pretrained(str(tmp_path))
     loaded = dataclasses.replace(random_loaded, cache_dir=tmp_path)
-    first = Engine(loaded)
+    first = Engine(backend_from_loaded(loaded))
     assert (tmp_path / VOCABULARY_FILE).is_file()
-    second = Engine(loaded)  # from the file
+    second = Engine(backend_from_loaded(loaded))  # from the file
     assert second._setup.vocab == first._setup.vocab
     assert second._setup.heal_index.order == first._setup.heal_index.order
     (tmp_path / VOCABULARY_FILE).write_bytes(b"garbage")
-    assert Engine(loaded)._setup.vocab == first._setup.vocab  # rebuilt, not crashed
+    assert Engine(backend_from_loaded(loaded))._setup.vocab == first._setup.vocab  # rebuilt

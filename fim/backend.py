@@ -1,0 +1,102 @@
+"""What the engine-neutral part of ``fim`` needs from a model runtime, as typed records.
+
+A :class:`Backend` is a loaded model seen through four things: a :class:`StepModel` (the KV
+cached forward passes), a :class:`TextTokenizer` (text to ids and back, special tokens by
+name), the :class:`~fim.vocab.Vocabulary` (the bytes of every id that is text, ``None`` for
+the rest) and the window.  Prompt building, decoding and the constraint work on these alone,
+so the llama.cpp and transformers engines are interchangeable behind them, and ``load_backend``
+imports only the engine it loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from fim.model_specs import EngineKind, choose_engine, classify_spec, normalize_spec
+from fim.step_model import StepModel
+from fim.vocab import Vocabulary
+
+Progress = Callable[[float, str], None]
+
+
+class TextTokenizer(Protocol):
+    """Text to token ids and back, as the prompt builder needs it."""
+
+    bos_token_id: int | None
+    eos_token_id: int | None
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of ``text`` as plain text: no BOS added, and special-token names in the text
+        are text, never control tokens (a file that mentions ``<|endoftext|>`` must not end
+        its own prompt)."""
+        ...
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids``."""
+        ...
+
+    def token_id(self, piece: str) -> int | None:
+        """The id of ``piece`` as one vocabulary entry (special tokens included), or ``None``."""
+        ...
+
+
+@dataclass
+class Backend:
+    """A loaded model, whichever engine runs it."""
+
+    engine: EngineKind
+    spec: str
+    step_model: StepModel
+    tokenizer: TextTokenizer
+    vocab: Vocabulary
+    heal_order: list[int]
+    #: positions the model attends over (capped by what the engine allocated)
+    window: int
+    #: ``cpu``, ``cuda`` or ``metal``: where the forward passes run
+    device: str
+    #: one line for logs and reports, e.g. "llama.cpp 0.3.36, 2 threads, Q4_K_M"
+    description: str = ""
+    #: Seam's own cache directory of this model, for derived tables (may be ``None``)
+    cache_dir: Path | None = None
+    #: the transformers model and tokenizer, for benchmarks comparing with ``generate``
+    native: object = None
+
+
+def load_backend(
+    spec: str,
+    engine: EngineKind | str | None = "auto",
+    device: str = "auto",
+    dtype: str = "auto",
+    trust_remote_code: bool = False,
+    progress: Progress | None = None,
+    *,
+    slots: int = 4,
+    context: int | None = None,
+    threads: int | None = None,
+) -> Backend:
+    """Load ``spec`` with the chosen engine (see ``fim.model_specs``).
+
+    ``slots`` is how many token sequences the step model keeps cached; ``context`` bounds the
+    positions per sequence (llama.cpp allocates ``slots * context`` cells up front);
+    ``threads`` is llama.cpp's thread count (default: the CPUs this process may use, at
+    most 8).
+    """
+    spec = normalize_spec(spec)
+    kind = classify_spec(spec)
+    chosen = choose_engine(kind, engine, device)
+    if chosen is EngineKind.LLAMA_CPP:
+        if dtype not in (None, "", "auto"):
+            raise ValueError("--dtype applies to the transformers engine; a GGUF file carries "
+                             "its own quantization (use --engine transformers to set it)")
+        from fim.llama_engine import load_llama_backend
+
+        return load_llama_backend(spec, kind, progress=progress, slots=slots,
+                                  context=context, threads=threads)
+    # transformers dequantizes GGUF weights (the bundled model: once, into a safetensors cache).
+    from fim.transformers_engine import load_transformers_backend
+
+    return load_transformers_backend(spec, kind, device, dtype, trust_remote_code, progress,
+                                     slots=slots)

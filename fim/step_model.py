@@ -1,0 +1,233 @@
+"""The step-model contract both engines implement: prefill with cached-prefix reuse, one step,
+crop, retrace, cancel between chunks, and a few cached sequences ("slots").
+
+A completion server asks the model the same questions again and again: the user types one
+more character, moves to another line of the same file, switches back to the previous file, or
+accepts a suggestion and wants the next one.  Each of those prompts shares a long beginning
+with a prompt already run.  :class:`StepModel` keeps the keys and values of several recent
+token sequences and runs the model only on what is new:
+
+* ``prefill(ids)`` finds the slot whose tokens share the longest beginning with ``ids``.  When
+  that slot holds more than the shared part and the shared part is only a small share of it
+  (another file, another region), the shared part is *forked* into the least recently used
+  slot, so the older sequence stays cached for when the user comes back; otherwise the slot is
+  cropped to the shared part.  Either way only the rest of ``ids`` runs.
+* The logits after each step are kept for the last ``MAX_SAVED`` positions, so a run that
+  retraces an earlier one token for token (constrained decoding following the unconstrained
+  path, the user typing the suggestion) reads them instead of running the model.
+* Long prompts run in chunks; ``interrupt`` is asked between chunks (the llama.cpp engine also
+  inside a chunk), and what already ran stays cached for the next request.
+
+Engines provide four primitives over a slot index: run tokens (``_forward``), cut to a length
+(``_truncate``), copy a prefix into another slot (``_copy_prefix``) and empty it (``_clear``).
+Logits are float32 numpy vectors over the model's vocabulary, whatever the engine.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+Interrupt = Callable[[], bool]
+
+
+class ForwardInterrupted(Exception):
+    """An engine stopped a forward pass because ``interrupt`` said so.
+
+    ``done`` tokens of the pass were run and stay in the slot (llama.cpp finishes whole
+    micro-batches before it looks at the flag).
+    """
+
+    def __init__(self, done: int) -> None:
+        super().__init__(f"interrupted after {done} tokens")
+        self.done = done
+
+
+@dataclass
+class Slot:
+    """One cached token sequence: the ids whose keys and values an engine holds."""
+
+    index: int
+    tokens: list[int] = field(default_factory=list)
+    #: logits after a prefix of ``tokens``, by the prefix's length (for retracing)
+    saved: dict[int, np.ndarray] = field(default_factory=dict)
+    last_used: int = 0
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """The length of the longest common beginning of ``a`` and ``b``."""
+    n = min(len(a), len(b))
+    i = 0
+    # Compare in blocks first: prompts share hundreds of tokens.
+    while i + 64 <= n and a[i:i + 64] == b[i:i + 64]:
+        i += 64
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class StepModel(ABC):
+    """A causal LM driven one token at a time over KV caches it keeps between requests."""
+
+    #: Logits kept per slot for retracing (one vocabulary row each: 0.6 MB for Qwen2.5).
+    MAX_SAVED = 128
+    #: A prompt that shares less than this share of a slot's tokens forks instead of cropping.
+    FORK_BELOW = 0.5
+
+    def __init__(self, slots: int = 1, chunk: int = 64) -> None:
+        if slots < 1:
+            raise ValueError("a step model needs at least one slot")
+        self.chunk = chunk
+        self.slots = [Slot(i) for i in range(slots)]
+        self.active = self.slots[0]
+        self.pos = 0  # tokens of the active slot the current run has consumed
+        self._tick = 0
+        self.reused = 0  # prompt tokens served from a cache by the last prefill
+        self.retraced = 0  # steps served from saved logits since the last prefill
+        self.forked = False  # whether the last prefill forked a slot
+
+    # ----- what engines provide ---------------------------------------------------------------
+
+    @property
+    @abstractmethod
+    def vocab_size(self) -> int:
+        """Length of a logits vector."""
+
+    @abstractmethod
+    def _forward(self, slot: Slot, ids: list[int], interrupt: Interrupt | None) -> np.ndarray:
+        """Run ``ids`` after ``slot.tokens`` (positions ``len(slot.tokens)`` on); the logits
+        after the last one.  May raise :class:`ForwardInterrupted`.  Does not touch
+        ``slot.tokens``; the caller does."""
+
+    @abstractmethod
+    def _truncate(self, slot: Slot, keep: int) -> bool:
+        """Drop every cached token of ``slot`` from position ``keep`` on; false if it cannot
+        (the caller then clears the slot)."""
+
+    @abstractmethod
+    def _copy_prefix(self, src: Slot, dst: Slot, keep: int) -> bool:
+        """Make ``dst`` hold the first ``keep`` cached tokens of ``src``; false if it cannot."""
+
+    @abstractmethod
+    def _clear(self, slot: Slot) -> None:
+        """Drop everything ``slot`` holds."""
+
+    # ----- the contract -----------------------------------------------------------------------
+
+    @property
+    def seq(self) -> list[int]:
+        """The token ids cached in the active slot."""
+        return self.active.tokens
+
+    def _touch(self, slot: Slot) -> None:
+        self._tick += 1
+        slot.last_used = self._tick
+        self.active = slot
+
+    def _cut(self, slot: Slot, keep: int) -> int:
+        """Cut ``slot`` to its first ``keep`` tokens; how many it holds afterwards."""
+        if keep < len(slot.tokens):
+            if keep == 0 or not self._truncate(slot, keep):
+                self._clear(slot)
+                keep = 0
+            del slot.tokens[keep:]
+            slot.saved = {n: v for n, v in slot.saved.items() if n <= keep}
+        return keep
+
+    def _choose(self, ids: list[int]) -> tuple[Slot, int]:
+        """The slot to run ``ids`` in and how many of its tokens it keeps."""
+        best, best_len = self.slots[0], -1
+        for slot in self.slots:
+            n = common_prefix(slot.tokens, ids)
+            if n > best_len or (n == best_len and slot.last_used > best.last_used):
+                best, best_len = slot, n
+        self.forked = False
+        held = len(best.tokens)
+        if (len(self.slots) == 1 or held <= best_len
+                or best_len >= self.FORK_BELOW * held):
+            return best, best_len
+        # The prompt shares only a small part of ``best``: keep ``best`` for later and build
+        # this one in the least recently used other slot (an empty one first).
+        victim = min((s for s in self.slots if s is not best),
+                     key=lambda s: (len(s.tokens) > 0, s.last_used))
+        common = common_prefix(victim.tokens, ids)
+        if common >= best_len:
+            return victim, common
+        self._clear(victim)
+        victim.tokens, victim.saved = [], {}
+        if best_len and self._copy_prefix(best, victim, best_len):
+            victim.tokens = list(best.tokens[:best_len])
+            victim.saved = {n: v for n, v in best.saved.items() if n <= best_len}
+            self.forked = True
+            return victim, best_len
+        return victim, 0
+
+    def _run(self, ids: list[int], interrupt: Interrupt | None = None) -> np.ndarray:
+        slot = self.active
+        try:
+            logits = self._forward(slot, ids, interrupt)
+        except ForwardInterrupted as stop:
+            slot.tokens.extend(ids[:stop.done])
+            self.pos = len(slot.tokens)
+            raise
+        slot.tokens.extend(ids)
+        self.pos = len(slot.tokens)
+        slot.saved[self.pos] = logits
+        if len(slot.saved) > self.MAX_SAVED:
+            del slot.saved[min(slot.saved)]
+        return logits
+
+    def prefill(self, ids: list[int], interrupt: Interrupt | None = None) -> np.ndarray | None:
+        """Run the prompt (reusing a cached common prefix); the next-token logits.
+
+        Long prompts run in chunks of ``self.chunk`` tokens; ``interrupt`` is asked after each
+        one (and by engines that can, during one), and a true answer stops the prefill and
+        returns ``None``.  What already ran stays cached, so a later prompt with the same
+        beginning (the user typing on) resumes from there instead of starting over.
+        """
+        if not ids:
+            raise ValueError("empty prompt")
+        self.retraced = 0
+        slot, keep = self._choose(ids)
+        self._touch(slot)
+        if keep == len(ids) and keep in slot.saved:
+            self.pos = self.reused = keep  # the whole prompt, and its logits, are cached
+            return slot.saved[keep]
+        keep = self._cut(slot, min(keep, len(ids) - 1))  # always run at least the last token
+        self.reused = keep
+        rest = ids[keep:]
+        try:
+            while len(rest) > self.chunk:
+                self._run(rest[:self.chunk], interrupt)
+                rest = rest[self.chunk:]
+                if interrupt is not None and interrupt():
+                    return None
+            return self._run(rest, interrupt)
+        except ForwardInterrupted:
+            return None
+
+    def step(self, token: int) -> np.ndarray:
+        """Append one token to the active slot; the next-token logits."""
+        slot = self.active
+        nxt = self.pos + 1
+        if self.pos < len(slot.tokens) and slot.tokens[self.pos] == token and nxt in slot.saved:
+            self.pos = nxt
+            self.retraced += 1
+            return slot.saved[nxt]
+        ids = [token]
+        if self.pos < len(slot.tokens):
+            lost = slot.tokens[:self.pos]
+            kept = self._cut(slot, self.pos)
+            ids = lost[kept:] + ids  # an engine that could not crop ran from scratch
+        return self._run(ids)
+
+    def reset(self) -> None:
+        """Forget every cached sequence."""
+        for slot in self.slots:
+            self._clear(slot)
+            slot.tokens, slot.saved = [], {}
+        self.active = self.slots[0]
+        self.pos = 0
