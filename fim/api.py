@@ -28,6 +28,8 @@ from fim.backend import Backend, load_backend
 from fim.decoding import DecodeSetup, FeedCache, HealIndex
 from fim.templates import (
     FimTemplate,
+    Prompt,
+    PromptOrder,
     PromptTooLong,
     build_prompt,
     detect_template,
@@ -77,6 +79,16 @@ class CompletionRequest:
     #: Prompt plus generation budget in tokens (``None``: the engine's window).  Editors on a
     #: CPU keep it small: prefill costs grow with it, and typing re-runs the right context.
     context_tokens: int | None = None
+    #: Cap on the right context's prompt tokens (``None``: share the window by ``left_share``).
+    right_tokens: int | None = None
+    #: Prompt order (see ``fim.templates.PromptOrder``).
+    order: PromptOrder = PromptOrder.PSM
+    #: End the middle at the first line end where the file is complete (a mid-line
+    #: suggestion that stays on its line); stop reason ``line_end``.
+    line_stop: bool = False
+    #: Leave the left context before this offset out of the prompt (an editor keeps the
+    #: prompt's start stable across requests so the model's cache serves it); 0: fit only.
+    left_start: int = 0
 
     def validate(self) -> None:
         if not isinstance(self.left, str) or not isinstance(self.right, str):
@@ -96,6 +108,12 @@ class CompletionRequest:
         if self.context_tokens is not None and (
                 not isinstance(self.context_tokens, int) or self.context_tokens < 1):
             raise ValueError("context_tokens must be a positive integer (or None)")
+        if not isinstance(self.left_start, int) or not 0 <= self.left_start <= len(self.left):
+            raise ValueError("left_start must be an offset into left")
+        if self.right_tokens is not None and (
+                not isinstance(self.right_tokens, int) or self.right_tokens < 0):
+            raise ValueError("right_tokens must be a non-negative integer (or None)")
+        self.order = PromptOrder(self.order)
 
 
 @dataclass
@@ -214,9 +232,17 @@ class Engine:
         return entry, entry.initial
 
     def complete(
-        self, req: CompletionRequest, cancel: Callable[[], bool] | None = None
+        self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,
+        on_partial: Callable[[str], None] | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
     ) -> CompletionResult:
-        """Complete one request; see ``CompletionResult`` for the fields."""
+        """Complete one request; see ``CompletionResult`` for the fields.
+
+        ``on_partial`` (called on the decoding thread) is told each middle that ends at a line
+        end where the whole file parses, while decoding goes on: an editor can show the
+        first line of a longer suggestion early.  ``progress(phase, done, total)`` hears of
+        the prompt (``prefill``) and the middle (``decode``) as they run.
+        """
         req.validate()
         window = self.window_for(req)
         if req.max_tokens + 4 > window:  # fail before building any language
@@ -225,34 +251,72 @@ class Engine:
                 f"{req.max_tokens} generated tokens; lower --max-tokens"
             )
         with self._lock:
-            return self._complete(req, cancel)
+            return self._complete(req, cancel, on_partial, progress)
 
-    def window_for(self, req: CompletionRequest) -> int:
-        """The token budget of ``req``'s prompt and middle."""
-        return min(self.window, req.context_tokens) if req.context_tokens else self.window
-
-    def _complete(self, req: CompletionRequest, cancel) -> CompletionResult:
-        start = time.perf_counter()
-        deadline = None
-        if req.time_budget_ms is not None:
-            deadline = time.monotonic() + req.time_budget_ms / 1e3
+    def _prepare(self, req: CompletionRequest):
+        """The constraint language (cached by contexts), its state after the left context, its
+        mode, and the prompt."""
         state = entry = None
         lang_mode = "none"
         if req.mode == "constrained":
             entry, state = self._language(req.left, req.right, req.scope)
             lang_mode = str(getattr(entry.language, "mode", "exact"))
-        prompt = build_prompt(
+        return entry, state, lang_mode, self.prompt_for(req)
+
+    def prompt_for(self, req: CompletionRequest) -> Prompt:
+        """The prompt ``complete(req)`` would run (no model work)."""
+        req.validate()
+        return build_prompt(
             self.tokenizer, self.template, req.left, req.right,
             window=self.window_for(req), reserve=req.max_tokens, left_share=self.left_share,
-            heal=self.heal,
+            heal=self.heal, right_budget=req.right_tokens, order=req.order,
+            left_start=req.left_start,
         )
+
+    def warm(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None) -> bool:
+        """Do everything ``complete(req)`` would do before its first token (build the
+        constraint language, run the prompt into the cache) and stop; whether it finished.
+
+        An editor calls this while the user rests the cursor or reads a suggestion, so that
+        the request that follows only decodes.  ``cancel`` is polled as in ``complete``.
+        """
+        req.validate()
+        with self._lock:
+            _, _, _, prompt = self._prepare(req)
+            if cancel is not None and cancel():
+                return False
+            return self._setup.step_model.prefill(prompt.ids, cancel) is not None
+
+    @staticmethod
+    def _partial_sink(req: CompletionRequest, on_partial: Callable[[str], None]
+                      ) -> Callable[[str], None]:
+        """Pass on only partial middles with which the whole file parses (the same final
+        check every returned middle gets)."""
+        def sink(middle: str) -> None:
+            if middle and decoding.parses(req.left + middle + req.right):
+                on_partial(middle)
+        return sink
+
+    def window_for(self, req: CompletionRequest) -> int:
+        """The token budget of ``req``'s prompt and middle."""
+        return min(self.window, req.context_tokens) if req.context_tokens else self.window
+
+    def _complete(self, req: CompletionRequest, cancel, on_partial=None,
+                  progress=None) -> CompletionResult:
+        start = time.perf_counter()
+        deadline = None
+        if req.time_budget_ms is not None:
+            deadline = time.monotonic() + req.time_budget_ms / 1e3
+        entry, state, lang_mode, prompt = self._prepare(req)
         setup_ms = (time.perf_counter() - start) * 1e3
         out = decoding.decode(
             self._setup, prompt.ids, prompt.healed,
             mode=req.mode, max_tokens=req.max_tokens, top_k=req.top_k,
             temperature=req.temperature, seed=req.seed,
             state=state, cache=entry.cache if entry else None,
-            cancel=cancel, deadline=deadline,
+            cancel=cancel, deadline=deadline, line_stop=req.line_stop,
+            on_line=self._partial_sink(req, on_partial) if on_partial else None,
+            progress=progress,
         )
         middle, stop, constraint_ms = out.middle, out.stop, out.constraint_ms
         parses = None

@@ -241,11 +241,23 @@ def decode(
     cancel: Callable[[], bool] | None = None,
     deadline: float | None = None,
     min_tokens: int = 0,
+    line_stop: bool = False,
+    on_line: Callable[[str], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> Decoded:
     """Generate a middle.  ``state``/``cache`` are required for ``constrained`` mode.
 
     ``min_tokens`` forbids stop tokens before that many tokens (like ``generate``'s
     ``min_new_tokens``); benchmarks use it to compare equal lengths.
+
+    Line ends: where the text gains a newline and (in constrained mode) the middle up to that
+    newline is complete, ``line_stop`` ends the decode there (stop ``line_end``; the middle
+    excludes the newline: a mid-line suggestion that stays on its line), and ``on_line`` is
+    told that middle and decoding goes on (an editor can show the first line while the rest
+    is still being written).  Unconstrained modes treat every newline as such a point.
+
+    ``progress(phase, done, total)`` hears of the prompt (``prefill``, in tokens) and of the
+    middle (``decode``, tokens out of ``max_tokens``), for a command line's progress display.
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
@@ -258,6 +270,7 @@ def decode(
         generator = np.random.default_rng(seed)
     seq = _Sequence(heal=healed.encode("utf-8"))
     steps: list[_Step] = []
+    line_cut = 0
     model_s = constraint_s = 0.0
     stop = "budget"
     tokens = 0
@@ -269,7 +282,9 @@ def decode(
                     or (deadline is not None and time.monotonic() > deadline))
 
     t0 = time.perf_counter()
-    logits = setup.step_model.prefill(prompt_ids, interrupted)
+    logits = setup.step_model.prefill(
+        prompt_ids, interrupted,
+        (lambda done, total: progress("prefill", done, total)) if progress else None)
     model_s += time.perf_counter() - t0
     if logits is None:  # cancelled or out of time before the first token
         stop = "cancelled" if cancel is not None and cancel() else "time"
@@ -304,7 +319,7 @@ def decode(
         finite = np.isfinite(masked[candidates]).tolist()
         model_s += time.perf_counter() - t0
 
-        chosen = None
+        chosen, added = None, ""
         if not constrained:
             tid = candidates[0]
             if tid in setup.stop_ids or not finite[0] or vocab.token_bytes[tid] is None:
@@ -315,7 +330,7 @@ def decode(
                 # Invalid UTF-8 from an unconstrained model: drop the bytes, keep going.
                 moved = (seq.heal, b"", "")
             seq.commit(*moved)
-            chosen = tid
+            chosen, added = tid, moved[2]
         else:
             t0 = time.perf_counter()
             finished = False
@@ -336,7 +351,7 @@ def decode(
                 steps.append(_Step(state, seq.chars, last_eos_logp, moved[2]))
                 seq.commit(*moved)
                 state = nxt
-                chosen = tid
+                chosen, added = tid, moved[2]
                 break
             constraint_s += time.perf_counter() - t0
             if finished:
@@ -346,14 +361,28 @@ def decode(
                 stop = "no_candidate"
                 break
         tokens += 1
+        if (line_stop or on_line is not None) and "\n" in added:
+            t0 = time.perf_counter()
+            end = _complete_line_end(steps[-1] if constrained else None, added, seq.chars,
+                                     cache)
+            constraint_s += time.perf_counter() - t0
+            if end is not None:
+                if line_stop:
+                    stop, line_cut = "line_end", end
+                    break
+                on_line(seq.joined()[:end])
         if tokens >= max_tokens and not constrained:
             stop = "budget"  # no forward pass for logits nobody will read
             break
+        if progress is not None:
+            progress("decode", tokens, max_tokens)
         t0 = time.perf_counter()
         logits = setup.step_model.step(chosen)
         model_s += time.perf_counter() - t0
 
     raw = seq.joined()
+    if stop == "line_end":
+        return Decoded(raw[:line_cut], stop, tokens, model_s * 1e3, constraint_s * 1e3, raw)
     if not constrained:
         return Decoded(raw, stop, tokens, model_s * 1e3, constraint_s * 1e3, raw)
     if stop == "eos":
@@ -366,6 +395,23 @@ def decode(
         return Decoded(None, stop, tokens, model_s * 1e3, constraint_s * 1e3, raw)
     return Decoded(raw[:best], "time" if stop == "time" else "best_complete", tokens,
                    model_s * 1e3, constraint_s * 1e3, raw)
+
+
+def _complete_line_end(step: _Step | None, text: str, chars: int, cache: FeedCache | None
+                       ) -> int | None:
+    """The middle length up to the first newline in ``text`` (what the last token added, the
+    middle now being ``chars`` long) where the middle is complete; with no constraint
+    (``step`` is ``None``) the first newline; ``None`` when there is none."""
+    before = chars - len(text)
+    k = text.find("\n")
+    while k >= 0:
+        if step is None:
+            return before + k
+        state = cache.feed(step.state, text[:k])
+        if state is not None and cache.is_complete(state):
+            return before + k
+        k = text.find("\n", k + 1)
+    return None
 
 
 def best_stopping_point(

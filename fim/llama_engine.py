@@ -109,7 +109,7 @@ class LlamaModel:
         cparams.n_ctx = self.context * slots
         cparams.n_batch = BATCH
         cparams.n_ubatch = BATCH
-        cparams.n_seq_max = slots
+        cparams.n_seq_max = slots + 1  # one scratch sequence (see LlamaStepModel)
         cparams.kv_unified = True
         cparams.n_threads = threads
         cparams.n_threads_batch = threads
@@ -124,9 +124,12 @@ class LlamaModel:
             lib.llama_model_free(self.model)
             raise RuntimeError(f"llama.cpp could not create a context of {cparams.n_ctx} tokens")
         self.memory = lib.llama_get_memory(self.ctx)
+        #: whether llama.cpp can move cached keys to other positions (RoPE is re-applied)
+        self.can_shift = bool(lib.llama_memory_can_shift(self.memory))
         self.batch = lib.llama_batch_init(BATCH, 0, 1)
         self.threads = threads
         self.slots = slots
+        self.scratch = slots  # the sequence id the step model uses for transient work
         self._interrupt: Interrupt | None = None
 
         @ctypes.CFUNCTYPE(ctypes.c_bool, ctypes.c_void_p)
@@ -178,9 +181,13 @@ class LlamaModel:
 
     # ----- forward passes ------------------------------------------------------------------------
 
-    def forward(self, seq: int, start: int, ids: list[int],
+    def forward(self, seq: int, positions: Sequence[int], ids: list[int],
                 interrupt: Interrupt | None) -> np.ndarray:
-        """Run ``ids`` at positions ``start..`` of sequence ``seq``; logits after the last."""
+        """Run ``ids`` at ``positions`` of sequence ``seq``; the logits after the last.
+
+        Each token attends to the cells of ``seq`` at positions up to its own, so tokens may
+        be placed before cells already cached (the step model's position-shifting reuse).
+        """
         lib, batch = self.lib, self.batch
         self._interrupt = interrupt
         lib.llama_set_abort_callback(self.ctx, self._abort if interrupt else
@@ -192,15 +199,14 @@ class LlamaModel:
                 last = done + len(part) == len(ids)
                 for i, tok in enumerate(part):
                     batch.token[i] = tok
-                    batch.pos[i] = start + done + i
+                    batch.pos[i] = positions[done + i]
                     batch.n_seq_id[i] = 1
                     batch.seq_id[i][0] = seq
                     batch.logits[i] = 1 if (last and i == len(part) - 1) else 0
                 batch.n_tokens = len(part)
                 rc = lib.llama_decode(self.ctx, batch)
-                if rc == 2:  # aborted: whole micro-batches that ran stay in the cache
-                    held = lib.llama_memory_seq_pos_max(self.memory, seq) + 1
-                    raise ForwardInterrupted(max(0, held - start))
+                if rc == 2:  # aborted: one call is one micro-batch, and it did not finish
+                    raise ForwardInterrupted(done)
                 if rc != 0:
                     raise RuntimeError(
                         f"llama_decode failed ({rc}): "
@@ -210,6 +216,9 @@ class LlamaModel:
             self._interrupt = None
         ptr = lib.llama_get_logits_ith(self.ctx, -1)
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
+
+    def seq_add(self, seq: int, p0: int, p1: int, delta: int) -> None:
+        self.lib.llama_memory_seq_add(self.memory, seq, p0, p1, delta)
 
     def seq_rm(self, seq: int, p0: int, p1: int = -1) -> bool:
         return bool(self.lib.llama_memory_seq_rm(self.memory, seq, p0, p1))
@@ -233,17 +242,70 @@ class LlamaStepModel(StepModel):
         return self.llama.n_vocab
 
     def _forward(self, slot: Slot, ids: list[int], interrupt: Interrupt | None) -> np.ndarray:
-        if len(slot.tokens) + len(ids) > self.llama.context:
+        return self._run_in(slot.index, len(slot.tokens), ids, interrupt, slot)
+
+    def _run_in(self, seq: int, start: int, ids: list[int],
+                interrupt: Interrupt | None, owner: Slot) -> np.ndarray:
+        if start + len(ids) > self.llama.context:
             raise RuntimeError(f"the sequence would exceed the {self.llama.context}-token context")
+        positions = list(range(start, start + len(ids)))
         try:
-            return self.llama.forward(slot.index, len(slot.tokens), ids, interrupt)
+            return self.llama.forward(seq, positions, ids, interrupt)
         except RuntimeError:
             # The shared cache is full: free every other slot and try once more.
             for other in self.slots:
-                if other is not slot and other.tokens:
+                if other is not owner and other.tokens:
                     self._clear(other)
                     other.tokens, other.saved = [], {}
-            return self.llama.forward(slot.index, len(slot.tokens), ids, interrupt)
+            return self.llama.forward(seq, positions, ids, interrupt)
+
+    @property
+    def can_shift(self) -> bool:
+        return self.llama.can_shift
+
+    def _apply_splice(self, slot: Slot, keep: int, runs: list[tuple[int, int, int]],
+                      ids: list[int], interrupt: Interrupt | None) -> np.ndarray:
+        # llama.cpp only appends to a sequence (a batch must start right after the
+        # sequence's last position), so new tokens that go *before* moved runs are computed
+        # in a scratch sequence holding the same prefix, then shared back into the slot.
+        ll, seq, scratch = self.llama, slot.index, self.llama.scratch
+        kept = [False] * len(slot.tokens)
+        for _, j, n in runs:
+            kept[j:j + n] = [True] * n
+        p = keep
+        while p < len(kept):  # drop the cached tokens no run keeps, range by range
+            if kept[p]:
+                p += 1
+                continue
+            q = p
+            while q < len(kept) and not kept[q]:
+                q += 1
+            ll.seq_rm(seq, p, q)
+            p = q
+        # Move the runs: leftward ones first, left to right, then rightward ones, right to
+        # left; targets keep the runs' order, so no move lands on a run not yet moved.
+        for i, j, n in [r for r in runs if r[0] < r[1]]:
+            ll.seq_add(seq, j, j + n, i - j)
+        for i, j, n in reversed([r for r in runs if r[0] > r[1]]):
+            ll.seq_add(seq, j, j + n, i - j)
+        ll.seq_rm(scratch, -1, -1)
+        ll.seq_cp(seq, scratch, 0, keep)
+        try:
+            pos, logits = keep, None
+            for i, _, n in [*runs, (len(ids), 0, 0)]:
+                if pos < i:  # new tokens before this run (or at the end)
+                    logits = self._run_in(scratch, pos, ids[pos:i], interrupt, slot)
+                    ll.seq_cp(scratch, seq, pos, i)
+                if n:
+                    ll.seq_cp(seq, scratch, i, i + n)
+                pos = i + n
+        except ForwardInterrupted:
+            ll.seq_rm(seq, keep, -1)
+            raise
+        finally:
+            ll.seq_rm(scratch, -1, -1)
+        assert logits is not None  # the last token is never in a run
+        return logits
 
     def _truncate(self, slot: Slot, keep: int) -> bool:
         return self.llama.seq_rm(slot.index, keep, -1)

@@ -17,9 +17,20 @@ token sequences and runs the model only on what is new:
   path, the user typing the suggestion) reads them instead of running the model.
 * Long prompts run in chunks; ``interrupt`` is asked between chunks (the llama.cpp engine also
   inside a chunk), and what already ran stays cached for the next request.
+* Engines that can move cached keys to other positions (llama.cpp: RoPE is re-applied) also
+  reuse *runs of tokens after* the point where the new prompt departs from the cache, the way
+  llama.cpp's server reuses cache chunks, but with the new tokens placed *before* a reused run
+  too.  A fill-in-the-middle prompt is ``<prefix> L <suffix> R <middle>``: when the user types,
+  ``L`` grows and the whole ``<suffix> R <middle>`` block would be recomputed on every
+  keystroke; instead the block's cells are shifted to their new positions and only the typed
+  tokens (and the final token, whose logits are needed) run.  The block's keys and values were
+  computed with the old end of ``L`` in view, so this is an approximation (a few characters
+  of context missing); ``splice=False`` turns it off, and ``benchmarks/prompt_layouts.py``
+  measures what it costs in quality.
 
-Engines provide four primitives over a slot index: run tokens (``_forward``), cut to a length
-(``_truncate``), copy a prefix into another slot (``_copy_prefix``) and empty it (``_clear``).
+Engines provide primitives over a slot: run tokens (``_forward``), cut to a length
+(``_truncate``), copy a prefix into another slot (``_copy_prefix``), empty it (``_clear``)
+and, optionally, rebuild it from moved runs and new tokens (``_apply_splice``).
 Logits are float32 numpy vectors over the model's vocabulary, whatever the engine.
 """
 
@@ -55,6 +66,8 @@ class Slot:
     #: logits after a prefix of ``tokens``, by the prefix's length (for retracing)
     saved: dict[int, np.ndarray] = field(default_factory=dict)
     last_used: int = 0
+    #: cells below this position may be shared with another slot (forked): never shifted
+    shared_until: int = 0
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -76,6 +89,8 @@ class StepModel(ABC):
     MAX_SAVED = 128
     #: A prompt that shares less than this share of a slot's tokens forks instead of cropping.
     FORK_BELOW = 0.5
+    #: Shortest run of cached tokens worth moving rather than recomputing.
+    MIN_REUSE = 8
 
     def __init__(self, slots: int = 1, chunk: int = 64) -> None:
         if slots < 1:
@@ -88,6 +103,10 @@ class StepModel(ABC):
         self.reused = 0  # prompt tokens served from a cache by the last prefill
         self.retraced = 0  # steps served from saved logits since the last prefill
         self.forked = False  # whether the last prefill forked a slot
+        self.spliced = 0  # cached tokens the last prefill moved to new positions
+        #: move cached runs to new positions when the engine can (see the module docstring);
+        #: off by default: benchmarks/prompt_layouts.py measures what it costs
+        self.splice = False
 
     # ----- what engines provide ---------------------------------------------------------------
 
@@ -115,6 +134,9 @@ class StepModel(ABC):
     def _clear(self, slot: Slot) -> None:
         """Drop everything ``slot`` holds."""
 
+    #: whether the engine can move cached tokens to other positions (``_apply_splice``)
+    can_shift = False
+
     # ----- the contract -----------------------------------------------------------------------
 
     @property
@@ -135,6 +157,7 @@ class StepModel(ABC):
                 keep = 0
             del slot.tokens[keep:]
             slot.saved = {n: v for n, v in slot.saved.items() if n <= keep}
+            slot.shared_until = min(slot.shared_until, keep)
         return keep
 
     def _choose(self, ids: list[int]) -> tuple[Slot, int]:
@@ -157,10 +180,12 @@ class StepModel(ABC):
         if common >= best_len:
             return victim, common
         self._clear(victim)
-        victim.tokens, victim.saved = [], {}
+        victim.tokens, victim.saved, victim.shared_until = [], {}, 0
         if best_len and self._copy_prefix(best, victim, best_len):
             victim.tokens = list(best.tokens[:best_len])
             victim.saved = {n: v for n, v in best.saved.items() if n <= best_len}
+            victim.shared_until = best_len
+            best.shared_until = max(best.shared_until, best_len)
             self.forked = True
             return victim, best_len
         return victim, 0
@@ -180,34 +205,107 @@ class StepModel(ABC):
             del slot.saved[min(slot.saved)]
         return logits
 
-    def prefill(self, ids: list[int], interrupt: Interrupt | None = None) -> np.ndarray | None:
+    def prefill(self, ids: list[int], interrupt: Interrupt | None = None,
+                progress: Callable[[int, int], None] | None = None) -> np.ndarray | None:
         """Run the prompt (reusing a cached common prefix); the next-token logits.
 
         Long prompts run in chunks of ``self.chunk`` tokens; ``interrupt`` is asked after each
         one (and by engines that can, during one), and a true answer stops the prefill and
-        returns ``None``.  What already ran stays cached, so a later prompt with the same
-        beginning (the user typing on) resumes from there instead of starting over.
+        returns ``None``; ``progress(done, total)`` hears of each chunk.  What already ran
+        stays cached, so a later prompt with the same beginning (the user typing on) resumes
+        from there instead of starting over.
         """
         if not ids:
             raise ValueError("empty prompt")
-        self.retraced = 0
+        self.retraced = self.spliced = 0
         slot, keep = self._choose(ids)
         self._touch(slot)
         if keep == len(ids) and keep in slot.saved:
             self.pos = self.reused = keep  # the whole prompt, and its logits, are cached
             return slot.saved[keep]
-        keep = self._cut(slot, min(keep, len(ids) - 1))  # always run at least the last token
+        keep = min(keep, len(ids) - 1)  # always run at least the last token
+        if self.splice and self.can_shift and keep < len(slot.tokens):
+            try:
+                logits = self._splice(slot, ids, keep, interrupt)
+            except ForwardInterrupted:
+                self._cut(slot, keep)
+                self.pos = len(slot.tokens)
+                return None
+            if logits is not None:
+                return logits
+        keep = self._cut(slot, keep)
         self.reused = keep
         rest = ids[keep:]
         try:
             while len(rest) > self.chunk:
                 self._run(rest[:self.chunk], interrupt)
                 rest = rest[self.chunk:]
+                if progress is not None:
+                    progress(len(ids) - len(rest), len(ids))
                 if interrupt is not None and interrupt():
                     return None
             return self._run(rest, interrupt)
         except ForwardInterrupted:
             return None
+
+    def _reusable_runs(self, old: list[int], new: list[int]) -> list[tuple[int, int, int]]:
+        """Runs ``(new_start, old_start, length)`` of ``new`` found in ``old``, in order in
+        both, each at least ``MIN_REUSE`` long, never covering ``new``'s last token."""
+        k = self.MIN_REUSE
+        if len(new) <= k or len(old) < k:
+            return []
+        where: dict[tuple[int, ...], list[int]] = {}
+        for j in range(len(old) - k + 1):
+            where.setdefault(tuple(old[j:j + k]), []).append(j)
+        runs: list[tuple[int, int, int]] = []
+        i, j_min, limit = 0, 0, len(new) - 1  # the last token always runs
+        while i + k <= limit:
+            best_j, best_n = -1, 0
+            for j in where.get(tuple(new[i:i + k]), ()):
+                if j < j_min:
+                    continue
+                n = k
+                while i + n < limit and j + n < len(old) and new[i + n] == old[j + n]:
+                    n += 1
+                if n > best_n:
+                    best_j, best_n = j, n
+            if best_n:
+                runs.append((i, best_j, best_n))
+                i, j_min = i + best_n, best_j + best_n
+            else:
+                i += 1
+        return runs
+
+    def _splice(self, slot: Slot, ids: list[int], keep: int,
+                interrupt: Interrupt | None) -> np.ndarray | None:
+        """Reuse cached runs after position ``keep`` by moving them; ``None`` when there is
+        nothing to reuse (the caller then crops and runs the rest)."""
+        base = max(keep, slot.shared_until)  # shared cells must not move
+        runs = [(base + i, base + j, n) for i, j, n in
+                self._reusable_runs(slot.tokens[base:], ids[base:])]
+        if not runs:
+            return None
+        try:
+            logits = self._apply_splice(slot, keep, runs, ids, interrupt)
+        except ForwardInterrupted:
+            slot.tokens = slot.tokens[:keep]
+            slot.saved = {n: v for n, v in slot.saved.items() if n <= keep}
+            raise
+        slot.tokens = list(ids)
+        slot.saved = {n: v for n, v in slot.saved.items() if n <= keep}
+        slot.saved[len(ids)] = logits
+        self.reused = keep
+        self.spliced = sum(n for _, _, n in runs)
+        self.pos = len(ids)
+        return logits
+
+    def _apply_splice(self, slot: Slot, keep: int, runs: list[tuple[int, int, int]],
+                      ids: list[int], interrupt: Interrupt | None) -> np.ndarray:
+        """Make ``slot`` hold ``ids``: keep its first ``keep`` tokens, move each run
+        ``(new_start, old_start, length)`` of cached tokens to its new start, drop the other
+        cached tokens and run the rest; the logits after the last token.  On
+        :class:`ForwardInterrupted` the slot must hold only its first ``keep`` tokens."""
+        raise NotImplementedError
 
     def step(self, token: int) -> np.ndarray:
         """Append one token to the active slot; the next-token logits."""

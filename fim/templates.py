@@ -13,6 +13,7 @@ configurable left share.  The constraint still sees the full contexts; only the 
 
 from __future__ import annotations
 
+import enum
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -81,6 +82,19 @@ class Prompt:
     left_chars_dropped: int  # characters cut from the front of the left context
     right_chars_dropped: int  # characters cut from the back of the right context
     healed: str  # characters removed from the end of the left context (token healing)
+
+
+class PromptOrder(enum.StrEnum):
+    """Where the right context goes in the prompt.
+
+    ``psm``: ``<prefix> L <suffix> R <middle>``, the order every supported family was trained
+    with.  ``spm``: ``<suffix> R <prefix> L <middle>``: typing at the cursor only appends to
+    the prompt, but models trained on PSM alone read it less well
+    (``benchmarks/prompt_layouts.py`` measures both).
+    """
+
+    PSM = "psm"
+    SPM = "spm"
 
 
 class PromptTooLong(ValueError):
@@ -205,8 +219,18 @@ def build_prompt(
     reserve: int,
     left_share: float = 0.75,
     heal: bool = True,
+    right_budget: int | None = None,
+    order: PromptOrder = PromptOrder.PSM,
+    left_start: int = 0,
 ) -> Prompt:
-    """The FIM prompt for ``left``/``right`` fitted into ``window - reserve`` tokens."""
+    """The FIM prompt for ``left``/``right`` fitted into ``window - reserve`` tokens.
+
+    ``right_budget`` caps the right context's tokens (a short right window is cheap to
+    recompute when the user types); room it leaves goes to the left context.  ``left_start``
+    leaves out the left context before that offset (a caller that keeps the start of the
+    prompt stable across requests, so the model's cache serves it); what remains is still
+    cut further when it does not fit.
+    """
     if not 0.0 <= left_share <= 1.0:
         raise ValueError("left_share must lie between 0 and 1")
     marks = (template.prefix, template.suffix, template.middle)
@@ -220,10 +244,16 @@ def build_prompt(
             f"the model window ({window} tokens) cannot hold the prompt sentinels and "
             f"{reserve} generated tokens; lower --max-tokens"
         )
-    left_text = template.left_lead + left
+    if not 0 <= left_start <= len(left):
+        raise ValueError("left_start must lie within the left context")
+    left_text = template.left_lead + left[left_start:]
     # Neither side can use more than the whole room, so neither is tokenized much past it.
     left_ids, left_dropped = _encode_tail(tokenizer, left_text, room)
     right_ids, right_dropped = _encode_head(tokenizer, right, room)
+    if right_budget is not None and len(right_ids) > right_budget:
+        kept = right[: len(right) - right_dropped]
+        right_ids, cut = _fit_right(tokenizer, kept, right_budget)
+        right_dropped += cut
     if len(left_ids) + len(right_ids) > room:
         left_budget = int(room * left_share)
         right_budget = room - left_budget
@@ -243,12 +273,16 @@ def build_prompt(
     if heal:
         kept_left = left_text[left_dropped:]
         healed_ids, healed = heal_split(tokenizer, left_ids, kept_left)
-        if len(healed) <= len(left):  # never ask the model to retype the template's lead
+        if len(healed) <= len(left) - left_start:  # never retype the template's lead
             left_ids = healed_ids
         else:
             healed = ""
-    ids = head + [sentinels[0]] + left_ids + [sentinels[1]] + right_ids + [sentinels[2]]
-    return Prompt(ids, max(0, left_dropped - len(template.left_lead)), right_dropped, healed)
+    if order is PromptOrder.SPM:
+        ids = head + [sentinels[1]] + right_ids + [sentinels[0]] + left_ids + [sentinels[2]]
+    else:
+        ids = head + [sentinels[0]] + left_ids + [sentinels[1]] + right_ids + [sentinels[2]]
+    dropped = left_start + max(0, left_dropped - len(template.left_lead))
+    return Prompt(ids, dropped, right_dropped, healed)
 
 
 def stop_ids(tokenizer, template: FimTemplate) -> set[int]:

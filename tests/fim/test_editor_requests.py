@@ -1,0 +1,131 @@
+"""What an editor asks of the engine beyond a plain completion: a stable prompt start, a
+middle that ends with its line, the first line early, warming the cache, progress."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import ReferenceLanguage
+
+from fim.api import CompletionRequest, Engine
+from fim.step_model import StepModel
+from fim.templates import TEMPLATES, build_prompt
+from fim.transformers_engine import HFTokenizer, backend_from_loaded
+
+
+class Scripted(StepModel):
+    """A model that says the given tokens, one per step, then the end of text."""
+
+    def __init__(self, vocab_size: int, script: list[int], eos: int) -> None:
+        super().__init__()
+        self._size, self.script, self.eos = vocab_size, script, eos
+        self.prefills: list[list[int]] = []
+        self.steps = 0
+
+    @property
+    def vocab_size(self) -> int:
+        return self._size
+
+    def _logits(self) -> np.ndarray:
+        out = np.zeros(self._size, dtype=np.float32)
+        nxt = self.script[self.steps] if self.steps < len(self.script) else self.eos
+        out[nxt] = 50.0
+        return out
+
+    def prefill(self, ids, interrupt=None, progress=None):
+        self.prefills.append(list(ids))
+        self.steps = 0
+        if progress is not None:
+            progress(len(ids), len(ids))
+        return self._logits()
+
+    def step(self, token):
+        self.steps += 1
+        return self._logits()
+
+    def _forward(self, slot, ids, interrupt):  # pragma: no cover - prefill/step are scripted
+        raise NotImplementedError
+
+    _truncate = _copy_prefix = _clear = _forward
+
+
+def scripted_engine(random_loaded, text: str) -> tuple[Engine, Scripted]:
+    backend = backend_from_loaded(random_loaded)
+    tok = backend.tokenizer
+    script = Scripted(backend.step_model.vocab_size, tok.encode(text),
+                      tok.token_id("<|endoftext|>"))
+    backend.step_model = script
+    return Engine(backend, heal=False, language_factory=ReferenceLanguage.for_python), script
+
+
+def test_line_stop_ends_the_middle_at_the_first_complete_line_end(random_loaded):
+    engine, _ = scripted_engine(random_loaded, "1 + 2\ny = 3\n")
+    req = CompletionRequest("x = ", "\n", max_tokens=20, scope="free", line_stop=True)
+    res = engine.complete(req)
+    assert (res.middle, res.stop) == ("1 + 2", "line_end")
+    # Without it the model's whole text is the middle.
+    whole = engine.complete(CompletionRequest("x = ", "\n", max_tokens=20, scope="free"))
+    assert whole.middle.startswith("1 + 2\ny = 3") and whole.stop == "eos"
+
+
+def test_a_line_end_inside_an_open_bracket_does_not_stop(random_loaded):
+    engine, _ = scripted_engine(random_loaded, "[1,\n     2]\nz = 0\n")
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=30, scope="free",
+                                            line_stop=True))
+    assert (res.middle, res.stop) == ("[1,\n     2]", "line_end")
+
+
+def test_partial_middles_reach_the_caller_while_decoding_goes_on(random_loaded):
+    engine, _ = scripted_engine(random_loaded, "1\ny = [\n2]\nz = 3\n")
+    seen: list[str] = []
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=40, scope="free"),
+                          on_partial=seen.append)
+    # Each partial ends at a line end where the file parses; "y = [" never does.
+    assert seen == ["1", "1\ny = [\n2]", "1\ny = [\n2]\nz = 3"]
+    assert res.middle.startswith(seen[-1])
+
+
+def test_left_start_keeps_the_prompt_start_stable(random_loaded):
+    tok = HFTokenizer(random_loaded.tokenizer)
+    t = TEMPLATES["santacoder"]
+    head = "import os\n\n\ndef first():\n    return 1\n\n\n"
+    left = head + "def second():\n    value = 2\n    return val"
+    p = build_prompt(tok, t, left, "\n", window=512, reserve=16, left_start=len(head))
+    assert p.left_chars_dropped == len(head)
+    assert tok.decode(p.ids[1:p.ids.index(tok.token_id("<fim-suffix>"))]) + p.healed == \
+        left[len(head):]
+    # Typing on only appends to what follows the stable start.
+    q = build_prompt(tok, t, left + "ue", "\n", window=512, reserve=16, left_start=len(head))
+    n = len(p.ids) - 4  # up to the healed token, suffix and middle
+    assert q.ids[:n] == p.ids[:n]
+    with pytest.raises(ValueError, match="left_start"):
+        build_prompt(tok, t, left, "\n", window=512, reserve=16, left_start=len(left) + 1)
+    with pytest.raises(ValueError, match="left_start"):
+        CompletionRequest(left, "\n", left_start=-1).validate()
+
+
+def test_warm_runs_the_prompt_so_the_request_only_decodes(random_loaded):
+    engine = Engine(backend_from_loaded(random_loaded),
+                    language_factory=ReferenceLanguage.for_python)
+    req = CompletionRequest("def f(x):\n    return ", "\n", max_tokens=4, scope="free")
+    assert engine.warm(req) is True
+    step = engine.step_model
+    calls = []
+    real = step._forward
+    step._forward = lambda slot, ids, interrupt: calls.append(len(ids)) or real(slot, ids,
+                                                                                  interrupt)
+    res = engine.complete(req)
+    assert step.reused == res.prompt_tokens  # the whole prompt came from the cache
+    assert calls and set(calls) == {1} and len(calls) <= res.tokens  # only generated tokens
+    assert engine.warm(req, cancel=lambda: True) is False
+
+
+def test_progress_reports_prefill_and_decode(random_loaded):
+    engine, _ = scripted_engine(random_loaded, "1 + 2 + 3\n")
+    events = []
+    engine.complete(CompletionRequest("x = ", "\n", max_tokens=20, scope="free"),
+                    progress=lambda phase, done, total: events.append((phase, done, total)))
+    assert events[0][0] == "prefill" and events[0][1] == events[0][2]
+    decoding = [e for e in events if e[0] == "decode"]
+    assert [d[1] for d in decoding] == list(range(1, len(decoding) + 1))
+    assert all(d[2] == 20 for d in decoding)
