@@ -7,6 +7,8 @@ the fast-inference issue names are measured here on the dev cases, at the server
 line), with the bundled model:
 
 * ``psm``: ``<prefix> L <suffix> R <middle>``, the right context up to 256 tokens (today);
+* ``psm-line``: the cursor's line before the cursor after ``<middle>`` (llama.cpp's
+  ``/infill`` layout): typing on a line only changes what follows ``<middle>``;
 * ``psm-r128``, ``psm-r64``, ``psm-r32``: the same with a shorter right window, cheaper to
   recompute;
 * ``spm``: ``<suffix> R <prefix> L <middle>``: typing only appends;
@@ -43,6 +45,7 @@ from fim.templates import PromptOrder  # noqa: E402
 
 LAYOUTS = {
     "psm": dict(order=PromptOrder.PSM, right_tokens=256),
+    "psm-line": dict(order=PromptOrder.PSM_LINE, right_tokens=256),
     "psm-r128": dict(order=PromptOrder.PSM, right_tokens=128),
     "psm-r64": dict(order=PromptOrder.PSM, right_tokens=64),
     "psm-r32": dict(order=PromptOrder.PSM, right_tokens=32),

@@ -270,7 +270,7 @@ def decode(
         generator = np.random.default_rng(seed)
     seq = _Sequence(heal=healed.encode("utf-8"))
     steps: list[_Step] = []
-    line_cut = 0
+    line_cut: int | None = None
     model_s = constraint_s = 0.0
     stop = "budget"
     tokens = 0
@@ -345,6 +345,16 @@ def decode(
                 moved = seq.advance(vocab.token_bytes[tid])
                 if moved is None:
                     continue
+                if line_stop and "\n" in moved[2]:
+                    # The model wants the line to end: stop here if the middle is complete
+                    # (the newline itself may be one the constraint does not allow).
+                    k = moved[2].index("\n")
+                    before = cache.feed(state, moved[2][:k]) if k else state
+                    if before is not None and cache.is_complete(before):
+                        line_cut = seq.chars + k
+                        seq.commit(*moved)
+                        finished = True
+                        break
                 nxt = cache.feed(state, moved[2]) if moved[2] else state
                 if nxt is None:
                     continue
@@ -355,7 +365,9 @@ def decode(
                 break
             constraint_s += time.perf_counter() - t0
             if finished:
-                stop = "eos"
+                stop = "eos" if line_cut is None else "line_end"
+                if line_cut is not None:
+                    tokens += 1
                 break
             if chosen is None:
                 stop = "no_candidate"

@@ -85,15 +85,20 @@ class Prompt:
 
 
 class PromptOrder(enum.StrEnum):
-    """Where the right context goes in the prompt.
+    """Where the contexts go in the prompt.
 
     ``psm``: ``<prefix> L <suffix> R <middle>``, the order every supported family was trained
-    with.  ``spm``: ``<suffix> R <prefix> L <middle>``: typing at the cursor only appends to
-    the prompt, but models trained on PSM alone read it less well
-    (``benchmarks/prompt_layouts.py`` measures both).
+    with; each keystroke changes the end of ``L`` and so everything after it.
+    ``psm-line``: the cursor's line before the cursor moves after ``<middle>``, as the start
+    of the middle the model continues (llama.cpp's ``/infill`` does this with its ``prompt``
+    field): ``<prefix> L' <suffix> R <middle> line``, where ``L'`` ends with the previous
+    line.  Typing on a line changes only the tokens after ``<middle>``.
+    ``spm``: ``<suffix> R <prefix> L <middle>``: typing only appends, but models trained on
+    PSM alone read it less well.  ``benchmarks/prompt_layouts.py`` measures all three.
     """
 
     PSM = "psm"
+    PSM_LINE = "psm-line"
     SPM = "spm"
 
 
@@ -279,6 +284,18 @@ def build_prompt(
             healed = ""
     if order is PromptOrder.SPM:
         ids = head + [sentinels[1]] + right_ids + [sentinels[0]] + left_ids + [sentinels[2]]
+    elif order is PromptOrder.PSM_LINE:
+        kept = left_text[left_dropped:]
+        cut = kept.rfind("\n") + 1  # the cursor's line starts here
+        if cut:
+            # The ids of the earlier lines stand as they are; the line goes after <middle>.
+            before = _encode(tokenizer, kept[:cut])
+            line = left_ids[len(before):] if left_ids[:len(before)] == before else \
+                _encode(tokenizer, kept[cut:len(kept) - len(healed)])
+            ids = (head + [sentinels[0]] + before + [sentinels[1]] + right_ids
+                   + [sentinels[2]] + line)
+        else:
+            ids = head + [sentinels[0]] + [sentinels[1]] + right_ids + [sentinels[2]] + left_ids
     else:
         ids = head + [sentinels[0]] + left_ids + [sentinels[1]] + right_ids + [sentinels[2]]
     dropped = left_start + max(0, left_dropped - len(template.left_lead))

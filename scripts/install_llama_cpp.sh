@@ -11,14 +11,19 @@
 # on, llama.cpp 0.3.36's AMX matrix kernels crash on the first decode on CPUs whose hypervisor
 # hides AMX from the OS. Elsewhere (arm64 Linux, Apple Silicon with Metal) llama.cpp's own
 # defaults apply. SEAM_LLAMA_CMAKE_ARGS replaces the computed flags.
+#
+# `--print-flags` only prints the CMake flags for this CPU (benchmarks/llama_server.py builds
+# llama.cpp's own server with the same kernels).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version="0.3.36"
 pip=.venv/bin/pip
 py=.venv/bin/python
+print_only=false
+[ "${1:-}" = "--print-flags" ] && print_only=true
 
-if "$py" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version__ != '$version')" 2>/dev/null
-then
+if ! $print_only && "$py" -c \
+    "import llama_cpp, sys; sys.exit(llama_cpp.__version__ != '$version')" 2>/dev/null; then
     exit 0
 fi
 
@@ -43,6 +48,10 @@ elif [ "$(uname -s)" = Linux ] && [ "$(uname -m)" = x86_64 ]; then
            -DGGML_AVX_VNNI="$(onoff avx_vnni)" -DGGML_AVX512=$avx512
            -DGGML_AVX512_VBMI="$vbmi" -DGGML_AVX512_VNNI="$vnni" -DGGML_AVX512_BF16="$bf16"
            -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF)
+fi
+if $print_only; then
+    echo "${flags[*]}"
+    exit 0
 fi
 # Only the text library: no multimodal (llava/mtmd) part, which Seam does not use.
 flags+=(-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF

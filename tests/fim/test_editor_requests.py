@@ -129,3 +129,40 @@ def test_progress_reports_prefill_and_decode(random_loaded):
     decoding = [e for e in events if e[0] == "decode"]
     assert [d[1] for d in decoding] == list(range(1, len(decoding) + 1))
     assert all(d[2] == 20 for d in decoding)
+
+
+class NoNewlineState:
+    """The reference language without newlines, as in the statement scope after a statement."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def feed(self, text: str):
+        if "\n" in text:
+            return None
+        return NoNewlineState(self.inner.feed(text))
+
+    def is_complete(self) -> bool:
+        return self.inner.is_complete()
+
+
+def test_line_stop_also_when_the_constraint_forbids_the_newline(random_loaded):
+    """The model wants the line to end where the middle is complete but the language allows
+    no newline there: the decode ends there instead of writing on (a comment, say)."""
+    engine, script = scripted_engine(random_loaded, "12\n# more\n")
+
+    class Language:
+        mode = "exact"
+
+        def __init__(self, left, right, scope):
+            self.ref = ReferenceLanguage(left, right, scope)
+
+        def initial(self):
+            return NoNewlineState(self.ref.initial())
+
+    engine.language_factory = Language
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=20, scope="statement",
+                                            line_stop=True))
+    assert (res.middle, res.stop) == ("12", "line_end")
+    plain = engine.complete(CompletionRequest("x = ", "\n", max_tokens=20, scope="statement"))
+    assert plain.stop != "line_end"

@@ -1,0 +1,318 @@
+"""Latency of suggestions as an editor user feels it: an editing session replayed through
+``seam serve`` over stdio, and the same session against llama.cpp's own server.
+
+Six standard-library files of 300 to 1,400 lines (not Seam's own code).  On each file the
+client does what Seam's editor clients send for a user who
+
+1. opens the file, whose cursor line has been cut mid-line (the user is writing it), and
+   rests the cursor there for ``--pause`` seconds (``seam/cursor``), then asks
+   (``textDocument/inlineCompletion``): **first** (the first request on the file);
+2. types the suggestion's first two characters, ``--keystroke`` seconds apart, asking after
+   each: **typing**;
+3. reads the suggestion for ``--think`` seconds and accepts it (one edit inserting it), then
+   asks at the new cursor: **accepted**;
+4. moves to the end of another line of a function body, presses Enter (a new, indented empty
+   line), rests ``--pause`` seconds and asks: **new_position**; then types two characters and
+   accepts as in 2-3.
+
+Latency is measured on the client, from sending a request to reading its answer.  The script
+reports p50/p90 per kind of request, the time until the model is ready, the server's peak RSS,
+and the same session for every ``--engines`` entry in one run:
+
+* ``llama.cpp``, ``transformers``: ``seam serve`` with ``engine`` set so, default settings;
+* ``llama-server``: llama.cpp's own server built from the same llama.cpp sources
+  (``benchmarks/llama_server.py``), used the way llama.vim uses it: ``/infill`` with 256 lines
+  before and 64 after the cursor, greedy, ``--cache-reuse 256``, no client-side cache.  It gets
+  the same requests (it has no cursor notifications and no suggestion cache).
+
+    .venv/bin/python benchmarks/bench_latency.py --engines llama.cpp,transformers,llama-server
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import json
+import random
+import statistics
+import sys
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.lsp_session import LspSession  # noqa: E402
+from benchmarks.report import RunRecord, command_line  # noqa: E402
+
+FILES = ("shlex.py", "textwrap.py", "gettext.py", "calendar.py", "ftplib.py", "statistics.py")
+KINDS = ("first", "typing", "accepted", "new_position")
+
+
+@dataclass
+class Edit:
+    """Where the session cuts a line (mid-line cursor) and where it opens a new line."""
+
+    cut_start: int  # the mid-line cursor; text from here to the line end is removed
+    cut_end: int
+    enter_at: int  # end of the line after which the user presses Enter
+    indent: str
+
+
+def pick_edit(text: str, seed: int) -> Edit:
+    """A mid-line cut in one function body statement and a new line after another, both
+    chosen reproducibly from the file's simple one-line statements inside functions."""
+    tree = ast.parse(text)
+    lines = text.split("\n")
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+    simple = (ast.Assign, ast.AugAssign, ast.Expr, ast.Return, ast.AnnAssign)
+    spots = []
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for stmt in fn.body:
+            if isinstance(stmt, simple) and stmt.lineno == stmt.end_lineno:
+                content = lines[stmt.lineno - 1].strip()
+                if len(content) >= 20 and not content.startswith(("'", '"', "#")):
+                    spots.append(stmt.lineno - 1)
+    rng = random.Random(f"{seed}:{len(text)}")
+    cut_line, enter_line = rng.sample(sorted(set(spots)), 2)
+    line = lines[cut_line]
+    indent = len(line) - len(line.lstrip())
+    cut = indent + max(4, int(0.4 * (len(line) - indent)))
+    enter = lines[enter_line]
+    return Edit(offsets[cut_line] + cut, offsets[cut_line] + len(line),
+                offsets[enter_line] + len(enter), " " * (len(enter) - len(enter.lstrip())))
+
+
+@dataclass
+class Result:
+    engine: str
+    ready_s: float = 0.0
+    peak_rss_mb: float = 0.0
+    latency: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in KINDS})
+    suggestions: list[dict] = field(default_factory=list)
+
+    def summary(self) -> dict:
+        out = {"engine": self.engine, "ready_s": round(self.ready_s, 2),
+               "peak_rss_mb": round(self.peak_rss_mb)}
+        for kind, xs in self.latency.items():
+            if xs:
+                out[kind] = {"n": len(xs), "p50": round(statistics.median(xs), 3),
+                             "p90": round(_p90(xs), 3)}
+        return out
+
+
+def _p90(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
+
+
+class SeamClient:
+    """The session's requests against ``seam serve``."""
+
+    def __init__(self, session: LspSession) -> None:
+        self.s = session
+
+    def open(self, uri, text, cursor):
+        self.s.open(uri, text)
+        self.s.cursor(uri, cursor)
+
+    def edit(self, uri, start, end, new):
+        self.s.edit(uri, start, end, new)
+
+    def rest(self, uri, offset):
+        self.s.cursor(uri, offset)
+
+    async def ask(self, uri, offset):
+        return await self.s.inline(uri, offset)
+
+    def text(self, uri):
+        return self.s.texts[uri]
+
+
+class LlamaVimClient:
+    """The same requests against llama-server's ``/infill``, shaped as llama.vim shapes them."""
+
+    def __init__(self, server, max_tokens: dict[str, int]) -> None:
+        self.server = server
+        self.max_tokens = max_tokens
+        self.texts: dict[str, str] = {}
+
+    def open(self, uri, text, cursor):
+        self.texts[uri] = text
+
+    def edit(self, uri, start, end, new):
+        t = self.texts[uri]
+        self.texts[uri] = t[:start] + new + t[end:]
+
+    def rest(self, uri, offset):
+        pass  # llama-server learns of a cursor only through a request
+
+    async def ask(self, uri, offset):
+        text = self.texts[uri]
+        lines = text.split("\n")
+        row = text.count("\n", 0, offset)
+        col = offset - (text.rfind("\n", 0, offset) + 1)
+        prefix = "\n".join(lines[max(0, row - 256):row]) + ("\n" if row else "")
+        middle = lines[row][:col]
+        suffix = "\n".join([lines[row][col:]] + lines[row + 1:row + 65])
+        kind = "empty_line" if not lines[row].strip() else "mid_line"
+        t0 = time.perf_counter()
+        res = await asyncio.to_thread(self.server.infill, middle and prefix + middle or prefix,
+                                      suffix, n_predict=self.max_tokens[kind])
+        took = time.perf_counter() - t0
+        content = res.get("content", "")
+        if kind == "mid_line":
+            content = content.split("\n", 1)[0]
+        return content or None, took
+
+    def text(self, uri):
+        return self.texts[uri]
+
+
+async def replay(client, result: Result, files: list[Path], args) -> None:
+    for n, path in enumerate(files):
+        original = path.read_text(encoding="utf-8")
+        edit = pick_edit(original, args.seed)
+        text = original[:edit.cut_start] + original[edit.cut_end:]
+        uri = f"file:///bench/{n}/{path.name}"
+        cursor = edit.cut_start
+        client.open(uri, text, cursor)
+        await asyncio.sleep(args.pause)
+        await step(client, result, uri, cursor, "first", args, path.name)
+        # Move elsewhere: Enter at the end of another line, rest, ask.
+        enter = edit.enter_at - (edit.cut_end - edit.cut_start if edit.enter_at > edit.cut_start
+                                 else 0)
+        text_now = client.text(uri)
+        enter = text_now.find("\n", enter - 1 if enter else 0)
+        client.edit(uri, enter, enter, "\n" + edit.indent)
+        cursor = enter + 1 + len(edit.indent)
+        client.rest(uri, cursor)
+        await asyncio.sleep(args.pause)
+        await step(client, result, uri, cursor, "new_position", args, path.name)
+        if args.progress:
+            print(f"  {result.engine}: {path.name} done", file=sys.stderr, flush=True)
+
+
+async def step(client, result: Result, uri: str, cursor: int, kind: str, args,
+               name: str) -> None:
+    """Ask at ``cursor``, then type two characters of the suggestion and accept it."""
+    suggestion, took = await client.ask(uri, cursor)
+    result.latency[kind].append(took)
+    result.suggestions.append({"file": name, "kind": kind, "suggestion": suggestion,
+                               "seconds": round(took, 3)})
+    if not suggestion:
+        return
+    typed = 0
+    for ch in suggestion[:2]:
+        if ch == "\n":
+            break
+        await asyncio.sleep(args.keystroke)
+        client.edit(uri, cursor, cursor, ch)
+        cursor += 1
+        typed += 1
+        rest, took = await client.ask(uri, cursor)
+        result.latency["typing"].append(took)
+        result.suggestions.append({"file": name, "kind": "typing", "suggestion": rest,
+                                   "seconds": round(took, 3)})
+        if rest is not None:
+            suggestion = suggestion[:typed] + rest
+    remaining = suggestion[typed:]
+    if not remaining:
+        return
+    await asyncio.sleep(args.think)
+    client.edit(uri, cursor, cursor, remaining)
+    cursor += len(remaining)
+    nxt, took = await client.ask(uri, cursor)
+    result.latency["accepted"].append(took)
+    result.suggestions.append({"file": name, "kind": "accepted", "suggestion": nxt,
+                               "seconds": round(took, 3)})
+
+
+async def run_seam(engine: str, files: list[Path], args, workdir: Path) -> Result:
+    result = Result(engine)
+    settings = {"model": args.model, "engine": engine}
+    session = LspSession(settings, workdir / f"server-{engine}.log")
+    result.ready_s = await session.start()
+    try:
+        await replay(SeamClient(session), result, files, args)
+        result.peak_rss_mb = session.peak_rss_mb()
+    finally:
+        await session.close()
+    return result
+
+
+async def run_llama_server(files: list[Path], args) -> Result:
+    from benchmarks.llama_server import LlamaServer, ensure_built
+    from fim import bundled
+    from fim.llama_engine import default_threads
+
+    binary = ensure_built()
+    model = bundled.gguf_file(bundled.lookup_spec(args.model))
+    result = Result("llama-server")
+    with LlamaServer(binary, model, threads=default_threads()) as server:
+        result.ready_s = server.wait_ready()
+        await replay(LlamaVimClient(server, {"mid_line": 32, "empty_line": 64}), result,
+                     files, args)
+        result.peak_rss_mb = server.rss_mb()
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--engines", default="llama.cpp,transformers,llama-server")
+    p.add_argument("--model", default="bundled:qwen2.5-coder-1.5b")
+    p.add_argument("--files", default=",".join(FILES),
+                   help="standard-library files to edit (default: six of 350-1,390 lines)")
+    p.add_argument("--pause", type=float, default=1.0, help="cursor rest before asking (s)")
+    p.add_argument("--keystroke", type=float, default=0.15, help="between keystrokes (s)")
+    p.add_argument("--think", type=float, default=1.0, help="reading before accepting (s)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--progress", action="store_true")
+    args = p.parse_args(argv)
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    files = [stdlib / f for f in args.files.split(",") if f]
+    record = RunRecord(command_line())
+    results = []
+    with tempfile.TemporaryDirectory(prefix="seam-latency-") as tmp:
+        for engine in [e for e in args.engines.split(",") if e]:
+            if args.progress:
+                print(f"session with {engine}", file=sys.stderr, flush=True)
+            if engine == "llama-server":
+                results.append(asyncio.run(run_llama_server(files, args)))
+            else:
+                results.append(asyncio.run(run_seam(engine, files, args, Path(tmp))))
+    record.finish()
+    summaries = [r.summary() for r in results]
+    print(f"{'engine':14}{'ready s':>8}{'RSS MB':>8}" + "".join(f"{k + ' p50/p90':>22}"
+                                                          for k in KINDS))
+    for s in summaries:
+        cells = "".join(f"{s[k]['p50']:>10.2f} /{s[k]['p90']:>8.2f}  " if k in s else
+                        f"{'-':>22}" for k in KINDS)
+        print(f"{s['engine']:14}{s['ready_s']:>8.1f}{s['peak_rss_mb']:>8}{cells}")
+    by = {s["engine"]: s for s in summaries}
+    if "llama.cpp" in by:
+        for other in ("transformers", "llama-server"):
+            if other in by:
+                ratios = {k: round(by[other][k]["p50"] / by["llama.cpp"][k]["p50"], 1)
+                          for k in KINDS if k in by[other] and k in by["llama.cpp"]
+                          and by["llama.cpp"][k]["p50"] > 0}
+                print(f"p50 {other} / llama.cpp: {ratios}")
+    print(record.markdown())
+    if args.json:
+        args.json.write_text(json.dumps({"run": record.as_dict(), "summaries": summaries,
+                                         "suggestions": {r.engine: r.suggestions
+                                                         for r in results}}, indent=1),
+                             encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
