@@ -178,7 +178,7 @@ class LspSession:
             self.notify("exit", None)
             assert self.proc is not None
             await asyncio.wait_for(self.proc.wait(), 15)
-        except (asyncio.TimeoutError, RuntimeError, ConnectionError):
+        except (TimeoutError, RuntimeError, ConnectionError):
             if self.proc is not None and self.proc.returncode is None:
                 self.proc.kill()
         if self._reader is not None:
