@@ -2,12 +2,15 @@
 
 ``seam complete FILE:LINE:COL`` prints the middle for the cursor at 1-based LINE and COL
 (COL counts characters; ``len(line) + 1`` is the end of the line).  ``seam complete --jsonl IN
---out OUT`` reads ``{"id", "prefix", "suffix"}`` lines and writes one result line each.
+--out OUT`` reads ``{"id", "prefix", "suffix"}`` lines and writes one result line each; a line
+that cannot be completed gets an error row and a line on stderr, and the batch goes on.
 ``seam eval`` rebuilds Stack-Boundary and Stack-RandSpan from a folder of Python files and runs
 the paper's experiment (see ``fim.evaluation``).
 
-Exit codes: 0 success, 1 no completion, 2 bad input, 130 interrupted (Ctrl-C).  The ``serve``
-command belongs to the LSP server, whose console script forwards everything else here.
+Exit codes: 0 success, 1 no completion, 2 bad input (one line on stderr; for a batch, any
+refused line), 130 interrupted (Ctrl-C).  Results go to stdout on lines of their own, never
+onto a progress bar's line.  The ``serve`` command belongs to the LSP server, whose console
+script adds it to this parser (``build_parser(extra=...)``) and handles it itself.
 """
 
 from __future__ import annotations
@@ -15,82 +18,140 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TextIO
 
-from fim import datasets
+from fim import cli_args, datasets
 from fim.api import SCOPES, CompletionRequest, ConstraintUnavailable, Engine
 from fim.decoding import MODES
 from fim.model_specs import ENGINE_NAMES, SPEC_FORMS
+from fim.options import DEFAULT_MODEL, DTYPE_CHOICES
 from fim.templates import PromptTooLong
 
-DEFAULT_MODEL = "bundled:qwen2.5-coder-1.5b"
+#: Called with the subparsers action, to add subcommands defined elsewhere (``seam serve``).
+ExtraCommands = Callable[[Any], None]
 
 
 class UsageError(Exception):
     """Bad input from the user: printed as one line, exit code 2."""
 
 
-def _model_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=DEFAULT_MODEL,
-                   help=f"model spec (default {DEFAULT_MODEL}); forms: " + "; ".join(SPEC_FORMS))
+def _context_tokens(text: str) -> int:
+    value = cli_args.positive_int(text)
+    if value < 16:
+        raise argparse.ArgumentTypeError(f"must be at least 16, not {value}")
+    return value
+
+
+def _model_options(p: argparse.ArgumentParser, scope: str = "statement",
+                   scope_note: str = "") -> None:
+    p.add_argument("--model", type=cli_args.model, default=DEFAULT_MODEL,
+                   help=f"model spec (default: {DEFAULT_MODEL}; \"bundled\" names it too); "
+                        "forms: " + "; ".join(SPEC_FORMS))
     p.add_argument("--engine", default="auto", choices=ENGINE_NAMES,
-                   help="model runtime (default auto: llama.cpp for GGUF models such as the "
+                   help="model runtime (default: auto: llama.cpp for GGUF models such as the "
                         "bundled one on a CPU, transformers for hub ids, directories and CUDA)")
-    p.add_argument("--device", default="auto", help="auto | cpu | cuda[:N]")
-    p.add_argument("--dtype", default="auto", help="auto | fp32 | bf16 | fp16")
+    p.add_argument("--device", type=cli_args.device, default="auto",
+                   help="auto, cpu, cuda or cuda:N (default: auto, CUDA when present)")
+    p.add_argument("--dtype", type=cli_args.dtype, default="auto",
+                   help=f"{', '.join(DTYPE_CHOICES)}; fp32, bf16 and fp16 are accepted too "
+                        "(default: auto: float32 on a CPU, bfloat16 or float16 on a GPU)")
     p.add_argument("--trust-remote-code", action="store_true",
-                   help="allow model code from the hub (off unless given)")
+                   help="let a hub model run its own Python code when it loads "
+                        "(default: off)")
     p.add_argument("--template", default=None,
-                   help="FIM template override (santacoder, starcoder, qwen2.5-coder, ...)")
-    p.add_argument("--max-tokens", type=int, default=64)
-    p.add_argument("--top-k", type=int, default=50)
-    p.add_argument("--scope", choices=SCOPES, default="statement")
-    p.add_argument("--context-tokens", type=int, default=None,
-                   help="cap the prompt window (default: the model's window)")
-    p.add_argument("--left-share", type=float, default=0.75,
-                   help="share of a cut prompt given to the left context (default 0.75)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+                   help="FIM template override: santacoder, starcoder, qwen2.5-coder, ... "
+                        "(default: detected from the tokenizer)")
+    p.add_argument("--max-tokens", type=cli_args.positive_int, default=64,
+                   help="most tokens generated per completion (default: 64)")
+    p.add_argument("--top-k", type=cli_args.positive_int, default=50,
+                   help="candidates tried per step of constrained decoding (default: 50)")
+    p.add_argument("--scope", choices=SCOPES, default=scope,
+                   help=f"how far a completion may reach (default: {scope}{scope_note})")
+    p.add_argument("--context-tokens", type=_context_tokens, default=None,
+                   help="cap on prompt plus completion in tokens, at least 16 "
+                        "(default: the model's window)")
+    p.add_argument("--left-share", type=cli_args.fraction, default=0.75,
+                   help="share of a cut prompt given to the left context (default: 0.75)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bars (default: bars on stderr)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser(extra: ExtraCommands | None = None) -> argparse.ArgumentParser:
+    """The ``seam`` parser; ``extra`` adds subcommands that live elsewhere (``serve``)."""
+    parser = cli_args.OneLineParser(
         prog="seam", description="Fill-in-the-middle Python completion that always parses.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    c = sub.add_parser("complete", help="complete at FILE:LINE:COL, or a JSONL batch")
-    c.add_argument("position", nargs="?", help="FILE:LINE:COL (1-based line and column)")
-    c.add_argument("--jsonl", type=Path, help="input JSONL with id, prefix, suffix")
-    c.add_argument("--out", type=Path, help="output JSONL (with --jsonl; default stdout)")
-    c.add_argument("--mode", choices=MODES, default="constrained")
-    c.add_argument("--temperature", type=float, default=0.0)
-    c.add_argument("--seed", type=int, default=0)
-    c.add_argument("--time-budget-ms", type=float, default=None)
-    c.add_argument("--json", action="store_true", help="print the full result as JSON")
+    c = sub.add_parser("complete", help="complete at FILE:LINE:COL, or a JSONL batch",
+                       description="Print the middle for a cursor, or complete a JSONL batch.")
+    c.add_argument("position", nargs="?",
+                   help="FILE:LINE:COL, 1-based line and column (default: none; "
+                        "give this or --jsonl)")
+    c.add_argument("--jsonl", type=cli_args.readable_file("JSONL file"),
+                   help="input JSONL with id, prefix, suffix per line (default: none)")
+    c.add_argument("--out", type=cli_args.writable_file("output file"),
+                   help="output JSONL, with --jsonl (default: stdout)")
+    c.add_argument("--mode", choices=MODES, default="constrained",
+                   help="decoding mode (default: constrained)")
+    c.add_argument("--temperature", type=cli_args.non_negative_float, default=0.0,
+                   help="sampling temperature, 0 for greedy (default: 0)")
+    c.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
+    c.add_argument("--time-budget-ms", type=cli_args.positive_float, default=None,
+                   help="stop decoding after this many milliseconds (default: no limit)")
+    c.add_argument("--json", action="store_true",
+                   help="print the full result as JSON (default: only the middle)")
     _model_options(c)
 
-    e = sub.add_parser("eval", help="the paper's experiment on Stack-Boundary/RandSpan cases")
-    e.add_argument("--folder", type=Path, default=None,
+    e = sub.add_parser("eval", help="the paper's experiment on Stack-Boundary/RandSpan cases",
+                       description="Run the paper's experiment and print its tables.")
+    e.add_argument("--folder", type=_folder, default=None,
                    help="folder of .py files (default: the standard library)")
-    e.add_argument("--datasets", default="boundary,randspan")
-    e.add_argument("--cases", type=int, default=100, help="cases per dataset")
-    e.add_argument("--per-file", type=int, default=1,
-                   help="cases per file (the paper used 10 over 9,539 files)")
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--max-file-chars", type=int, default=None,
-                   help="skip files longer than this")
-    e.add_argument("--report", type=Path, default=Path("seam-eval.json"),
-                   help="JSON report (summary and all records)")
-    e.add_argument("--records", type=Path, default=None,
-                   help="JSONL of per-case records; an existing file resumes the run")
+    e.add_argument("--datasets", default="boundary,randspan",
+                   help="comma-separated datasets (default: boundary,randspan)")
+    e.add_argument("--cases", type=cli_args.positive_int, default=100,
+                   help="cases per dataset (default: 100)")
+    e.add_argument("--per-file", type=cli_args.positive_int, default=1,
+                   help="cases per file; the paper used 10 over 9,539 files (default: 1)")
+    e.add_argument("--seed", type=int, default=0, help="case sampling seed (default: 0)")
+    e.add_argument("--max-file-chars", type=cli_args.positive_int, default=None,
+                   help="skip files longer than this (default: no limit)")
+    e.add_argument("--report", type=cli_args.writable_file("report file"),
+                   default=Path("seam-eval.json"),
+                   help="JSON report with the summary and all records (default: seam-eval.json)")
+    e.add_argument("--records", type=cli_args.writable_file("records file"), default=None,
+                   help="JSONL of per-case records; an existing file resumes the run "
+                        "(default: none)")
     e.add_argument("--markdown", action="store_true",
-                   help="print the tables as Markdown instead of text")
+                   help="print the tables as Markdown (default: text)")
     e.add_argument("--report-only", action="store_true",
-                   help="summarise the finished cases in --records without running anything")
-    _model_options(e)
-    e.set_defaults(scope="free")  # the paper's setting
+                   help="summarise the finished cases in --records without running anything "
+                        "(default: off)")
+    _model_options(e, scope="free", scope_note=", the paper's setting")
+    if extra is not None:
+        extra(sub)
     return parser
+
+
+def _folder(text: str) -> Path:
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is not a directory")
+    return path
+
+
+def emit(line: str, stream: TextIO) -> None:
+    """Write ``line`` on a line of its own, clear of any progress bar drawn on the terminal."""
+    from tqdm import tqdm
+
+    with tqdm.external_write_mode(file=stream):
+        stream.write(line + "\n")
+        stream.flush()
 
 
 def parse_position(spec: str) -> tuple[Path, int, int]:
@@ -171,21 +232,7 @@ def _request(args, left: str, right: str, mode: str | None = None) -> Completion
     )
 
 
-def _check_common(args) -> None:
-    if args.max_tokens < 1:
-        raise UsageError("--max-tokens must be at least 1")
-    if args.top_k < 1:
-        raise UsageError("--top-k must be at least 1")
-    if args.context_tokens is not None and args.context_tokens < 16:
-        raise UsageError("--context-tokens must be at least 16")
-    if not 0.0 <= args.left_share <= 1.0:
-        raise UsageError("--left-share must lie between 0 and 1")
-
-
 def cmd_complete(args) -> int:
-    _check_common(args)
-    if args.temperature < 0:
-        raise UsageError("--temperature must be >= 0")
     if args.jsonl is None and args.position is None:
         raise UsageError("give FILE:LINE:COL or --jsonl IN")
     if args.jsonl is not None and args.position is not None:
@@ -213,58 +260,100 @@ def cmd_complete(args) -> int:
     return _complete_jsonl(args)
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+@dataclass(frozen=True)
+class BatchItem:
+    """One input line of ``--jsonl``: what to complete, or why it cannot be."""
+
+    line: int
+    id: Any
+    prefix: str = ""
+    suffix: str = ""
+    problem: str | None = None
+
+
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _text_problem(name: str, value: Any) -> str | None:
+    if not isinstance(value, str):
+        return f"needs a string field {name!r}"
+    m = _LONE_SURROGATE.search(value)
+    if m:
+        return (f"{name!r} holds a lone surrogate (\\u{ord(m.group()):04x}) at character "
+                f"{m.start()}: not Unicode text")
+    return None
+
+
+def _read_jsonl(path: Path) -> list[BatchItem]:
+    """Every non-blank line of ``path``; a line that cannot be completed carries its problem."""
     try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except UnicodeDecodeError:
-        raise UsageError(f"{path}: not UTF-8 text") from None
+        raw = path.read_bytes()
+    except OSError as err:
+        raise UsageError(f"{path}: cannot read ({err.strerror or err})") from None
     items = []
-    for n, line in enumerate(raw.splitlines(), 1):
-        if not line.strip():
+    for n, data in enumerate(raw.split(b"\n"), 1):
+        if not data.strip():
             continue
         try:
-            item = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise UsageError(f"{path}:{n}: not JSON ({err.msg})") from None
-        if not isinstance(item, dict) or not isinstance(item.get("prefix"), str) or \
-                not isinstance(item.get("suffix"), str):
-            raise UsageError(f"{path}:{n}: needs string fields 'prefix' and 'suffix'")
-        item.setdefault("id", n)
-        items.append(item)
+            item = json.loads(data.decode("utf-8"))
+        except UnicodeDecodeError as err:
+            items.append(BatchItem(n, n, problem=f"not UTF-8 (byte {err.start})"))
+            continue
+        except ValueError as err:
+            items.append(BatchItem(n, n, problem=f"not JSON ({str(err).splitlines()[0]})"))
+            continue
+        if not isinstance(item, dict):
+            items.append(BatchItem(n, n, problem="not a JSON object"))
+            continue
+        ident = item.get("id", n)
+        problem = _text_problem("prefix", item.get("prefix")) or \
+            _text_problem("suffix", item.get("suffix"))
+        if problem:
+            items.append(BatchItem(n, ident, problem=problem))
+        else:
+            items.append(BatchItem(n, ident, item["prefix"], item["suffix"]))
     return items
 
 
 def _complete_jsonl(args) -> int:
+    """Complete every line; a bad line gets an error row and a line on stderr, and the batch
+    goes on. Exit code 2 if any line was refused, else 0."""
     items = _read_jsonl(args.jsonl)
-    engine = load_engine(args)
-    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115
+    try:
+        out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115
+    except OSError as err:
+        raise UsageError(f"cannot write {args.out}: {err.strerror or err}") from None
     from tqdm import tqdm
 
+    refused = 0
     try:
+        engine = load_engine(args)
         for item in tqdm(items, desc="complete", file=sys.stderr, disable=args.quiet):
-            try:
-                res = engine.complete(_request(args, item["prefix"], item["suffix"]))
-            except (ValueError, ConstraintUnavailable) as err:
-                # One bad item (e.g. a budget the window cannot hold) must not end the batch.
-                out.write(json.dumps({"id": item["id"], "middle": None, "stop": "error",
-                                      "error": str(err)}) + "\n")
+            problem = item.problem
+            if problem is None:
+                try:
+                    res = engine.complete(_request(args, item.prefix, item.suffix))
+                except Exception as err:  # one bad item must not end the batch
+                    problem = str(err).splitlines()[0] if str(err) else type(err).__name__
+            if problem is not None:
+                refused += 1
+                emit(f"seam: {args.jsonl}:{item.line}: {problem}", sys.stderr)
+                emit(json.dumps({"id": item.id, "middle": None, "stop": "error",
+                                 "error": problem}), out)
                 continue
             row = {
-                "id": item["id"], "middle": res.middle, "stop": res.stop, "tokens": res.tokens,
+                "id": item.id, "middle": res.middle, "stop": res.stop, "tokens": res.tokens,
                 "setup_ms": round(res.setup_ms, 3), "model_ms": round(res.model_ms, 3),
                 "constraint_ms": round(res.constraint_ms, 3), "mode": res.mode,
                 "parses": res.parses,
             }
             if res.error:
                 row["error"] = res.error
-            out.write(json.dumps(row) + "\n")
-            out.flush()
+            emit(json.dumps(row), out)
     finally:
         if out is not sys.stdout:
             out.close()
-    return 0
+    return 2 if refused else 0
 
 
 def cmd_eval(args) -> int:
@@ -272,13 +361,10 @@ def cmd_eval(args) -> int:
 
     from fim import evaluation
 
-    _check_common(args)
     names = [d.strip() for d in args.datasets.split(",") if d.strip()]
     for d in names:
         if d not in datasets.DATASETS:
             raise UsageError(f"unknown dataset {d!r}; use {', '.join(datasets.DATASETS)}")
-    if args.cases < 1 or args.per_file < 1:
-        raise UsageError("--cases and --per-file must be at least 1")
     try:
         per_dataset = [datasets.build_cases(
             d, args.cases, args.folder, seed=args.seed, per_file=args.per_file,
@@ -343,20 +429,29 @@ def cmd_eval(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the ``seam`` command line; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def run(args: argparse.Namespace) -> int:
+    """Run a parsed ``complete`` or ``eval`` command; returns the exit code."""
     try:
         if args.command == "complete":
             return cmd_complete(args)
         return cmd_eval(args)
     except (UsageError, PromptTooLong, ConstraintUnavailable) as err:
-        print(f"seam: error: {err}", file=sys.stderr)
-        return 2
+        return cli_args.fail("seam", " ".join(str(err).split()))
+    except OSError as err:  # an output that cannot be written, a full disk
+        where = f"{err.filename}: " if getattr(err, "filename", None) else ""
+        return cli_args.fail("seam", f"{where}{err.strerror or err}")
     except KeyboardInterrupt:
         print("seam: interrupted", file=sys.stderr)
         return 130
+
+
+def main(argv: list[str] | None = None, extra: ExtraCommands | None = None) -> int:
+    """Run the ``seam`` command line; returns the exit code (2 for bad arguments)."""
+    try:
+        args = build_parser(extra).parse_args(argv)
+    except SystemExit as exc:  # --help, or a one-line argument error
+        return exc.code if isinstance(exc.code, int) else 2
+    return run(args)
 
 
 if __name__ == "__main__":

@@ -1,21 +1,43 @@
 """The ``seam`` command: ``seam serve`` runs the language server, the rest belongs to ``fim``.
 
 ``seam serve`` speaks LSP on stdio by default, or on TCP with ``--tcp [HOST:]PORT`` (HOST
-defaults to 127.0.0.1: the server never listens beyond loopback unless told to). In stdio mode
-the process's file descriptor 1 is re-pointed at stderr before anything heavy is imported, so a
-stray ``print`` in a library (or in C code) cannot corrupt the protocol stream.
+defaults to 127.0.0.1: the server never listens beyond loopback unless told to; PORT 0 picks a
+free one). In stdio mode the process's file descriptor 1 is re-pointed at stderr before
+anything heavy is imported, so a stray ``print`` in a library (or in C code) cannot corrupt the
+protocol stream.
 
-``seam`` with any other subcommand (``complete``, ``eval``, ...) is ``fim.cli``.
+In TCP mode every client must present a secret token in its ``initialize`` request, as
+``initializationOptions.seamToken``: by default a fresh one per start, printed on stderr (never
+logged) and written to ``--token-file`` if given; ``SEAM_TCP_TOKEN`` in the environment sets
+it instead. One client is served at a time (see ``transport``).
+
+A model's own Python code (Hugging Face ``trust_remote_code``) runs only with
+``--trust-remote-code``; no setting sent by an editor can turn it on.
+
+Exit codes: 0 after ``shutdown`` + ``exit``; 1 for ``exit`` without ``shutdown`` or a client
+that went away; 2 for bad arguments (one line on stderr).
+
+``seam`` with any other subcommand (``complete``, ``eval``) is ``fim.cli``; ``seam --help``
+lists all of them.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import secrets
+import socket
 import sys
-from typing import BinaryIO
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from fim import cli_args
+from fim.options import DEFAULT_MODEL, DTYPE_CHOICES
 
 DEFAULT_HOST = "127.0.0.1"
+DEFAULT_MAX_MESSAGE_MB = 64
+TOKEN_ENV = "SEAM_TCP_TOKEN"
+MIN_TOKEN_CHARS = 16
 
 
 def parse_tcp(value: str) -> tuple[str, int]:
@@ -33,20 +55,59 @@ def parse_tcp(value: str) -> tuple[str, int]:
     return host, number
 
 
-def serve_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="seam serve",
-                                description="Run the Seam language server.")
+def _max_message_mb(text: str) -> int:
+    value = cli_args.positive_int(text)
+    if value > 4096:
+        raise argparse.ArgumentTypeError(f"must be at most 4096 (MB), not {value}")
+    return value
+
+
+def add_serve_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``seam serve`` (also shown by ``seam --help``)."""
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--stdio", action="store_true", help="speak LSP on stdin/stdout (default)")
+    mode.add_argument("--stdio", action="store_true",
+                      help="speak LSP on stdin/stdout (default)")
     mode.add_argument("--tcp", type=parse_tcp, metavar="[HOST:]PORT",
-                      help=f"listen on TCP instead (HOST defaults to {DEFAULT_HOST})")
-    p.add_argument("--model", help="model spec, overriding seam.model from the editor")
-    p.add_argument("--device", help="device (auto, cpu, cuda, ...)")
-    p.add_argument("--dtype", help="dtype (auto, float32, bfloat16, float16)")
+                      help=f"listen on TCP instead; clients must send the token printed at "
+                           f"start (default: off; HOST defaults to {DEFAULT_HOST})")
+    p.add_argument("--token-file", type=cli_args.writable_file("token file"), default=None,
+                   help="with --tcp, also write the token to this file, readable only by you "
+                        "(default: stderr only)")
+    p.add_argument("--model", type=cli_args.model, default=None,
+                   help=f"model spec, overriding seam.model from the editor (default: the "
+                        f"editor's, else {DEFAULT_MODEL}; \"bundled\" names it too)")
+    p.add_argument("--device", type=cli_args.device, default=None,
+                   help="auto, cpu, cuda or cuda:N, overriding seam.device (default: the "
+                        "editor's, else auto)")
+    p.add_argument("--dtype", type=cli_args.dtype, default=None,
+                   help=f"{', '.join(DTYPE_CHOICES)} (fp32, bf16, fp16 accepted too), "
+                        "overriding seam.dtype (default: the editor's, else auto)")
+    p.add_argument("--trust-remote-code", action="store_true",
+                   help="let the model run its own Python code when it loads; no editor "
+                        "setting can do this (default: off)")
+    p.add_argument("--max-message-mb", type=_max_message_mb, default=DEFAULT_MAX_MESSAGE_MB,
+                   help="largest LSP message accepted, in MB; a larger document gets no "
+                        f"completions (default: {DEFAULT_MAX_MESSAGE_MB})")
     p.add_argument("--log-file", default=None,
-                   help="log file (default: $XDG_STATE_HOME/seam/server.log; '' for none)")
-    p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+                   help="log file, created readable only by you (default: "
+                        "$XDG_STATE_HOME/seam/server.log; '' for none)")
+    p.add_argument("--log-level", default="INFO",
+                   choices=("DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper,
+                   help="DEBUG, INFO, WARNING or ERROR; only DEBUG writes message contents "
+                        "(default: INFO)")
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    p = cli_args.OneLineParser(prog="seam serve", description="Run the Seam language server.")
+    add_serve_options(p)
     return p
+
+
+def add_serve_command(subparsers: Any) -> None:
+    """``seam serve`` in the ``seam`` parser, so that ``seam --help`` lists it."""
+    p = subparsers.add_parser("serve", help="run the language server (stdio or TCP)",
+                              description="Run the Seam language server.")
+    add_serve_options(p)
 
 
 def _protect_stdout() -> BinaryIO:
@@ -58,8 +119,43 @@ def _protect_stdout() -> BinaryIO:
     return os.fdopen(protocol_fd, "wb", buffering=0)
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.create_server((host, port), family=family)
+
+
+def _token() -> str:
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    if token and len(token) < MIN_TOKEN_CHARS:
+        raise ValueError(f"{TOKEN_ENV} must be at least {MIN_TOKEN_CHARS} characters")
+    return token or secrets.token_urlsafe(24)
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(text + "\n")
+
+
 def serve(argv: list[str]) -> int:
-    args = serve_parser().parse_args(argv)
+    try:
+        args = serve_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a one-line argument error
+        return exc.code if isinstance(exc.code, int) else 2
+    prog = "seam serve"
+    listener = None
+    if args.tcp:
+        # Before anything slow, so that a busy port is one line, not a traceback later.
+        host, port = args.tcp
+        try:
+            listener = _listen(host, port)
+            token = _token()
+            if args.token_file is not None:
+                _write_private(args.token_file, token)
+        except (OSError, ValueError) as exc:
+            what = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            return cli_args.fail(prog, f"cannot serve on {host}:{port}: {what}")
     protocol_out = None if args.tcp else _protect_stdout()
     # Idle OpenMP threads otherwise spin for a while after each forward pass. On a busy CPU
     # that spinning delays the event loop (measured here: 5-35 ms before the answer is sent)
@@ -67,41 +163,59 @@ def serve(argv: list[str]) -> int:
     # an explicit user setting wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+    import logging
+
     from .logs import setup_logging
+    from .model_host import ModelHost
     from .server import SeamServer
     from .settings import Settings, merge
 
     try:
         log_path = setup_logging(args.log_file, args.log_level)
     except ValueError as exc:
-        print(f"seam serve: {exc}", file=sys.stderr)
-        return 2
+        return cli_args.fail(prog, str(exc))
     overrides = {k: v for k, v in (("model", args.model), ("device", args.device),
                                    ("dtype", args.dtype)) if v}
     settings, problems = merge(Settings(), overrides)
     if problems:
-        print("seam serve: " + "; ".join(problems), file=sys.stderr)
-        return 2
-    server = SeamServer(settings, pinned=set(overrides))
-    server.attach_editor_log()
-    import logging
+        return cli_args.fail(prog, "; ".join(p.message() for p in problems))
+    log = logging.getLogger("lsp_server")
+    limit = args.max_message_mb * 1024 * 1024
+    host_model = ModelHost()
 
-    logging.getLogger("lsp_server").info("seam serve starting; log file %s", log_path)
-    if args.tcp:
-        host, port = args.tcp
-        server.start_tcp(host, port)
+    def new_session() -> SeamServer:
+        server = SeamServer(settings, pinned=set(overrides), host=host_model,
+                            allow_remote_code=args.trust_remote_code, max_content_bytes=limit)
+        server.attach_editor_log()
+        return server
+
+    log.info("seam serve starting; log file %s", log_path)
+    if listener is not None:
+        from .transport import TOKEN_KEY, TcpServer
+
+        address = listener.getsockname()
+        where = f"[{address[0]}]:{address[1]}" if ":" in address[0] else \
+            f"{address[0]}:{address[1]}"
+        log.info("listening on %s", where)
+        print(f"seam serve: listening on {where}; clients must send "
+              f"initializationOptions.{TOKEN_KEY} = \"{token}\"", file=sys.stderr, flush=True)
+        TcpServer(listener, new_session, token, limit).run()
+        code = 0
     else:
+        server = new_session()
         server.start_io(sys.stdin.buffer, protocol_out)
+        code = server.exit_code
     # The protocol is over (exit, or the client went away). Interpreter teardown would join
     # a decode still winding down and free the model's memory page by page, which editors
     # that kill a server 2 s after `exit` (VS Code) do not wait for: flush and leave now.
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr, protocol_out):
         try:
-            stream.flush()
+            if stream is not None:
+                stream.flush()
         except (OSError, ValueError):
             pass
-    os._exit(0)
+    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -109,11 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "serve":
         return serve(argv[1:])
-    if not argv or argv[0] in ("-h", "--help"):
-        print("seam serve: run the language server (seam serve --help for its options)")
     from fim.cli import main as fim_main
 
-    return fim_main(argv)
+    return fim_main(argv, extra=add_serve_command)
 
 
 if __name__ == "__main__":

@@ -76,6 +76,18 @@ class ModelHost:
         self._on_progress = on_progress
         self._threads: list[threading.Thread] = []
 
+    def set_listeners(self, on_state: StateFn | None, on_progress: ProgressFn | None,
+                      owner: object | None = None) -> None:
+        """Report to new listeners (a new session of a TCP server takes over the host).
+
+        With ``owner``, the listeners are cleared only if they are still ``owner``'s: a session
+        that ends must not silence the one that followed it.
+        """
+        if owner is not None and getattr(self._on_state, "__self__", None) is not owner:
+            return
+        self._on_state = on_state
+        self._on_progress = on_progress
+
     @property
     def state(self) -> HostState:
         return self._state
@@ -91,9 +103,10 @@ class ModelHost:
 
     def _set_state(self, state: HostState) -> None:
         self._state = state
-        if self._on_state is not None:
+        listener = self._on_state
+        if listener is not None:
             try:
-                self._on_state(state)
+                listener(state)
             except Exception:  # a broken listener must not kill the loader
                 log.exception("state listener failed")
 
@@ -109,9 +122,10 @@ class ModelHost:
             self._set_state(HostState("loading", model, f"loading {model}"))
 
         def progress(fraction: float, message: str) -> None:
-            if generation == self._generation and self._on_progress is not None:
+            listener = self._on_progress
+            if generation == self._generation and listener is not None:
                 try:
-                    self._on_progress(float(fraction), str(message))
+                    listener(float(fraction), str(message))
                 except Exception:
                     log.exception("progress listener failed")
 

@@ -3,7 +3,11 @@
 Requests never wait for the model to load and never fail on odd input: a document that is not
 open, not in an enabled language, a position outside the text or inside a UTF-16 surrogate pair
 all answer an empty list (and say why in the log). Only the model's own output is slow; every
-decode runs on :class:`~lsp_server.decoding.Decoder`'s worker thread.
+decode runs on :class:`~lsp_server.decoding.Decoder`'s worker thread. What reaches this module
+has passed the framing layer (``framing``, ``transport``) and the message and lifecycle gate
+(``protocol``); settings are validated on arrival (``settings``), each refusal shown to the user
+once; the model never sees lone surrogates or ``\r`` line breaks (``text``); and no setting can
+make a model run its own code unless the server was started with ``--trust-remote-code``.
 
 Custom messages, for editor status bars and benchmarks:
 
@@ -31,15 +35,24 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, lsp_method
 
+from . import text as model_text
 from .decoding import Decoder
 from .documents import Document, DocumentStore, PositionError
+from .framing import DEFAULT_MAX_CONTENT_BYTES, FrameError, FrameErrorKind
+from .jsonrpc import ErrorCode
 from .logs import EditorLogHandler
 from .model_host import HostState, ModelHost
-from .settings import Settings, merge, policy_for, section_of
+from .protocol import SeamProtocol
+from .settings import (
+    Settings,
+    SettingsShapeError,
+    check_budget,
+    merge,
+    policy_for,
+    section_of,
+)
 from .suggestions import SuggestionCache
 
 log = logging.getLogger(__name__)
@@ -48,68 +61,18 @@ SERVER_NAME = "seam"
 SERVER_VERSION = "0.1.0"
 RECENT_TIMINGS = 256
 CONFIG_PULL_TIMEOUT_S = 5.0
+#: How many distinct settings problems are remembered as already shown.
+MAX_REMEMBERED_PROBLEMS = 256
+REMOTE_CODE_REFUSED = (
+    "Seam ignored seam.trustRemoteCode: a model's own code runs only when the server itself "
+    "was started with `seam serve --trust-remote-code` (in VS Code: set seam.trustRemoteCode "
+    "in your user settings, which passes that flag)."
+)
 
 
 def _device_type(engine) -> str:
     """``"cpu"``, ``"cuda"`` or ``"metal"``: where the engine's model runs."""
     return engine.backend.device
-
-
-class _DropDeserializeTraceback(logging.Filter):
-    """pygls logs a full traceback for each request that breaks the schema; SeamProtocol
-    answers those with InvalidParams and logs one line instead."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("Unable to deserialize message")
-
-
-logging.getLogger("pygls.protocol.json_rpc").addFilter(_DropDeserializeTraceback())
-
-
-class _Answered:
-    """Stands in for a request that was answered with an error while being decoded."""
-
-    jsonrpc = None
-
-
-class SeamProtocol(LanguageServerProtocol):
-    """pygls' protocol with document sync routed to Seam's own :class:`DocumentStore`.
-
-    It also answers requests whose parameters break the LSP schema (a negative line, a missing
-    field) with a JSON-RPC ``InvalidParams`` error: pygls only logs those, and the client would
-    wait for an answer forever.
-    """
-
-    _server: SeamServer
-
-    def structure_message(self, data: dict[str, Any]) -> Any:
-        try:
-            return super().structure_message(data)
-        except JsonRpcException as exc:
-            if not (isinstance(data, dict) and "id" in data and "method" in data):
-                raise
-            cause = exc.__cause__ or exc
-            log.warning("invalid %s request: %s", data.get("method"), cause)
-            error = JsonRpcInvalidParams(f"invalid params for {data.get('method')}: {cause}")
-            self._send_response(data["id"], None, error.to_response_error())
-            return _Answered()
-
-    def handle_message(self, message: Any) -> None:
-        if isinstance(message, _Answered):
-            return
-        super().handle_message(message)
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
-    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> None:
-        self._server.on_open(params)
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> None:
-        self._server.on_change(params)
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
-    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> None:
-        self._server.on_close(params)
 
 
 @dataclasses.dataclass
@@ -122,26 +85,63 @@ class Suggestion:
 
 
 class SeamServer(LanguageServer):
-    """The language server. Construct it, then ``start_io()`` or ``start_tcp(host, port)``."""
+    """One client's session. Construct it, then ``start_io()``; for TCP see ``transport``.
+
+    ``host`` is the model host to use: a TCP server hands the same one to every session, so the
+    model stays loaded between clients. ``allow_remote_code`` is ``seam serve
+    --trust-remote-code``: without it, no setting can make a model run its own code.
+    """
 
     def __init__(self, settings: Settings | None = None,
-                 pinned: set[str] | None = None) -> None:
+                 pinned: set[str] | None = None, *, host: ModelHost | None = None,
+                 allow_remote_code: bool = False,
+                 max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES) -> None:
         """``pinned``: settings keys given on the command line, which the editor cannot change."""
         super().__init__(SERVER_NAME, SERVER_VERSION, protocol_cls=SeamProtocol,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
-        self.settings = settings or Settings()
-        self.pinned = frozenset(pinned or ())
+        self.protocol: SeamProtocol
+        self.allow_remote_code = allow_remote_code
+        base = settings or Settings()
+        self.settings = dataclasses.replace(base, trust_remote_code=allow_remote_code)
+        self.pinned = frozenset(pinned or ()) | {"trustRemoteCode"}
+        self.max_content_bytes = max_content_bytes
         self.documents = DocumentStore()
         self.suggestions = SuggestionCache()
         self.decoder = Decoder()
-        self.host = ModelHost(on_state=self._state_changed, on_progress=self._load_progress)
+        self.host = host or ModelHost()
+        self.host.set_listeners(self._state_changed, self._load_progress)
         self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT_TIMINGS)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._progress_token: str | None = None
         self._load_started = False  # settings that arrive before `initialized` load nothing
+        self._shown_problems: set[str] = set()
+        self._log_handler: EditorLogHandler | None = None
+        self.exit_code: int | None = None  # set by start_io when the session is over
         self._register()
 
     # ----- plumbing ------------------------------------------------------------------------
+
+    def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The event loop this session runs on (where messages to the client are sent)."""
+        self._loop = loop
+
+    def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
+        """Serve one client on stdin/stdout; the exit code is then in ``self.exit_code``."""
+        import sys
+
+        from .transport import serve_stdio
+
+        self.exit_code = serve_stdio(self, stdin or sys.stdin.buffer,
+                                     stdout or sys.stdout.buffer, self.max_content_bytes)
+
+    def end_session(self) -> None:
+        """The client is gone: stop decoding for it and stop talking to it."""
+        self.decoder.shutdown()
+        if self._log_handler is not None:
+            logging.getLogger().removeHandler(self._log_handler)
+            self._log_handler = None
+        self.host.set_listeners(None, None, owner=self)
+        self._loop = None
 
     def call_in_loop(self, fn: Callable[[], None]) -> None:
         """Run ``fn`` on the event loop thread (pygls' writer is not thread-safe)."""
@@ -164,7 +164,31 @@ class SeamServer(LanguageServer):
     def attach_editor_log(self, level: int = logging.INFO) -> EditorLogHandler:
         handler = EditorLogHandler(self._send_log, level)
         logging.getLogger().addHandler(handler)
+        self._log_handler = handler
         return handler
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """pygls shows every failure outside a request as an "Error in server" pop-up. A
+        malformed notification is the client's slip, not the user's business: log one line."""
+        log.warning("%s: %s", getattr(source, "__name__", source), type(error).__name__)
+
+    def on_framing_error(self, error: FrameError, code: ErrorCode) -> None:
+        """Answer damage in the byte stream (see ``framing``), and keep serving."""
+        log.warning("framing: %s (%s)", error.detail, error.kind.value)
+        self.protocol.send_error(error.request_id, code, error.detail)
+        if error.kind is FrameErrorKind.TOO_LARGE and error.request_id is None:
+            self._show_once(types.MessageType.Warning, "too-large",
+                            f"Seam skipped a message from the editor: {error.detail}. A "
+                            "document that large gets no completions (raise the limit with "
+                            "seam serve --max-message-mb).")
+
+    def _show_once(self, kind: types.MessageType, key: str, text: str) -> None:
+        if key in self._shown_problems:
+            return
+        if len(self._shown_problems) >= MAX_REMEMBERED_PROBLEMS:
+            self._shown_problems.clear()
+        self._shown_problems.add(key)
+        self._show(kind, text)
 
     def _register(self) -> None:
         def plain(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -193,9 +217,7 @@ class SeamServer(LanguageServer):
         self._loop = asyncio.get_running_loop()
         encoding = ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities)
         self.documents.encoding = encoding
-        section = section_of(params.initialization_options)
-        if section is not None:
-            self._apply_settings(section)
+        self._receive_settings(params.initialization_options)
         log.info("initialized: encoding %s, settings %s", encoding, self._settings_json())
 
     async def on_initialized(self, params: types.InitializedParams) -> None:
@@ -208,6 +230,13 @@ class SeamServer(LanguageServer):
     def _start_load(self) -> None:
         self._load_started = True
         s = self.settings
+        state = self.host.state
+        if self.host.key == s.model_key and state.state in ("loading", "ready"):
+            # A new session of a TCP server with the model its predecessor loaded.
+            if state.state == "loading":
+                self._begin_progress(s.model)
+            self._state_changed(state)
+            return
         self._begin_progress(s.model)
         self.host.load(s.model, device=s.device, dtype=s.dtype,
                        trust_remote_code=s.trust_remote_code)
@@ -269,6 +298,8 @@ class SeamServer(LanguageServer):
             self.protocol.notify("seam/status", state.as_json())
             if state.state in ("ready", "error"):
                 self._end_progress(state)
+            if state.state == "ready":
+                self._check_budget()
             if state.state == "error":
                 self.window_show_message(types.ShowMessageParams(
                     type=types.MessageType.Error, message=state.message))
@@ -281,23 +312,65 @@ class SeamServer(LanguageServer):
         s = self.settings
         return {"model": s.model, "device": s.device, "dtype": s.dtype,
                 "maxTokens": s.max_tokens or "auto", "timeBudgetMs": s.time_budget_ms or "auto",
+                "contextTokens": s.context_tokens or "auto",
                 "scope": s.scope or "auto", "topK": s.top_k, "constrained": s.constrained,
-                "languages": list(s.languages)}
+                "languages": list(s.languages), "trustRemoteCode": s.trust_remote_code}
+
+    def _receive_settings(self, payload: Any) -> bool:
+        """Apply settings from any source; ``False`` when the payload held none."""
+        try:
+            section = section_of(payload)
+        except SettingsShapeError as exc:
+            self._report_problems([str(exc)])
+            return True
+        if section is None:
+            return False
+        self._apply_settings(section)
+        return True
 
     def _apply_settings(self, section: dict[str, Any]) -> None:
         old = self.settings
-        ignored = sorted(k for k in section if k in self.pinned)
+        messages: list[str] = []
+        if section.get("trustRemoteCode") is True and not self.allow_remote_code:
+            messages.append(REMOTE_CODE_REFUSED)
+        ignored = sorted(k for k in section if k in self.pinned and k != "trustRemoteCode")
         if ignored:
             log.info("settings %s are fixed by the command line; ignoring the editor's", ignored)
         new, problems = merge(old, {k: v for k, v in section.items() if k not in self.pinned})
-        for problem in problems:
-            log.warning("settings: %s", problem)
-        if problems:
-            self._show(types.MessageType.Warning, "Seam settings: " + "; ".join(problems))
+        new, budget = check_budget(new, old, *self._model_facts())
+        messages.extend(p.message() for p in problems + budget)
+        self._report_problems(messages)
         self.settings = new
         if new != old:
             self.suggestions = SuggestionCache(self.suggestions.capacity)
             log.info("settings now %s", self._settings_json())
+
+    def _model_facts(self) -> tuple[str | None, int | None]:
+        """Where the loaded model runs and its window; ``(None, None)`` before it loads."""
+        engine = self.host.engine
+        if engine is None:
+            return ("cpu" if self.settings.device == "cpu" else None), None
+        return _device_type(engine), getattr(engine, "window", None)
+
+    def _check_budget(self) -> None:
+        """Re-check the token budget once the model (and its window) is known."""
+        new, problems = check_budget(self.settings, Settings(), *self._model_facts())
+        if problems:
+            self._report_problems([p.message() for p in problems])
+            self.settings = new
+
+    def _report_problems(self, messages: list[str]) -> None:
+        """Log every refused setting; show each distinct one to the user once per session."""
+        for message in messages:
+            log.warning("settings: %s", message)
+        fresh = [m for m in messages if m not in self._shown_problems]
+        if not fresh:
+            return
+        if len(self._shown_problems) + len(fresh) > MAX_REMEMBERED_PROBLEMS:
+            self._shown_problems.clear()
+        self._shown_problems.update(fresh)
+        self._show(types.MessageType.Warning, "Seam settings: " + " ".join(
+            m if m.endswith(".") else m + "." for m in fresh))
 
     async def _pull_configuration(self) -> None:
         if not self._client_supports("workspace.configuration"):
@@ -307,18 +380,18 @@ class SeamServer(LanguageServer):
                 types.ConfigurationParams(items=[types.ConfigurationItem(section="seam")])),
                 CONFIG_PULL_TIMEOUT_S)
         except Exception as exc:
-            log.warning("workspace/configuration failed: %s", exc)
+            log.warning("workspace/configuration failed: %s", type(exc).__name__)
             return
-        if result and isinstance(result[0], dict):
-            section = section_of(result[0]) or result[0]
-            self._apply_settings(section)
+        if isinstance(result, (list, tuple)) and result and isinstance(result[0], dict):
+            # The client answers with the section's contents (not wrapped in "seam").
+            payload = result[0]
+            if "seam" not in payload:
+                payload = {"seam": payload}
+            self._receive_settings(payload)
 
     async def on_configuration(self, params: types.DidChangeConfigurationParams) -> None:
-        section = section_of(params.settings)
         old_key = self.settings.model_key
-        if section is not None:
-            self._apply_settings(section)
-        else:
+        if not self._receive_settings(params.settings):
             await self._pull_configuration()
         if self._load_started and self.settings.model_key != old_key:
             self._start_load()
@@ -423,10 +496,14 @@ class SeamServer(LanguageServer):
             return None
         policy = policy_for(self.settings, text[cur.line_start:cur.offset],
                             text[cur.offset:cur.line_end],
-                            device_type=_device_type(engine))
+                            device_type=_device_type(engine),
+                            model_window=getattr(engine, "window", None))
         from fim.api import CompletionRequest
 
-        request = CompletionRequest(left, right, mode=policy.mode, max_tokens=policy.max_tokens,
+        # The model gets the text without lone surrogates and with \n line breaks; the
+        # document keeps its own text (see `text`).
+        request = CompletionRequest(model_text.for_model(left), model_text.for_model(right),
+                                    mode=policy.mode, max_tokens=policy.max_tokens,
                                     top_k=policy.top_k, scope=policy.scope, temperature=0.0,
                                     time_budget_ms=policy.time_budget_ms,
                                     context_tokens=policy.context_tokens)
@@ -437,8 +514,8 @@ class SeamServer(LanguageServer):
             self._record(uri, t0, source="model", stop="cancelled-by-client")
             raise
         except Exception as exc:
-            log.exception("decode failed for %s", uri)
-            self._record(uri, t0, source="model", stop="error", error=repr(exc))
+            log.error("decode failed for %s: %s", uri, type(exc).__name__, exc_info=exc)
+            self._record(uri, t0, source="model", stop="error", error=type(exc).__name__)
             return None
         resume_ms = (time.perf_counter() - outcome.finished_at) * 1000.0
         res = outcome.result
@@ -455,6 +532,7 @@ class SeamServer(LanguageServer):
                      mode=getattr(res, "mode", policy.mode), scope=policy.scope)
         if not middle or getattr(res, "stop", None) == "cancelled":
             return None
+        middle = model_text.for_document(middle, model_text.line_break_of(text))
         if self.documents.get(uri) is not doc or doc.text is not text:
             # The text changed while decoding; a newer request will follow the edit.
             self.suggestions.put(uri, left, right, middle)

@@ -1,8 +1,15 @@
 """The server's settings (section ``seam``) and the per-request decoding policy.
 
-Settings arrive as JSON from ``initializationOptions`` and ``workspace/didChangeConfiguration``.
-Each key is validated on its own: a bad value is reported (the caller shows the problems to the
-user) and the previous value of that key is kept, so one typo never disables completion.
+Settings arrive as JSON from ``initializationOptions``, ``workspace/didChangeConfiguration`` and
+``workspace/configuration``. Each key is validated where it arrives, against the values that
+actually work: a value that would make every completion fail (``scope: "bogus"``,
+``contextTokens: 1``) is refused like a value of the wrong type. A refused value becomes a
+:class:`SettingProblem` (the server shows it once, naming the setting and what it accepts) and
+the previous value of that key is kept, so one typo never disables completion.
+
+``maxTokens`` must leave room for a prompt in the context (``contextTokens``, or the model's
+window): :func:`check_budget` checks that where the context is known, on arrival and again when
+the model has loaded.
 
 ``maxTokens``, ``timeBudgetMs``, ``contextTokens`` and ``scope`` accept ``"auto"`` (the default;
 ``0`` and ``null`` mean the same), which picks an IDE-friendly policy from the cursor's line:
@@ -14,13 +21,21 @@ own settings such as VS Code's ``seam.server.*``) are ignored.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-SECTION = "seam"
+from fim.options import (
+    DEFAULT_MODEL,
+    DEVICE_HELP,
+    DTYPE_CHOICES,
+    SCOPES,
+    canonical_device,
+    canonical_dtype,
+    canonical_model,
+)
 
-#: The offline default: the bundled Qwen2.5-Coder GGUF (see DESIGN.md, "Models").
-DEFAULT_MODEL = "bundled:qwen2.5-coder-1.5b"
+SECTION = "seam"
 
 #: Policies chosen by "auto": (scope, max tokens, time budget in ms). The budgets suit the
 #: bundled 1.5B model on a laptop CPU (0.4-0.6 s per token here: a one-line middle of ~14
@@ -34,6 +49,14 @@ EMPTY_LINE_POLICY = ("block", 96, 20000)
 #: tokens/s, and in the fill-in-the-middle prompt the right context comes after the cursor,
 #: so each keystroke re-runs it: a quarter of 1,024 tokens is what a 10 s budget can afford.
 CPU_CONTEXT_TOKENS = 1024
+
+#: The smallest context worth prompting with, and the part of any context kept for the prompt
+#: (FIM sentinels plus a few lines around the cursor) whatever ``maxTokens`` asks.
+MIN_CONTEXT_TOKENS = 128
+MIN_PROMPT_TOKENS = 32
+MAX_TOP_K = 1000
+MAX_TIME_BUDGET_MS = 600_000
+MAX_MODEL_SPEC_CHARS = 4096
 
 
 @dataclass(frozen=True)
@@ -59,100 +82,201 @@ class Settings:
         return (self.model, self.device, self.dtype, self.trust_remote_code)
 
 
-def _auto_or_positive_int(name: str, value: Any) -> int | None:
-    if value is None or value == "auto" or (value == 0 and not isinstance(value, bool)):
+@dataclass(frozen=True)
+class SettingProblem:
+    """A refused setting: the key, what was sent, what is accepted, and what stays in force."""
+
+    key: str
+    value: Any
+    accepted: str
+    kept: Any
+
+    def message(self) -> str:
+        return (f"seam.{self.key} = {_shown(self.value)} is not valid ({self.accepted}); "
+                f"keeping {_shown(self.kept)}")
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return '"auto"'
+    text = repr(value) if not isinstance(value, str) else '"' + value + '"'
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class Rejected(ValueError):
+    """A value outside what a key accepts; the argument says what it accepts."""
+
+
+class SettingsShapeError(ValueError):
+    """The ``seam`` section itself is not an object."""
+
+
+# ----- validators: value -> parsed, or raise Rejected(what is accepted) -----------------------
+
+def _is_int(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
+def _auto(value: Any) -> bool:
+    return value is None or value == "auto" or (_is_int(value) and value == 0)
+
+
+def _budget(limit: int) -> Callable[[Any], int | None]:
+    def check(value: Any) -> int | None:
+        if _auto(value):
+            return None
+        if not _is_int(value) or not 0 < value <= limit:
+            raise Rejected(f'a whole number from 1 to {limit}, or "auto"')
+        return int(value)
+    return check
+
+
+def _context_tokens(value: Any) -> int | None:
+    if _auto(value):
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise ValueError(f"{name} must be a positive integer or \"auto\", not {value!r}")
-    if value <= 0:
-        raise ValueError(f"{name} must be positive, not {value!r}")
+    if not _is_int(value) or not MIN_CONTEXT_TOKENS <= value <= 1 << 20:
+        raise Rejected(f'a whole number of tokens, at least {MIN_CONTEXT_TOKENS}, or "auto"')
     return int(value)
 
 
-def _nonempty_str(name: str, value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name} must be a non-empty string, not {value!r}")
-    return value.strip()
+def _top_k(value: Any) -> int:
+    if not _is_int(value) or not 1 <= value <= MAX_TOP_K:
+        raise Rejected(f"a whole number from 1 to {MAX_TOP_K}")
+    return int(value)
 
 
-def _bool(name: str, value: Any) -> bool:
+def _bool(value: Any) -> bool:
     if not isinstance(value, bool):
-        raise ValueError(f"{name} must be true or false, not {value!r}")
+        raise Rejected("true or false")
     return value
 
 
-def _languages(name: str, value: Any) -> tuple[str, ...]:
+def _languages(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         value = [value]
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"{name} must be a list of language ids, not {value!r}")
-    return tuple(v.strip() for v in value if v.strip())
+    if (not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value)
+            or not any(v.strip() for v in value)):
+        raise Rejected('a list of language ids, e.g. ["python"]')
+    return tuple(dict.fromkeys(v.strip() for v in value if v.strip()))
 
 
-def _scope(name: str, value: Any) -> str | None:
+def _scope(value: Any) -> str | None:
     if value is None or value == "auto":
         return None
-    return _nonempty_str(name, value)
+    if value not in SCOPES:
+        raise Rejected("one of " + ", ".join(f'"{s}"' for s in ("auto", *SCOPES)))
+    return value
 
 
-def _model(name: str, value: Any) -> str:
-    spec = _nonempty_str(name, value)
-    return DEFAULT_MODEL if spec == "bundled" else spec
+def _model(value: Any) -> str:
+    if (not isinstance(value, str) or not value.strip()
+            or len(value) > MAX_MODEL_SPEC_CHARS or "\x00" in value):
+        raise Rejected('a Hugging Face id, a local model directory, a .gguf file or "bundled"')
+    return canonical_model(value)
 
 
-def _top_k(name: str, value: Any) -> int:
-    parsed = _auto_or_positive_int(name, value)
-    if parsed is None:
-        raise ValueError(f"{name} must be a positive integer, not {value!r}")
-    return parsed
+def _device(value: Any) -> str:
+    name = canonical_device(value)
+    if name is None:
+        raise Rejected(DEVICE_HELP)
+    return name
+
+
+def _dtype(value: Any) -> str:
+    name = canonical_dtype(value)
+    if name is None:
+        raise Rejected("one of " + ", ".join(f'"{d}"' for d in DTYPE_CHOICES))
+    return name
 
 
 # JSON key -> (dataclass field, validator)
-_KEYS = {
+_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "model": ("model", _model),
-    "device": ("device", _nonempty_str),
-    "dtype": ("dtype", _nonempty_str),
-    "maxTokens": ("max_tokens", _auto_or_positive_int),
-    "timeBudgetMs": ("time_budget_ms", _auto_or_positive_int),
-    "contextTokens": ("context_tokens", _auto_or_positive_int),
+    "device": ("device", _device),
+    "dtype": ("dtype", _dtype),
+    "maxTokens": ("max_tokens", _budget(1 << 16)),
+    "timeBudgetMs": ("time_budget_ms", _budget(MAX_TIME_BUDGET_MS)),
+    "contextTokens": ("context_tokens", _context_tokens),
     "scope": ("scope", _scope),
     "topK": ("top_k", _top_k),
     "constrained": ("constrained", _bool),
     "languages": ("languages", _languages),
     "trustRemoteCode": ("trust_remote_code", _bool),
 }
+KEYS = tuple(_KEYS)
 
 
 def section_of(payload: Any) -> dict[str, Any] | None:
     """Extract the ``seam`` section from initializationOptions or a configuration payload.
 
     Accepts ``{"seam": {...}}`` (what VS Code and Neovim send) or the bare section. Returns
-    ``None`` when the payload holds no Seam settings at all.
+    ``None`` when the payload holds no Seam settings at all; raises
+    :class:`SettingsShapeError` when it holds a ``seam`` entry that is not an object.
     """
     if not isinstance(payload, dict):
         return None
-    inner = payload.get(SECTION)
-    if isinstance(inner, dict):
-        return inner
+    if SECTION in payload:
+        inner = payload[SECTION]
+        if isinstance(inner, dict):
+            return inner
+        if inner is None:
+            return None
+        raise SettingsShapeError(
+            f'the "{SECTION}" settings must be an object of keys such as "model", '
+            f"not {type(inner).__name__}")
     if any(k in _KEYS for k in payload):
         return payload
     return None
 
 
-def merge(base: Settings, payload: dict[str, Any]) -> tuple[Settings, list[str]]:
-    """Apply a settings payload; return the new settings and the invalid values found."""
+def merge(base: Settings, payload: dict[str, Any]) -> tuple[Settings, list[SettingProblem]]:
+    """Apply a settings payload; return the new settings and the refused values."""
     changes: dict[str, Any] = {}
-    problems: list[str] = []
+    problems: list[SettingProblem] = []
     for key, value in payload.items():
         spec = _KEYS.get(key)
         if spec is None:
             continue
         attr, validate = spec
         try:
-            changes[attr] = validate(key, value)
-        except ValueError as exc:
-            problems.append(f"seam.{exc} (keeping {getattr(base, attr)!r})")
+            changes[attr] = validate(value)
+        except Rejected as exc:
+            problems.append(SettingProblem(key, value, str(exc), getattr(base, attr)))
     return replace(base, **changes), problems
+
+
+def context_for(settings: Settings, device_type: str | None,
+                model_window: int | None) -> int | None:
+    """The context (prompt plus middle, in tokens) requests will get, where it is known.
+
+    ``device_type`` and ``model_window`` are ``None`` while no model is loaded.
+    """
+    context = settings.context_tokens
+    if context is None and device_type == "cpu":
+        context = CPU_CONTEXT_TOKENS
+    if model_window is not None:
+        context = min(context or model_window, model_window)
+    return context
+
+
+def check_budget(settings: Settings, previous: Settings, device_type: str | None,
+                 model_window: int | None) -> tuple[Settings, list[SettingProblem]]:
+    """Refuse a ``maxTokens`` that leaves no room for the prompt in the known context.
+
+    The previous ``maxTokens`` is kept if it fits, else "auto".
+    """
+    context = context_for(settings, device_type, model_window)
+    wanted = settings.max_tokens
+    if context is None or wanted is None or wanted <= context - MIN_PROMPT_TOKENS:
+        return settings, []
+    most = max(1, context - MIN_PROMPT_TOKENS)
+    kept = previous.max_tokens if (previous.max_tokens or 0) <= most else None
+    problem = SettingProblem(
+        "maxTokens", wanted,
+        f"at most {most} with a context of {context} tokens, or \"auto\"", kept)
+    return replace(settings, max_tokens=kept), [problem]
 
 
 @dataclass(frozen=True)
@@ -168,20 +292,25 @@ class Policy:
 
 
 def policy_for(settings: Settings, line_before: str, line_after: str,
-               device_type: str = "cpu") -> Policy:
+               device_type: str = "cpu", model_window: int | None = None) -> Policy:
     """Resolve "auto" settings for a cursor whose line reads ``line_before|line_after``.
 
     ``device_type`` is where the model runs (``"cpu"``, ``"cuda"``): it decides the "auto"
-    context size.
+    context size. An "auto" token budget never crowds the prompt out of a small context.
     """
     empty_line = not line_before.strip() and not line_after.strip()
     scope, max_tokens, budget = EMPTY_LINE_POLICY if empty_line else MID_LINE_POLICY
     auto_context = CPU_CONTEXT_TOKENS if device_type == "cpu" else None
+    context = settings.context_tokens or auto_context
+    if settings.max_tokens is None:
+        known = context_for(settings, device_type, model_window)
+        if known is not None:
+            max_tokens = max(1, min(max_tokens, known - MIN_PROMPT_TOKENS))
     return Policy(
         scope=settings.scope or scope,
         max_tokens=settings.max_tokens or max_tokens,
         time_budget_ms=settings.time_budget_ms or budget,
         mode="constrained" if settings.constrained else "unconstrained",
         top_k=settings.top_k,
-        context_tokens=settings.context_tokens or auto_context,
+        context_tokens=context,
     )

@@ -111,11 +111,12 @@ def test_tcp_listens_on_loopback(tmp_path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    token = "a-test-token-of-enough-length"
     proc = subprocess.Popen(
         [sys.executable, "-m", "lsp_server.cli", "serve", "--tcp", str(port),
          "--log-file", str(tmp_path / "l")],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env=env())
+        env={**env(), "SEAM_TCP_TOKEN": token})
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -126,7 +127,9 @@ def test_tcp_listens_on_loopback(tmp_path) -> None:
                 assert proc.poll() is None and time.monotonic() < deadline, "server not up"
                 time.sleep(0.2)
         with conn:
-            conn.sendall(frame(INIT))
+            init = json.loads(json.dumps(INIT))
+            init["params"]["initializationOptions"]["seamToken"] = token
+            conn.sendall(frame(init))
             data = b""
             conn.settimeout(60)
             while b'"id": 1' not in data and b'"id":1' not in data:

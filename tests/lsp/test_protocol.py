@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import importlib.util
+import json
 
 import pytest
 from lsprotocol import types
@@ -83,15 +84,49 @@ async def test_load_failure_keeps_server_up(tmp_path) -> None:
         await wait_ready(lc)
 
 
-async def test_requests_before_ready_answer_empty_at_once(tmp_path) -> None:
-    async with lsp_session(tmp_path, {"seam": {"model": TEST_MODEL}}) as lc:
-        st = await status(lc)
-        uri = (tmp_path / "a.py").as_uri()
-        open_doc(lc, uri, "x = \n")
-        result = await inline(lc, uri, 0, 4)
-        if st["state"] != "ready":
-            # Either the model finished loading in between, or the answer was empty.
-            assert items_of(result) == [] or (await status(lc))["state"] == "ready"
+GATED_MODEL_CODE = """
+import os
+import time
+
+# The model stays "loading" until the test creates the gate file (or five minutes pass).
+for _ in range(3000):
+    if os.path.exists(os.environ["SEAM_TEST_GATE"]):
+        break
+    time.sleep(0.1)
+from transformers import PretrainedConfig
+
+
+class GatedConfig(PretrainedConfig):
+    model_type = "seam-gated"
+"""
+
+
+async def test_requests_while_loading_answer_empty_at_once(tmp_path, monkeypatch) -> None:
+    # A model whose own code blocks its load until the test opens a gate, so the request
+    # below certainly arrives while the model is loading (a real, fast model might be ready
+    # first, and then nothing would be tested).
+    model = tmp_path / "gated-model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(
+        {"model_type": "seam-gated", "auto_map": {"AutoConfig": "gated.GatedConfig"}}))
+    (model / "gated.py").write_text(GATED_MODEL_CODE)
+    gate = tmp_path / "gate"
+    monkeypatch.setenv("SEAM_TEST_GATE", str(gate))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    async with lsp_session(tmp_path, {"seam": {"model": str(model), "device": "cpu"}},
+                           extra_args=("--trust-remote-code",)) as lc:
+        try:
+            for _ in range(600):
+                if (await status(lc))["state"] == "loading":
+                    break
+                await asyncio.sleep(0.1)
+            uri = (tmp_path / "a.py").as_uri()
+            open_doc(lc, uri, "x = \n")
+            assert items_of(await inline(lc, uri, 0, 4)) == []
+            # Still loading after the answer: it was given without waiting for the model.
+            assert (await status(lc))["state"] == "loading"
+        finally:
+            gate.touch()  # the load goes on (and fails: this is no real model)
 
 
 @needs_fim

@@ -1,0 +1,53 @@
+"""Names the command line and the language server both accept: dtypes, devices, scopes, modes.
+
+``seam complete --dtype`` documented ``fp32 | bf16 | fp16`` while ``seam serve --dtype`` and the
+editors' settings said ``float32 | bfloat16 | float16``; both spellings were accepted in places
+and rejected in others. Every entry point now accepts both and documents the long names.
+This module imports nothing heavy, so ``seam serve`` and ``--help`` can use it before torch.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Documented dtype names, each with the short aliases also accepted.
+DTYPES: dict[str, tuple[str, ...]] = {
+    "float32": ("fp32",),
+    "bfloat16": ("bf16",),
+    "float16": ("fp16", "half"),
+}
+DTYPE_CHOICES = ("auto", *DTYPES)
+_DTYPE_ALIASES = {alias: name for name, aliases in DTYPES.items() for alias in (name, *aliases)}
+_DTYPE_ALIASES["auto"] = "auto"
+
+#: Devices: ``auto`` (CUDA when present), ``cpu``, ``cuda`` or ``cuda:N``.
+DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:[0-9]{1,3})?")
+DEVICE_HELP = "auto, cpu, cuda or cuda:N"
+
+#: How far a completion may reach (the same tuple as ``fim.api.SCOPES``).
+SCOPES = ("line", "statement", "block", "free")
+
+#: The bundled offline model, and the short name for it.
+DEFAULT_MODEL = "bundled:qwen2.5-coder-1.5b"
+BUNDLED_ALIAS = "bundled"
+
+
+def canonical_dtype(name: str) -> str | None:
+    """``"fp32"`` -> ``"float32"``; ``None`` for a name that is no dtype."""
+    if not isinstance(name, str):
+        return None
+    return _DTYPE_ALIASES.get(name.strip().lower())
+
+
+def canonical_device(name: str) -> str | None:
+    """The device name if it is one Seam can use, else ``None``."""
+    if not isinstance(name, str):
+        return None
+    name = name.strip().lower()
+    return name if DEVICE_PATTERN.fullmatch(name) else None
+
+
+def canonical_model(spec: str) -> str:
+    """``"bundled"`` names the bundled model; any other spec is returned stripped."""
+    spec = spec.strip()
+    return DEFAULT_MODEL if spec == BUNDLED_ALIAS else spec

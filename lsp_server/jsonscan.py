@@ -1,0 +1,177 @@
+"""Following the outline of JSON text as it streams in, without building it.
+
+The framing layer needs two facts about a message body before (or instead of) parsing it: where
+its top-level object or array ends, and the value of its top-level ``"id"`` member. The first
+lets the reader notice a ``Content-Length`` that claims more bytes than the message has (the
+message is complete, what follows is the next header); the second lets it answer a request it
+cannot read (too large, truncated, not JSON) with an error under the request's own id, so the
+client is not left waiting. Neither may cost memory proportional to the body: an oversized body
+is scanned while it is being discarded. Only bracket depth, string state and a few captured
+bytes are kept; strings are skipped with one regular-expression search per chunk.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+_WS = b" \t\r\n"
+_LBRACE, _RBRACE, _LBRACKET, _RBRACKET = 0x7B, 0x7D, 0x5B, 0x5D
+_QUOTE, _BACKSLASH, _COLON, _COMMA = 0x22, 0x5C, 0x3A, 0x2C
+
+_STRING_STOP = re.compile(rb'["\\]')
+_OUTSIDE_STOP = re.compile(rb'["{}\[\]:,]')
+_INTEGER = re.compile(rb"-?(0|[1-9][0-9]{0,30})")
+
+#: Longest id value captured (a longer string id is not recorded: ids are short in practice).
+MAX_ID_BYTES = 1024
+
+
+class JsonScan:
+    """Incremental outline of one JSON value: feed chunks, learn where it ends and its id.
+
+    Only an object or an array is followed; for any other first byte :attr:`container` is
+    ``False`` and the scan stops. Malformed text never raises: the outline is then only a
+    best guess, and the caller's real parser has the last word.
+    """
+
+    def __init__(self) -> None:
+        self.container: bool | None = None  # None until the first non-blank byte
+        self.ended = False
+        self._object = False
+        self._depth = 0
+        self._in_string = False
+        self._escape = False
+        self._expect_key = False
+        # Capturing a depth-1 key (to see whether it is "id") or the value of "id".
+        self._capture: bytearray | None = None
+        self._capturing: str | None = None  # "key" | "id-await" | "id-string" | "id-scalar"
+        self._last_key_is_id = False
+        self._id_done = False
+        self.request_id: int | str | None = None
+
+    # ----- captured id ---------------------------------------------------------------------
+
+    def _cap(self, data: bytes) -> None:
+        if self._capture is not None:
+            room = MAX_ID_BYTES + 1 - len(self._capture)
+            if room > 0:
+                self._capture += data[:room]
+
+    def _finish_capture(self) -> None:
+        kind, raw = self._capturing, self._capture
+        self._capturing = self._capture = None
+        if raw is None:
+            return
+        if kind == "key":
+            self._last_key_is_id = bytes(raw) == b"id"
+            return
+        self._id_done = True  # only the first top-level "id" counts
+        if len(raw) > MAX_ID_BYTES:
+            return
+        if kind == "id-string":
+            try:
+                value = json.loads(b'"' + bytes(raw) + b'"')
+            except ValueError:
+                return
+            self.request_id = value if isinstance(value, str) else None
+        elif kind == "id-scalar":
+            text = bytes(raw).strip(_WS)
+            if _INTEGER.fullmatch(text):
+                self.request_id = int(text)
+
+    # ----- scanning ------------------------------------------------------------------------
+
+    def feed(self, data: bytes | bytearray | memoryview) -> int | None:
+        """Scan the next chunk; return the index in it just past the value's end, if it ends."""
+        if self.ended or self.container is False:
+            return None
+        data = bytes(data)
+        i, n = 0, len(data)
+        while i < n:
+            if self.container is None:
+                while i < n and data[i] in _WS:
+                    i += 1
+                if i == n:
+                    return None
+                if data[i] not in (_LBRACE, _LBRACKET):
+                    self.container = False
+                    return None
+                self.container = True
+                self._object = data[i] == _LBRACE
+                self._depth = 1
+                self._expect_key = self._object
+                i += 1
+                continue
+            if self._escape:
+                self._escape = False
+                self._cap(data[i:i + 1])
+                i += 1
+                continue
+            if self._in_string:
+                m = _STRING_STOP.search(data, i)
+                if m is None:
+                    self._cap(data[i:])
+                    return None
+                j = m.start()
+                self._cap(data[i:j])
+                if data[j] == _BACKSLASH:
+                    self._cap(b"\\")
+                    self._escape = True
+                else:
+                    self._in_string = False
+                    if self._capturing in ("key", "id-string"):
+                        self._finish_capture()
+                i = j + 1
+                continue
+            m = _OUTSIDE_STOP.search(data, i)
+            if m is None:
+                if self._capturing in ("id-await", "id-scalar"):
+                    self._capturing = "id-scalar"
+                    self._cap(data[i:])
+                return None
+            j = m.start()
+            c = data[j]
+            at_top = self._depth == 1 and self._object
+            if self._capturing in ("id-await", "id-scalar"):
+                self._cap(data[i:j])
+                if c == _QUOTE and not bytes(self._capture or b"").strip(_WS):
+                    self._capturing = "id-string"
+                    self._capture = bytearray()
+                    self._in_string = True
+                    i = j + 1
+                    continue
+                if c in (_LBRACE, _LBRACKET):  # an object or array is no id
+                    self._capturing = self._capture = None
+                    self._id_done = True
+                else:
+                    self._capturing = "id-scalar"
+                    self._finish_capture()
+            if c == _QUOTE:
+                self._in_string = True
+                if at_top and self._expect_key:
+                    self._capturing, self._capture = "key", bytearray()
+            elif c in (_LBRACE, _LBRACKET):
+                self._depth += 1
+            elif c in (_RBRACE, _RBRACKET):
+                self._depth -= 1
+                if self._depth == 0:
+                    self.ended = True
+                    return j + 1
+            elif c == _COLON:
+                if at_top:
+                    self._expect_key = False
+                    if self._last_key_is_id and not self._id_done:
+                        self._capturing, self._capture = "id-await", bytearray()
+                    self._last_key_is_id = False
+            elif c == _COMMA and at_top:
+                self._expect_key = True
+            i = j + 1
+        return None
+
+
+def scan_id(data: bytes | bytearray) -> int | str | None:
+    """The top-level ``"id"`` of a (possibly broken) JSON object, or ``None``."""
+    scan = JsonScan()
+    scan.feed(data)
+    return scan.request_id
