@@ -26,6 +26,8 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+#: Token sequences the model keeps cached: a few documents (or regions of one) at a time.
+SLOTS = 4
 WARM_LEFT = "def total(values):\n    result = 0\n    for value in values:\n        result += "
 WARM_RIGHT = "\n    return result\n"
 
@@ -111,9 +113,11 @@ class ModelHost:
                 log.exception("state listener failed")
 
     def load(self, model: str, device: str = "auto", dtype: str = "auto",
-             trust_remote_code: bool = False) -> threading.Thread:
-        """Start loading ``model`` in the background; returns the loader thread."""
-        key = (model, device, dtype, trust_remote_code)
+             trust_remote_code: bool = False, engine: str = "auto") -> threading.Thread:
+        """Start loading ``model`` with ``engine`` in the background; returns the loader
+        thread."""
+        runtime = engine
+        key = (model, device, dtype, trust_remote_code, engine)
         with self._lock:
             self._generation += 1
             generation = self._generation
@@ -130,12 +134,15 @@ class ModelHost:
                     log.exception("progress listener failed")
 
         def run() -> None:
-            log.info("loading model %s (device=%s, dtype=%s)", model, device, dtype)
+            log.info("loading model %s (engine=%s, device=%s, dtype=%s)", model, runtime,
+                     device, dtype)
             try:
                 from fim.api import Engine
 
                 engine = Engine.load(model, device=device, dtype=dtype,
-                                     trust_remote_code=trust_remote_code, progress=progress)
+                                     trust_remote_code=trust_remote_code, progress=progress,
+                                     engine=runtime, slots=SLOTS)
+                log.info("model runtime: %s", engine.backend.description)
             except BaseException as exc:  # any failure must leave the server up
                 with self._lock:
                     if generation != self._generation:

@@ -13,13 +13,25 @@ Custom messages, for editor status bars and benchmarks:
 
 * notification ``seam/status`` (server -> client): ``{"state", "model", "message"}`` whenever
   the model's state changes (``loading`` / ``ready`` / ``error``);
-* request ``seam/status`` (client -> server): the same, plus ``settings`` and ``recent``: the
-  timing breakdown of the last completions (``total_ms``, ``queue_ms``, ``setup_ms``,
-  ``model_ms``, ``constraint_ms``, ``overhead_ms`` = total minus model time, ``resume_ms`` =
-  from the worker's finish to the handler running again, ``tokens``,
-  ``stop``, ``source`` = ``model`` or ``typed-through``) and ``decodes``: what the worker did
-  with recent jobs (``stop``, ``tokens``, and ``after_cancel_ms`` when it was cancelled), and
-  ``running``: the documents being decoded now.
+* request ``seam/status`` (client -> server): the same, plus ``settings``, ``runtime`` (the
+  engine and how it runs) and ``recent``: the timing breakdown of the last completions
+  (``total_ms``, ``queue_ms``, ``setup_ms``, ``model_ms``, ``constraint_ms``, ``overhead_ms`` =
+  total minus model time, ``resume_ms`` = from the worker's finish to the handler running
+  again, ``tokens``, ``stop``, ``source`` = ``model``, ``early`` (answered with the first line
+  while the rest is decoded), ``typed-through`` or ``prefetched`` (from the suggestion cache))
+  and ``decodes``: what the worker did with recent jobs (``stop``, ``tokens``, ``background``,
+  and ``after_cancel_ms`` when it was cancelled), and ``running``: the documents being
+  decoded now;
+* notification ``seam/cursor`` (client -> server): ``{"textDocument": {"uri"}, "position"}``
+  when the cursor moves or rests.  The server uses idle time to get the prompt there into the
+  model's cache (and to widen its context), so that the request that follows only decodes.
+
+How requests stay fast on a CPU: prompts keep a stable start per document
+(``context_plan``), so the model's cache holds most of every prompt; the cursor's resting
+place is warmed before it is asked about; a shown suggestion is followed, in the background,
+by the next one as if it were accepted; a mid-line suggestion ends with its line; and an
+empty-line request is answered with its first line while the rest of the block is written
+into the suggestion cache (``decoding``).
 """
 
 from __future__ import annotations
@@ -38,6 +50,7 @@ from pygls.capabilities import ServerCapabilitiesBuilder
 from pygls.lsp.server import LanguageServer
 
 from . import text as model_text
+from .context_plan import ContextPlanner
 from .decoding import Decoder
 from .documents import Document, DocumentStore, PositionError
 from .framing import DEFAULT_MAX_CONTENT_BYTES, FrameError, FrameErrorKind
@@ -46,6 +59,10 @@ from .logs import EditorLogHandler
 from .model_host import HostState, ModelHost
 from .protocol import SeamProtocol
 from .settings import (
+    EMPTY_LINE_POLICY,
+    LEFT_FIRST_TOKENS,
+    MID_LINE_POLICY,
+    Policy,
     Settings,
     SettingsShapeError,
     check_budget,
@@ -53,7 +70,7 @@ from .settings import (
     policy_for,
     section_of,
 )
-from .suggestions import SuggestionCache
+from .suggestions import SuggestionCache, digest
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +90,20 @@ REMOTE_CODE_REFUSED = (
 def _device_type(engine) -> str:
     """``"cpu"``, ``"cuda"`` or ``"metal"``: where the engine's model runs."""
     return engine.backend.device
+
+
+def _cursor_params(params: Any) -> tuple[str | None, types.Position | None]:
+    """``(uri, position)`` of a ``seam/cursor`` notification, ``(None, None)`` if malformed."""
+    def get(obj: Any, name: str) -> Any:
+        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+    uri = get(get(params, "textDocument"), "uri")
+    pos = get(params, "position")
+    line, character = get(pos, "line"), get(pos, "character")
+    if not isinstance(uri, str) or not all(isinstance(v, int) and not isinstance(v, bool)
+                                           and v >= 0 for v in (line, character)):
+        return None, None
+    return uri, types.Position(line=line, character=character)
 
 
 @dataclasses.dataclass
@@ -111,6 +142,8 @@ class SeamServer(LanguageServer):
         self.host = host or ModelHost()
         self.host.set_listeners(self._state_changed, self._load_progress)
         self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT_TIMINGS)
+        self._planner: ContextPlanner | None = None
+        self._planner_for: tuple | None = None  # (engine, left budget) the planner was made for
         self._loop: asyncio.AbstractEventLoop | None = None
         self._progress_token: str | None = None
         self._load_started = False  # settings that arrive before `initialized` load nothing
@@ -210,6 +243,7 @@ class SeamServer(LanguageServer):
         self.feature(types.TEXT_DOCUMENT_COMPLETION,
                      types.CompletionOptions(resolve_provider=False))(plain(self.on_completion))
         self.feature("seam/status")(plain(self.on_status))
+        self.feature("seam/cursor")(plain(self.on_cursor))
 
     # ----- lifecycle -----------------------------------------------------------------------
 
@@ -239,7 +273,7 @@ class SeamServer(LanguageServer):
             return
         self._begin_progress(s.model)
         self.host.load(s.model, device=s.device, dtype=s.dtype,
-                       trust_remote_code=s.trust_remote_code)
+                       trust_remote_code=s.trust_remote_code, engine=s.engine)
 
     def _client_supports(self, path: str) -> bool:
         node: Any = self.client_capabilities
@@ -314,7 +348,8 @@ class SeamServer(LanguageServer):
                 "maxTokens": s.max_tokens or "auto", "timeBudgetMs": s.time_budget_ms or "auto",
                 "contextTokens": s.context_tokens or "auto",
                 "scope": s.scope or "auto", "topK": s.top_k, "constrained": s.constrained,
-                "languages": list(s.languages), "trustRemoteCode": s.trust_remote_code}
+                "languages": list(s.languages), "trustRemoteCode": s.trust_remote_code,
+                "engine": s.engine}
 
     def _receive_settings(self, payload: Any) -> bool:
         """Apply settings from any source; ``False`` when the payload held none."""
@@ -418,6 +453,8 @@ class SeamServer(LanguageServer):
         uri = params.text_document.uri
         self.decoder.supersede(uri)
         self.suggestions.forget(uri)
+        if self._planner is not None:
+            self._planner.forget(uri)
         self.documents.close(uri)
 
     # ----- completions ---------------------------------------------------------------------
@@ -462,8 +499,106 @@ class SeamServer(LanguageServer):
         out["recent"] = list(self.recent)
         out["decodes"] = list(self.decoder.finished)
         out["running"] = self.decoder.running()
+        out["idle"] = self.decoder.idle()
         out["documents"] = len(self.documents)
+        engine = self.host.engine
+        if engine is not None:
+            out["runtime"] = {"engine": str(engine.backend.engine),
+                              "device": engine.backend.device,
+                              "description": engine.backend.description}
         return out
+
+    # ----- planning requests -----------------------------------------------------------------
+
+    def _planner_of(self, engine: Any, policy: Policy) -> ContextPlanner | None:
+        """The per-document prompt starts, for this engine and the context in force."""
+        if policy.context_tokens is None:
+            return None
+        # One budget for both kinds of cursor, so that both share a document's anchor.
+        longest = max(MID_LINE_POLICY[1], EMPTY_LINE_POLICY[1], policy.max_tokens)
+        budget = max(16, policy.context_tokens - longest - (policy.right_tokens or 0) - 4)
+        key = (id(engine), budget)
+        if self._planner is None or self._planner_for != key:
+            tokenizer = engine.tokenizer
+            self._planner = ContextPlanner(lambda t: len(tokenizer.encode(t)), budget,
+                                           min(budget, LEFT_FIRST_TOKENS))
+            self._planner_for = key
+        return self._planner
+
+    def _plan(self, engine: Any, uri: str, text: str, offset: int
+              ) -> tuple[Any, Policy, tuple]:
+        """The request a completion at ``offset`` of ``text`` makes, its policy, and the key
+        under which identical requests share one decode."""
+        from fim.api import CompletionRequest
+
+        line_start = text.rfind("\n", 0, offset) + 1
+        line_end = text.find("\n", offset)
+        line_end = len(text) if line_end < 0 else line_end
+        policy = policy_for(self.settings, text[line_start:offset], text[offset:line_end],
+                            device_type=_device_type(engine),
+                            model_window=getattr(engine, "window", None))
+        # The model gets the text without lone surrogates and with \n line breaks; the
+        # document keeps its own text (see `text`).
+        left = model_text.for_model(text[:offset])
+        right = model_text.for_model(text[offset:])
+        planner = self._planner_of(engine, policy)
+        start = planner.left_start(uri, left, len(left)) if planner is not None else 0
+        request = CompletionRequest(
+            left, right, mode=policy.mode, max_tokens=policy.max_tokens, top_k=policy.top_k,
+            scope=policy.scope, temperature=0.0, time_budget_ms=policy.time_budget_ms,
+            context_tokens=policy.context_tokens, right_tokens=policy.right_tokens,
+            line_stop=policy.line_stop, left_start=start)
+        return request, policy, (uri, digest(left), digest(right), policy)
+
+    def on_cursor(self, params: Any) -> None:
+        """The cursor moved or rests: warm the prompt there while the worker is idle, then
+        widen the document's context (both give way to any request)."""
+        uri, position = _cursor_params(params)
+        doc = self.documents.get(uri) if uri else None
+        engine = self.host.engine
+        if doc is None or engine is None or position is None or \
+                doc.language_id not in self.settings.languages:
+            return
+        try:
+            cur = doc.cursor(position)
+        except PositionError:
+            return
+        text = doc.text
+        if self.suggestions.lookup(uri, text[:cur.offset], text[cur.offset:]) is not None:
+            return  # answered from the suggestion cache already
+        request, policy, _ = self._plan(engine, uri, text, cur.offset)
+        planner = self._planner_of(engine, policy)
+
+        def warm(cancel) -> None:
+            if not engine.warm(request, cancel.is_set) or planner is None:
+                return
+            wider = planner.wider(uri, request.left, len(request.left))
+            if wider is None or cancel.is_set():
+                return
+            widened = dataclasses.replace(request, left_start=wider)
+            if engine.warm(widened, cancel.is_set):
+                self.call_in_loop(lambda: planner.adopt(uri, request.left, wider))
+
+        self.decoder.background(uri, ("warm", uri), warm)
+
+    def _prefetch(self, engine: Any, uri: str, text: str, offset: int, middle: str) -> None:
+        """Decode, in the background, the suggestion the user gets after accepting ``middle``
+        (llama.vim's speculative FIM); it lands in the suggestion cache, or a request that
+        comes while it runs adopts it."""
+        after = text[:offset] + middle + text[offset:]
+        cursor = offset + len(middle)
+        request, _, share_key = self._plan(engine, uri, after, cursor)
+        left_doc, right_doc = after[:cursor], after[cursor:]
+
+        def prefetch(cancel) -> Any:
+            res = engine.complete(request, cancel=cancel.is_set)
+            if res.stop not in ("cancelled", "time"):
+                # No middle is an answer too: the request there need not ask the model.
+                found = model_text.for_document(res.middle or "", model_text.line_break_of(text))
+                self.call_in_loop(lambda: self.suggestions.put(uri, left_doc, right_doc, found))
+            return res
+
+        self.decoder.background(uri, ("prefetch", uri), prefetch, share_key=share_key)
 
     async def _suggest(self, uri: str, position: types.Position
                        ) -> tuple[Document, Suggestion] | None:
@@ -486,30 +621,34 @@ class SeamServer(LanguageServer):
         left, right = text[:cur.offset], text[cur.offset:]
         cached = self.suggestions.lookup(uri, left, right)
         if cached is not None:
-            self.decoder.supersede(uri)
+            # Typing through a shown suggestion (or asking where a prefetch answered): no
+            # model work, and the background work that filled the cache goes on.
             self._record(uri, t0, source="typed-through", tokens=0, stop="cache")
-            return doc, Suggestion(cached, cur.offset, cur.line_end)
+            return (doc, Suggestion(cached, cur.offset, cur.line_end)) if cached else None
         engine = self.host.engine
         if engine is None:
             state = self.host.state
             log.info("no completion yet: model is %s (%s)", state.state, state.message)
             return None
-        policy = policy_for(self.settings, text[cur.line_start:cur.offset],
-                            text[cur.offset:cur.line_end],
-                            device_type=_device_type(engine),
-                            model_window=getattr(engine, "window", None))
-        from fim.api import CompletionRequest
+        request, policy, share_key = self._plan(engine, uri, text, cur.offset)
+        line_break = model_text.line_break_of(text)
 
-        # The model gets the text without lone surrogates and with \n line breaks; the
-        # document keeps its own text (see `text`).
-        request = CompletionRequest(model_text.for_model(left), model_text.for_model(right),
-                                    mode=policy.mode, max_tokens=policy.max_tokens,
-                                    top_k=policy.top_k, scope=policy.scope, temperature=0.0,
-                                    time_budget_ms=policy.time_budget_ms,
-                                    context_tokens=policy.context_tokens)
+        def store(middle: str) -> None:  # partial middles and final results, on the loop
+            if middle:
+                self.suggestions.put(uri, left, right,
+                                     model_text.for_document(middle, line_break))
+
+        def final(res: Any) -> None:
+            if res.middle and res.stop != "cancelled":
+                store(res.middle)
+                if policy.early and self.documents.get(uri) is doc:
+                    self._prefetch(engine, uri, left + right, len(left),
+                                   model_text.for_document(res.middle, line_break))
+
         try:
-            outcome = await self.decoder.run(uri, engine, request,
-                                             share_key=(text, cur.offset, policy))
+            outcome = await self.decoder.run(uri, engine, request, share_key=share_key,
+                                             early=policy.early, on_partial=store,
+                                             on_final=final)
         except asyncio.CancelledError:
             self._record(uri, t0, source="model", stop="cancelled-by-client")
             raise
@@ -518,27 +657,35 @@ class SeamServer(LanguageServer):
             self._record(uri, t0, source="model", stop="error", error=type(exc).__name__)
             return None
         resume_ms = (time.perf_counter() - outcome.finished_at) * 1000.0
-        res = outcome.result
-        if res is None:
-            self._record(uri, t0, source="model", stop="superseded", queue_ms=outcome.queue_ms)
-            return None
-        middle = getattr(res, "middle", None)
-        self._record(uri, t0, source="model", queue_ms=outcome.queue_ms,
-                     setup_ms=getattr(res, "setup_ms", 0.0),
-                     model_ms=getattr(res, "model_ms", 0.0),
-                     constraint_ms=getattr(res, "constraint_ms", 0.0),
-                     tokens=getattr(res, "tokens", 0), stop=getattr(res, "stop", "?"),
-                     resume_ms=resume_ms,
-                     mode=getattr(res, "mode", policy.mode), scope=policy.scope)
-        if not middle or getattr(res, "stop", None) == "cancelled":
-            return None
-        middle = model_text.for_document(middle, model_text.line_break_of(text))
+        if outcome.partial is not None:
+            middle = outcome.partial
+            self._record(uri, t0, source="early", queue_ms=outcome.queue_ms, stop="line",
+                         resume_ms=resume_ms, scope=policy.scope)
+        else:
+            res = outcome.result
+            if res is None:
+                self._record(uri, t0, source="model", stop="superseded",
+                             queue_ms=outcome.queue_ms)
+                return None
+            middle = res.middle
+            self._record(uri, t0, source="model", queue_ms=outcome.queue_ms,
+                         setup_ms=res.setup_ms, model_ms=res.model_ms,
+                         constraint_ms=res.constraint_ms, tokens=res.tokens, stop=res.stop,
+                         resume_ms=resume_ms, mode=res.mode, scope=policy.scope,
+                         prompt_tokens=res.prompt_tokens,
+                         cached_tokens=engine.step_model.reused)
+            if not middle or res.stop == "cancelled":
+                if res.stop not in ("cancelled", "time"):
+                    self.suggestions.put(uri, left, right, "")  # asked again: no model work
+                return None
+        middle = model_text.for_document(middle, line_break)
+        self.suggestions.put(uri, left, right, middle)
         if self.documents.get(uri) is not doc or doc.text is not text:
             # The text changed while decoding; a newer request will follow the edit.
-            self.suggestions.put(uri, left, right, middle)
             log.info("document %s changed during decode; answer dropped", uri)
             return None
-        self.suggestions.put(uri, left, right, middle)
+        if not policy.early:
+            self._prefetch(engine, uri, text, cur.offset, middle)
         return doc, Suggestion(middle, cur.offset, cur.line_end)
 
     def _record(self, uri: str, t0: float, **fields: Any) -> None:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fim.model_specs import ENGINE_NAMES, EngineKind
 from fim.options import (
     DEFAULT_MODEL,
     DEVICE_HELP,
@@ -37,18 +38,24 @@ from fim.options import (
 
 SECTION = "seam"
 
-#: Policies chosen by "auto": (scope, max tokens, time budget in ms). The budgets suit the
-#: bundled 1.5B model on a laptop CPU (0.4-0.6 s per token here: a one-line middle of ~14
-#: tokens needs 6-9 s; with 2 s it never finished one). A long budget costs no responsiveness:
-#: the next keystroke cancels the decode within one model step.
+#: Policies chosen by "auto": (scope, max tokens, time budget in ms).  Mid-line: one statement
+#: that ends with its line (the decode stops where the model ends the line and the file
+#: parses).  Empty line: a block, answered as soon as its first line parses (the editor shows
+#: it while the rest is written into the suggestion cache, ready when the user accepts).  A
+#: long budget costs no responsiveness: the next keystroke cancels the decode within a step.
 MID_LINE_POLICY = ("statement", 32, 10000)
 EMPTY_LINE_POLICY = ("block", 96, 20000)
 
-#: "auto" context (prompt plus middle, in tokens) for a model on a CPU; on a GPU, "auto" is the
-#: model's whole window.  On this project's 2-core machine the bundled model prefills ~30
-#: tokens/s, and in the fill-in-the-middle prompt the right context comes after the cursor,
-#: so each keystroke re-runs it: a quarter of 1,024 tokens is what a 10 s budget can afford.
-CPU_CONTEXT_TOKENS = 1024
+#: "auto" context (prompt plus middle, in tokens) on a CPU; on a GPU, "auto" is the model's
+#: whole window.  Prompts keep a stable start per document (``context_plan``), so most of
+#: the left context comes from the cache and a long context costs little per request.
+CPU_CONTEXT_TOKENS = 2048
+#: The right context's share of a prompt, in tokens: the part a keystroke on a new line (or
+#: a cursor move) reruns.  Chosen by benchmarks/prompt_layouts.py (docs/latency.md).
+RIGHT_TOKENS = 128
+#: Left-context tokens of a request in a region of the file the cache does not hold yet:
+#: what the first request there must run before its first token.
+LEFT_FIRST_TOKENS = 256
 
 #: The smallest context worth prompting with, and the part of any context kept for the prompt
 #: (FIM sentinels plus a few lines around the cursor) whatever ``maxTokens`` asks.
@@ -74,12 +81,13 @@ class Settings:
     constrained: bool = True
     languages: tuple[str, ...] = ("python",)
     trust_remote_code: bool = False
+    engine: str = "auto"
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
-    def model_key(self) -> tuple[str, str, str, bool]:
+    def model_key(self) -> tuple[str, str, str, bool, str]:
         """What decides whether the model must be reloaded."""
-        return (self.model, self.device, self.dtype, self.trust_remote_code)
+        return (self.model, self.device, self.dtype, self.trust_remote_code, self.engine)
 
 
 @dataclass(frozen=True)
@@ -191,6 +199,13 @@ def _dtype(value: Any) -> str:
     return name
 
 
+def _engine(value: Any) -> str:
+    try:
+        return EngineKind.parse(value if isinstance(value, str) else None).value
+    except ValueError:
+        raise Rejected("one of " + ", ".join(f'"{e}"' for e in ENGINE_NAMES)) from None
+
+
 # JSON key -> (dataclass field, validator)
 _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "model": ("model", _model),
@@ -204,6 +219,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "constrained": ("constrained", _bool),
     "languages": ("languages", _languages),
     "trustRemoteCode": ("trust_remote_code", _bool),
+    "engine": ("engine", _engine),
 }
 KEYS = tuple(_KEYS)
 
@@ -289,6 +305,17 @@ class Policy:
     mode: str
     top_k: int
     context_tokens: int | None = None  # None: the model's whole window
+    #: the middle ends with its line (mid-line cursors)
+    line_stop: bool = False
+    #: answer at the first line end where the file parses, keep decoding (empty lines)
+    early: bool = False
+    right_tokens: int | None = RIGHT_TOKENS
+
+    def left_budget(self) -> int | None:
+        """The most left-context tokens a prompt holds under this policy."""
+        if self.context_tokens is None:
+            return None
+        return max(16, self.context_tokens - self.max_tokens - (self.right_tokens or 0) - 4)
 
 
 def policy_for(settings: Settings, line_before: str, line_after: str,
@@ -313,4 +340,6 @@ def policy_for(settings: Settings, line_before: str, line_after: str,
         mode="constrained" if settings.constrained else "unconstrained",
         top_k=settings.top_k,
         context_tokens=context,
+        line_stop=not empty_line,
+        early=empty_line,
     )

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 
-def _digest(text: str) -> bytes:
+def digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
@@ -35,9 +35,9 @@ class SuggestionCache:
         self._entries: OrderedDict[tuple[str, bytes, int], _Entry] = OrderedDict()
 
     def put(self, uri: str, left: str, right: str, middle: str) -> None:
-        if not middle:
-            return
-        entry = _Entry(len(left), _digest(left), _digest(right), middle)
+        """Remember ``middle`` for the split ``(left, right)``; an empty middle records that
+        there is no suggestion there (a prefetch found none: the request need not ask)."""
+        entry = _Entry(len(left), digest(left), digest(right), middle)
         key = (uri, entry.left_digest, entry.left_len)
         self._entries[key] = entry
         self._entries.move_to_end(key)
@@ -45,7 +45,8 @@ class SuggestionCache:
             self._entries.popitem(last=False)
 
     def lookup(self, uri: str, left: str, right: str) -> str | None:
-        """The rest of a cached middle that ``left`` has typed part of, or ``None``."""
+        """The rest of a cached middle that ``left`` has typed part of ("" where the cache
+        knows there is no suggestion), or ``None`` when the cache does not know."""
         right_digest: bytes | None = None
         # Newest first: the suggestion most recently shown is the likeliest one being typed.
         for key in reversed(self._entries):
@@ -54,15 +55,15 @@ class SuggestionCache:
                 continue
             entry = self._entries[key]
             typed = len(left) - entry_len
-            if typed < 0 or typed >= len(entry.middle):
+            if typed < 0 or (typed >= len(entry.middle) and (typed or entry.middle)):
                 continue
             if typed and not entry.middle.startswith(left[entry_len:]):
                 continue
             if right_digest is None:
-                right_digest = _digest(right)
+                right_digest = digest(right)
             if entry.right_digest != right_digest:
                 continue
-            if _digest(left[:entry_len]) != entry.left_digest:
+            if digest(left[:entry_len]) != entry.left_digest:
                 continue
             self._entries.move_to_end(key)
             return entry.middle[typed:]

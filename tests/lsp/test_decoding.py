@@ -108,3 +108,116 @@ def test_cancelling_the_only_waiter_stops_the_decode(engine) -> None:
 
     finished = asyncio.run(main())
     assert finished and finished[0]["stop"] == "cancelled" and finished[0]["tokens"] < 300
+
+
+class LineByLine:
+    """An engine that writes ``lines`` one per ``pause`` seconds, reporting each as a
+    partial middle, and finishes with all of them (or stops when cancelled)."""
+
+    def __init__(self, lines: list[str], pause: float = 0.05) -> None:
+        self.lines, self.pause = lines, pause
+
+    def complete(self, request, cancel=None, on_partial=None):
+        import time
+        from types import SimpleNamespace
+
+        done = []
+        for line in self.lines:
+            if cancel is not None and cancel():
+                return SimpleNamespace(middle=None, stop="cancelled", tokens=len(done))
+            time.sleep(self.pause)
+            done.append(line)
+            if on_partial is not None:
+                on_partial("\n".join(done))
+        return SimpleNamespace(middle="\n".join(done), stop="eos", tokens=len(done))
+
+
+def test_an_early_request_is_answered_with_the_first_line_and_the_rest_follows() -> None:
+    async def main():
+        dec = Decoder()
+        partials, finals = [], []
+        try:
+            out = await dec.run("u", LineByLine(["a = 1", "b = 2", "c = 3"], 0.2), None,
+                                early=True, on_partial=partials.append,
+                                on_final=finals.append)
+            answered_with = list(partials)
+            while dec.running() or not finals:
+                await asyncio.sleep(0.02)
+            return out, answered_with, partials, finals
+        finally:
+            dec.shutdown()
+
+    out, answered_with, partials, finals = asyncio.run(main())
+    assert out.partial == "a = 1" and out.result is None
+    assert answered_with == ["a = 1"]  # the answer came before the second line existed
+    assert partials == ["a = 1", "a = 1\nb = 2", "a = 1\nb = 2\nc = 3"]
+    assert finals[0].middle == "a = 1\nb = 2\nc = 3"
+
+
+def test_background_work_waits_for_requests_and_gives_way_to_them() -> None:
+    import threading
+
+    async def main():
+        dec = Decoder()
+        log = []
+        started_bg = threading.Event()
+
+        def slow(cancel):
+            started_bg.set()
+            for _ in range(200):
+                if cancel.is_set():
+                    log.append("bg cancelled")
+                    return None
+                cancel.wait(0.01)
+            log.append("bg done")
+
+        try:
+            dec.background("u", "slow", slow)
+            await asyncio.to_thread(started_bg.wait, 5)
+            asked = asyncio.ensure_future(dec.run("u", LineByLine(["x = 1"], 0.2), None))
+            await asyncio.sleep(0.05)
+            # Queued behind the request: the second "a" replaces the first.
+            dec.background("u", "a", lambda c: log.append("a"))
+            dec.background("u", "a", lambda c: log.append("a again"))
+            out = await asked
+            log.append("request done")
+            while not dec.idle():
+                await asyncio.sleep(0.02)
+            return out, log
+        finally:
+            dec.shutdown()
+
+    out, log = asyncio.run(main())
+    assert out.result.middle == "x = 1"
+    assert log[0] == "bg cancelled"  # the request made the running background work stop
+    assert sorted(log[1:]) == ["a again", "request done"]  # the queued "a" was replaced
+
+
+def test_a_request_adopts_the_background_job_with_its_share_key() -> None:
+    import threading
+
+    async def main():
+        dec = Decoder()
+        release = threading.Event()
+        runs = []
+
+        def prefetch(cancel):
+            runs.append("prefetch")
+            release.wait(5)
+            from types import SimpleNamespace
+            return SimpleNamespace(middle="y = 2", stop="eos", tokens=3)
+
+        try:
+            dec.background("u", "p", prefetch, share_key="next")
+            while not runs:
+                await asyncio.sleep(0.01)
+            asked = asyncio.ensure_future(dec.run("u", LineByLine(["never"]), None,
+                                                  share_key="next"))
+            await asyncio.sleep(0.1)
+            release.set()
+            return await asked, runs
+        finally:
+            dec.shutdown()
+
+    out, runs = asyncio.run(main())
+    assert out.result.middle == "y = 2" and runs == ["prefetch"]  # no second decode
