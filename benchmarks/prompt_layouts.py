@@ -81,7 +81,7 @@ def run(args) -> dict:
     engine = Engine.load(args.model, engine=args.engine, slots=2, window=args.context)
     step = engine.step_model
     names = [d for d in args.datasets.split(",") if d]
-    per = [datasets.build_cases(d, args.cases, None, seed=args.seed) for d in names]
+    per = [datasets.build_cases(d, args.cases, None, seed=args.seed, per_file=1) for d in names]
     cases = [c for group in itertools.zip_longest(*per) for c in group if c]
     layouts = [x for x in args.layouts.split(",") if x]
     rows = []
