@@ -210,8 +210,29 @@ def _progress_bar(quiet: bool):
     return progress, bar.close
 
 
+def _decode_progress(quiet: bool):
+    """A ``progress(phase, done, total)`` callback showing the prompt being read and the
+    middle being written on stderr, when stderr is a terminal; and its closer."""
+    if quiet or not sys.stderr.isatty():
+        return None, lambda: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=1, file=sys.stderr, leave=False, unit="tok",
+               bar_format="{desc}: {n_fmt}/{total_fmt} tokens |{bar}| {elapsed}")
+    names = {"prefill": "reading the prompt", "decode": "writing the middle"}
+
+    def progress(phase: str, done: int, total: int) -> None:
+        desc = names.get(phase, phase)
+        if bar.desc != desc:
+            bar.set_description_str(desc, refresh=False)
+        bar.total, bar.n = max(1, total), done
+        bar.refresh()
+
+    return progress, bar.close
+
+
 def load_engine(args) -> Engine:
-    progress, close = _progress_bar(args.quiet)
+    progress, close = _progress_bar(args.quiet or getattr(args, "json", False))
     try:
         return Engine.load(args.model, device=args.device, dtype=args.dtype,
                            trust_remote_code=args.trust_remote_code, progress=progress,
@@ -242,7 +263,12 @@ def cmd_complete(args) -> int:
         text = read_source(path)
         offset = offset_of(text, line, col, path)
         engine = load_engine(args)
-        res = engine.complete(_request(args, text[:offset], text[offset:]))
+        progress, close = _decode_progress(args.quiet or args.json)
+        try:
+            res = engine.complete(_request(args, text[:offset], text[offset:]),
+                                  progress=progress)
+        finally:
+            close()
         if res.left_chars_dropped or res.right_chars_dropped:
             print(f"note: the prompt was cut to the model window ({res.left_chars_dropped} "
                   f"left and {res.right_chars_dropped} right characters left out)",

@@ -13,4 +13,9 @@ spec="."
 [ -n "$extras" ] && spec=".[${extras}]"
 # torch==2.13.0 is pinned: a CPU build of exactly that version is on every machine's disk.
 .venv/bin/pip install -q -e "$spec" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
+# The llama.cpp engine (the default for the bundled model on a CPU): built from source once per
+# machine and CPU (about ten minutes on two cores), then installed from a cached wheel.
+if [ "${SEAM_NO_LLAMA_CPP:-}" != "1" ]; then
+    bash scripts/install_llama_cpp.sh
+fi
 .venv/bin/python -c "import quotient, lexer, fim, lsp_server" 
