@@ -27,12 +27,14 @@ from fim import decoding
 from fim.backend import Backend, load_backend
 from fim.decoding import DecodeSetup, FeedCache, HealIndex
 from fim.templates import (
+    ContextFile,
     FimTemplate,
     Prompt,
     PromptOrder,
     PromptTooLong,
     build_prompt,
     detect_template,
+    project_context,
     stop_ids,
 )
 
@@ -89,6 +91,13 @@ class CompletionRequest:
     #: Leave the left context before this offset out of the prompt (an editor keeps the
     #: prompt's start stable across requests so the model's cache serves it); 0: fit only.
     left_start: int = 0
+    #: Project context before the file (see ``fim.templates.project_context``): files or
+    #: parts of files, in the order they go in, at most ``context_budget`` tokens, with the
+    #: project's name and the current file's path.
+    context_files: tuple[ContextFile, ...] = ()
+    context_budget: int = 0
+    repo: str = ""
+    path: str | None = None
 
     def validate(self) -> None:
         if not isinstance(self.left, str) or not isinstance(self.right, str):
@@ -110,6 +119,9 @@ class CompletionRequest:
             raise ValueError("context_tokens must be a positive integer (or None)")
         if not isinstance(self.left_start, int) or not 0 <= self.left_start <= len(self.left):
             raise ValueError("left_start must be an offset into left")
+        if not isinstance(self.context_budget, int) or self.context_budget < 0:
+            raise ValueError("context_budget must be a non-negative integer")
+        self.context_files = tuple(self.context_files)
         if self.right_tokens is not None and (
                 not isinstance(self.right_tokens, int) or self.right_tokens < 0):
             raise ValueError("right_tokens must be a non-negative integer (or None)")
@@ -185,6 +197,7 @@ class Engine:
             heal_index=HealIndex(vocab, backend.heal_order) if heal else None,
         )
         self._languages: list[_LanguageEntry] = []
+        self._contexts: dict[tuple, list[int]] = {}
         self._lock = threading.Lock()
 
     @classmethod
@@ -270,8 +283,23 @@ class Engine:
             self.tokenizer, self.template, req.left, req.right,
             window=self.window_for(req), reserve=req.max_tokens, left_share=self.left_share,
             heal=self.heal, right_budget=req.right_tokens, order=req.order,
-            left_start=req.left_start,
+            left_start=req.left_start, context=self._context_ids(req),
         )
+
+    def _context_ids(self, req: CompletionRequest) -> list[int]:
+        """The project context's ids, remembered by content: an editor sends the same
+        context with every request, and tokenizing it each time would cost milliseconds."""
+        if req.context_budget <= 0 or (not req.context_files and not req.path):
+            return []
+        key = (req.context_files, req.context_budget, req.repo, req.path)
+        ids = self._contexts.get(key)
+        if ids is None:
+            ids = project_context(self.tokenizer, self.template, req.context_files,
+                                  req.context_budget, req.repo, req.path)
+            self._contexts[key] = ids
+            while len(self._contexts) > 16:
+                self._contexts.pop(next(iter(self._contexts)))
+        return ids
 
     def warm(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None) -> bool:
         """Do everything ``complete(req)`` would do before its first token (build the

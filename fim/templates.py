@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 
@@ -30,6 +30,17 @@ class FimTemplate:
     stops: tuple[str, ...]
     bos: bool = False  # prepend the tokenizer's BOS token
     left_lead: str = ""  # text glued before the left context (CodeLlama's leading space)
+    #: repository-level tokens the family was trained with (project context before the file)
+    repo_name: str | None = None
+    file_sep: str | None = None
+
+
+@dataclass(frozen=True)
+class ContextFile:
+    """Text from elsewhere in the project for the prompt: a file or part of one."""
+
+    path: str  # as the model sees it: relative to the workspace, "/" separated
+    text: str
 
 
 TEMPLATES: dict[str, FimTemplate] = {
@@ -38,10 +49,11 @@ TEMPLATES: dict[str, FimTemplate] = {
         FimTemplate("santacoder", "<fim-prefix>", "<fim-suffix>", "<fim-middle>",
                     ("<|endoftext|>",)),
         FimTemplate("starcoder", "<fim_prefix>", "<fim_suffix>", "<fim_middle>",
-                    ("<|endoftext|>", "<file_sep>")),
+                    ("<|endoftext|>", "<file_sep>"), repo_name="<repo_name>",
+                    file_sep="<file_sep>"),
         FimTemplate("qwen2.5-coder", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>",
                     ("<|endoftext|>", "<|fim_pad|>", "<|file_sep|>", "<|repo_name|>",
-                     "<|im_end|>")),
+                     "<|im_end|>"), repo_name="<|repo_name|>", file_sep="<|file_sep|>"),
         FimTemplate("deepseek-coder", "<｜fim▁begin｜>", "<｜fim▁hole｜>", "<｜fim▁end｜>",
                     ("<｜end▁of▁sentence｜>", "<|EOT|>"), bos=True),
         FimTemplate("codellama", "▁<PRE>", "▁<SUF>", "▁<MID>", ("▁<EOT>", "</s>"), bos=True,
@@ -82,6 +94,7 @@ class Prompt:
     left_chars_dropped: int  # characters cut from the front of the left context
     right_chars_dropped: int  # characters cut from the back of the right context
     healed: str  # characters removed from the end of the left context (token healing)
+    context_tokens: int = 0  # tokens of project context before the file
 
 
 class PromptOrder(enum.StrEnum):
@@ -199,6 +212,46 @@ def _fit_right(tokenizer, right: str, budget: int) -> tuple[list[int], int]:
     return ids, len(right) - len(kept)
 
 
+def project_context(tokenizer, template: FimTemplate, files: Sequence[ContextFile],
+                    budget: int, repo: str = "", path: str | None = None) -> list[int]:
+    """Ids of the project context and the current file's header, at most ``budget`` tokens.
+
+    In the family's repository format when it has one (``<|repo_name|>`` name, then per file
+    ``<|file_sep|>`` path and text, then ``<|file_sep|>`` and the current file's path before
+    the FIM prompt); else as plain text with ``# path`` headers.  Files go in the given order
+    (callers put what changes least first, so the model's cache keeps it) and are left out
+    whole when the budget runs out, except that the first file that no longer fits is cut at
+    a line end.
+    """
+    if budget <= 0 or (not files and not path):
+        return []
+    sep = token_id(tokenizer, template.file_sep) if template.file_sep else None
+    name = token_id(tokenizer, template.repo_name) if template.repo_name else None
+    out: list[int] = []
+    if name is not None and sep is not None and repo:
+        out += [name] + _encode(tokenizer, repo + "\n")
+    tail = ([sep] + _encode(tokenizer, path + "\n")) if (sep is not None and path) else []
+    room = budget - len(out) - len(tail)
+    for f in files:
+        if room <= 0:
+            break
+        head = [sep] if sep is not None else []
+        body = _encode(tokenizer, (f"{f.path}\n" if sep is not None else f"# {f.path}\n")
+                       + f.text.rstrip("\n") + "\n")
+        if len(head) + len(body) > room:
+            text = f.text.rstrip("\n") + "\n"
+            keep, _ = _fit_right(tokenizer, text, max(0, room - len(head) - 8))
+            if len(keep) < 16:
+                break
+            body = _encode(tokenizer, (f"{f.path}\n" if sep is not None else f"# {f.path}\n")
+                           ) + keep
+        out += head + body
+        room -= len(head) + len(body)
+    if len(out) + len(tail) > budget:
+        return tail if len(tail) <= budget else []
+    return out + tail
+
+
 def heal_split(tokenizer, left_ids: list[int], left: str) -> tuple[list[int], str]:
     """Back the left context off by its last token when that token could merge further.
 
@@ -227,6 +280,7 @@ def build_prompt(
     right_budget: int | None = None,
     order: PromptOrder = PromptOrder.PSM,
     left_start: int = 0,
+    context: Sequence[int] = (),
 ) -> Prompt:
     """The FIM prompt for ``left``/``right`` fitted into ``window - reserve`` tokens.
 
@@ -234,7 +288,8 @@ def build_prompt(
     recompute when the user types); room it leaves goes to the left context.  ``left_start``
     leaves out the left context before that offset (a caller that keeps the start of the
     prompt stable across requests, so the model's cache serves it); what remains is still
-    cut further when it does not fit.
+    cut further when it does not fit.  ``context`` (ids from ``project_context``) goes first,
+    before the FIM sentinels, and its tokens count against the window.
     """
     if not 0.0 <= left_share <= 1.0:
         raise ValueError("left_share must lie between 0 and 1")
@@ -243,6 +298,7 @@ def build_prompt(
     if None in sentinels:
         raise ValueError(f"the tokenizer lacks the {template.name} template's sentinel tokens")
     head = [tokenizer.bos_token_id] if template.bos and tokenizer.bos_token_id is not None else []
+    head = head + list(context)
     room = window - reserve - len(sentinels) - len(head)
     if room < 1:
         raise PromptTooLong(
@@ -299,7 +355,7 @@ def build_prompt(
     else:
         ids = head + [sentinels[0]] + left_ids + [sentinels[1]] + right_ids + [sentinels[2]]
     dropped = left_start + max(0, left_dropped - len(template.left_lead))
-    return Prompt(ids, dropped, right_dropped, healed)
+    return Prompt(ids, dropped, right_dropped, healed, len(context))
 
 
 def stop_ids(tokenizer, template: FimTemplate) -> set[int]:
