@@ -46,7 +46,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.lsp_session import LspSession  # noqa: E402
-from benchmarks.report import RunRecord, command_line  # noqa: E402
+from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
 
 FILES = ("shlex.py", "textwrap.py", "gettext.py", "calendar.py", "ftplib.py", "statistics.py")
 KINDS = ("first", "typing", "accepted", "new_position")
@@ -264,6 +264,27 @@ async def run_llama_server(files: list[Path], args) -> Result:
     return result
 
 
+def markdown_tables(summaries: list[dict]) -> str:
+    """Per engine: ready time, peak RSS, p50 / p90 seconds per kind; then p50 ratios."""
+    head = "| engine | model ready (s) | peak RSS (MB) | " + " | ".join(
+        f"{k} p50 / p90 (s)" for k in KINDS) + " |"
+    rows = [head, "|---|---:|---:|" + "---:|" * len(KINDS)]
+    for s in summaries:
+        cells = " | ".join(f"{s[k]['p50']:.2f} / {s[k]['p90']:.2f} (n={s[k]['n']})"
+                           if k in s else "–" for k in KINDS)
+        rows.append(f"| {s['engine']} | {s['ready_s']:.1f} | {s['peak_rss_mb']} | {cells} |")
+    by = {s["engine"]: s for s in summaries}
+    out = "\n".join(rows) + "\n"
+    if "llama.cpp" in by:
+        for other in ("transformers", "llama-server"):
+            if other in by:
+                ratios = ", ".join(
+                    f"{k} {by[other][k]['p50'] / max(by['llama.cpp'][k]['p50'], 1e-3):.1f}x"
+                    for k in KINDS if k in by[other] and k in by["llama.cpp"])
+                out += f"\np50 of {other} over Seam with llama.cpp: {ratios}.\n"
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--engines", default="llama.cpp,transformers,llama-server")
@@ -275,6 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--think", type=float, default=1.0, help="reading before accepting (s)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--figures", type=Path, default=None,
+                   help="write the tables into this page's latency section (docs/latency.md)")
     p.add_argument("--progress", action="store_true")
     args = p.parse_args(argv)
     stdlib = Path(sysconfig.get_paths()["stdlib"])
@@ -291,21 +314,11 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(asyncio.run(run_seam(engine, files, args, Path(tmp))))
     record.finish()
     summaries = [r.summary() for r in results]
-    print(f"{'engine':14}{'ready s':>8}{'RSS MB':>8}" + "".join(f"{k + ' p50/p90':>22}"
-                                                          for k in KINDS))
-    for s in summaries:
-        cells = "".join(f"{s[k]['p50']:>10.2f} /{s[k]['p90']:>8.2f}  " if k in s else
-                        f"{'-':>22}" for k in KINDS)
-        print(f"{s['engine']:14}{s['ready_s']:>8.1f}{s['peak_rss_mb']:>8}{cells}")
-    by = {s["engine"]: s for s in summaries}
-    if "llama.cpp" in by:
-        for other in ("transformers", "llama-server"):
-            if other in by:
-                ratios = {k: round(by[other][k]["p50"] / by["llama.cpp"][k]["p50"], 1)
-                          for k in KINDS if k in by[other] and k in by["llama.cpp"]
-                          and by["llama.cpp"][k]["p50"] > 0}
-                print(f"p50 {other} / llama.cpp: {ratios}")
+    table = markdown_tables(summaries)
+    print(table)
     print(record.markdown())
+    if args.figures:
+        write_section(args.figures, "latency", table + "\n" + record.markdown())
     if args.json:
         args.json.write_text(json.dumps({"run": record.as_dict(), "summaries": summaries,
                                          "suggestions": {r.engine: r.suggestions

@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.report import RunRecord, command_line  # noqa: E402
+from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
 from fim import datasets  # noqa: E402
 from fim.api import CompletionRequest, Engine  # noqa: E402
 from fim.decoding import parses  # noqa: E402
@@ -147,6 +147,19 @@ def summarize(rows: list[dict], layouts: list[str]) -> dict:
     return out
 
 
+def markdown_table(summary: dict) -> str:
+    rows = ["| cursor / layout | cases | exact | edit sim. | parses | same as psm | prompt "
+            "tokens | tokens per keystroke |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for key, s in summary.items():
+        agree = "–" if s["same_middle_as_psm"] is None else f"{s['same_middle_as_psm']:.0%}"
+        per_key = ("–" if s["keystroke_tokens_mean"] is None
+                   else f"{s['keystroke_tokens_mean']:.0f}")
+        rows.append(f"| {key} | {s['cases']} | {s['exact_match']:.0%} | "
+                    f"{s['edit_similarity']:.3f} | {s['parses']:.0%} | {agree} | "
+                    f"{s['prompt_tokens_mean']:.0f} | {per_key} |")
+    return "\n".join(rows) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="bundled:qwen2.5-coder-1.5b")
@@ -158,20 +171,20 @@ def main(argv: list[str] | None = None) -> int:
                    help="prompt plus middle in tokens (default 1024, the server's CPU default)")
     p.add_argument("--layouts", default=",".join(LAYOUTS))
     p.add_argument("--json", type=Path, default=None, help="write rows and summary here")
+    p.add_argument("--figures", type=Path, default=None,
+                   help="write the table into this page's prompt-layouts section "
+                        "(docs/latency.md)")
     p.add_argument("--progress", action="store_true")
     args = p.parse_args(argv)
     record = RunRecord(command_line())
     result = run(args)
     summary = summarize(result["rows"], result["layouts"])
     record.finish()
-    print(f"{'cursor/layout':28}{'cases':>6}{'exact':>8}{'edit sim':>10}{'parses':>8}"
-          f"{'= psm':>8}{'prompt':>8}{'per key':>9}")
-    for key, s in summary.items():
-        agree = "-" if s["same_middle_as_psm"] is None else f"{s['same_middle_as_psm']:.0%}"
-        per_key = "-" if s["keystroke_tokens_mean"] is None else f"{s['keystroke_tokens_mean']:.0f}"
-        print(f"{key:28}{s['cases']:>6}{s['exact_match']:>8.0%}{s['edit_similarity']:>10.3f}"
-              f"{s['parses']:>8.0%}{agree:>8}{s['prompt_tokens_mean']:>8.0f}{per_key:>9}")
+    table = markdown_table(summary)
+    print(table)
     print(record.markdown())
+    if args.figures:
+        write_section(args.figures, "prompt-layouts", table + "\n" + record.markdown())
     if args.json:
         args.json.write_text(json.dumps({"run": record.as_dict(), "summary": summary,
                                          **result}, indent=1), encoding="utf-8")
