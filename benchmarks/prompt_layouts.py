@@ -175,17 +175,25 @@ def main(argv: list[str] | None = None) -> int:
                    help="write the table into this page's prompt-layouts section "
                         "(docs/latency.md)")
     p.add_argument("--progress", action="store_true")
+    p.add_argument("--from-json", type=Path, default=None,
+                   help="do not run: show (and with --figures write) a saved --json run")
     args = p.parse_args(argv)
-    record = RunRecord(command_line())
-    result = run(args)
+    if args.from_json:
+        saved = json.loads(args.from_json.read_text(encoding="utf-8"))
+        record = RunRecord(**{k: tuple(v) if k.startswith("load") and v else v
+                              for k, v in saved["run"].items()})
+        result = {"rows": saved["rows"], "layouts": saved["layouts"]}
+    else:
+        record = RunRecord(command_line())
+        result = run(args)
+        record.finish()
     summary = summarize(result["rows"], result["layouts"])
-    record.finish()
     table = markdown_table(summary)
     print(table)
     print(record.markdown())
     if args.figures:
         write_section(args.figures, "prompt-layouts", table + "\n" + record.markdown())
-    if args.json:
+    if args.json and not args.from_json:
         args.json.write_text(json.dumps({"run": record.as_dict(), "summary": summary,
                                          **result}, indent=1), encoding="utf-8")
     return 0
