@@ -29,6 +29,7 @@ from typing import Any, TextIO
 from fim import cli_args, datasets
 from fim.api import SCOPES, CompletionRequest, ConstraintUnavailable, Engine
 from fim.decoding import MODES
+from fim.editor_policy import CPU_CONTEXT_TOKENS
 from fim.model_specs import ENGINE_NAMES, SPEC_FORMS
 from fim.options import DEFAULT_MODEL, DTYPE_CHOICES
 from fim.templates import PromptTooLong
@@ -119,6 +120,10 @@ def build_parser(extra: ExtraCommands | None = None) -> argparse.ArgumentParser:
     e.add_argument("--per-file", type=cli_args.positive_int, default=1,
                    help="cases per file; the paper used 10 over 9,539 files (default: 1)")
     e.add_argument("--seed", type=int, default=0, help="case sampling seed (default: 0)")
+    e.add_argument("--policy", choices=("paper", "ide"), default="paper",
+                   help="paper: --max-tokens and --scope for every case; ide: what the editor "
+                        "asks at each cursor (mid-line: a statement that ends with its line; "
+                        "empty line: a block), with --context-tokens or 2048 (default: paper)")
     e.add_argument("--max-file-chars", type=cli_args.positive_int, default=None,
                    help="skip files longer than this (default: no limit)")
     e.add_argument("--report", type=cli_args.writable_file("report file"),
@@ -416,7 +421,8 @@ def cmd_eval(args) -> int:
             records = evaluation.run(
                 engine, cases, max_tokens=args.max_tokens, top_k=args.top_k,
                 scope=args.scope, records_path=args.records,
-                progress=lambda _case: bar.update(1))
+                progress=lambda _case: bar.update(1), policy=args.policy,
+                context_tokens=args.context_tokens or CPU_CONTEXT_TOKENS)
         except KeyboardInterrupt:
             # Report what finished: every finished case is already in the records file.
             interrupted = True
@@ -428,13 +434,15 @@ def cmd_eval(args) -> int:
     summary = evaluation.summarize(records)
     report = {
         "config": {
-            "model": args.model, "max_tokens": args.max_tokens,
+            "model": args.model, "engine": args.engine, "policy": args.policy,
+            "max_tokens": args.max_tokens,
             "top_k": args.top_k, "scope": args.scope, "seed": args.seed,
             "per_file": args.per_file, "cases_per_dataset": args.cases,
             "left_share": args.left_share,
             "folder": str(args.folder or datasets.default_folder()),
             "seconds": round(time.time() - started, 1),
             "interrupted": interrupted,
+            **evaluation.provenance(),
         },
         "summary": summary,
         "records": records,

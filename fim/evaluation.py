@@ -21,8 +21,44 @@ from pathlib import Path
 
 from fim import decoding
 from fim.api import CompletionRequest, Engine
+from fim.editor_policy import editor_request
 
 EVAL_MODES = ("unconstrained", "checked", "constrained")
+
+
+def provenance() -> dict:
+    """What produced a report: Seam's commit (and whether the tree had changes), the versions
+    of the packages the figures depend on, the machine and its load."""
+    import os
+    import platform
+    import subprocess
+    from importlib import metadata
+
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
+                                  timeout=20, check=True).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            return ""
+
+    versions = {}
+    for name in ("llama-cpp-python", "transformers", "torch", "tokenizers", "numpy"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        load = None
+    return {"commit": git("rev-parse", "--short=12", "HEAD"),
+            "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+            "versions": versions, "python": platform.python_version(),
+            "machine": f"{platform.processor() or platform.machine()}, "
+                       f"{os.cpu_count()} cores, {platform.system()} {platform.release()}",
+            "load_at_end": load}
 
 
 def edit_distance(a: str, b: str) -> int:
@@ -72,15 +108,27 @@ def _record(case: dict, mode: str, middle: str | None, stop: str, tokens: int,
 
 def run_case(engine: Engine, case: dict, *, max_tokens: int, top_k: int, scope: str,
              cancel: Callable[[], bool] | None = None,
-             modes: Iterable[str] = EVAL_MODES) -> list[dict]:
-    """The records of one case for ``modes`` (checked comes with unconstrained)."""
+             modes: Iterable[str] = EVAL_MODES, policy: str = "paper",
+             context_tokens: int | None = None) -> list[dict]:
+    """The records of one case for ``modes`` (checked comes with unconstrained).
+
+    ``policy``: ``paper`` (``max_tokens`` and ``scope`` for every case, as in the paper) or
+    ``ide`` (what the editor asks at this cursor: ``fim.editor_policy``, with
+    ``context_tokens``; ``max_tokens`` and ``scope`` are then the policy's).
+    """
     modes = set(modes)
     left, right = case["prefix"], case["suffix"]
     out = []
+
+    def request(mode: str) -> CompletionRequest:
+        if policy == "ide":
+            return editor_request(left, right, mode=mode, top_k=top_k,
+                                  context_tokens=context_tokens)
+        return CompletionRequest(left, right, mode=mode, max_tokens=max_tokens, top_k=top_k,
+                                 scope=scope)
+
     if modes & {"unconstrained", "checked"}:
-        unc = engine.complete(
-            CompletionRequest(left, right, mode="unconstrained", max_tokens=max_tokens,
-                              scope=scope), cancel)
+        unc = engine.complete(request("unconstrained"), cancel)
         out.append(_record(case, "unconstrained", unc.middle, unc.stop, unc.tokens,
                            unc.setup_ms, unc.model_ms, 0.0, "none"))
         t0 = time.perf_counter()
@@ -92,9 +140,7 @@ def run_case(engine: Engine, case: dict, *, max_tokens: int, top_k: int, scope: 
         out.append(_record(case, "checked", chk_middle, chk_stop, unc.tokens, unc.setup_ms,
                            unc.model_ms, check_ms, "none"))
     if "constrained" in modes:
-        con = engine.complete(
-            CompletionRequest(left, right, mode="constrained", max_tokens=max_tokens,
-                              top_k=top_k, scope=scope), cancel)
+        con = engine.complete(request("constrained"), cancel)
         out.append(_record(case, "constrained", con.middle, con.stop, con.tokens,
                            con.setup_ms, con.model_ms, con.constraint_ms, con.mode, con.error))
     return out
@@ -117,7 +163,8 @@ def load_records(path: Path) -> list[dict]:
 
 
 def run(engine: Engine, cases: Iterable[dict], *, max_tokens: int, top_k: int, scope: str,
-        records_path: Path | None = None, progress=None) -> list[dict]:
+        records_path: Path | None = None, progress=None, policy: str = "paper",
+        context_tokens: int | None = None) -> list[dict]:
     """Run every case (skipping ones already in ``records_path``), appending records there."""
     # The latest record per (case, mode) wins; a case runs only the modes it lacks.
     latest: dict[tuple[str, str], dict] = {}
@@ -129,7 +176,7 @@ def run(engine: Engine, cases: Iterable[dict], *, max_tokens: int, top_k: int, s
             missing = [m for m in EVAL_MODES if (case["id"], m) not in latest]
             if missing:
                 recs = run_case(engine, case, max_tokens=max_tokens, top_k=top_k, scope=scope,
-                                modes=missing)
+                                modes=missing, policy=policy, context_tokens=context_tokens)
                 for r in recs:
                     latest[(r["id"], r["mode"])] = r
                     if sink:

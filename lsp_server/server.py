@@ -49,6 +49,8 @@ from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
 from pygls.lsp.server import LanguageServer
 
+from fim.editor_policy import EMPTY_LINE, LEFT_FIRST_TOKENS, MID_LINE
+
 from . import text as model_text
 from .context_plan import ContextPlanner
 from .decoding import Decoder
@@ -59,9 +61,6 @@ from .logs import EditorLogHandler
 from .model_host import HostState, ModelHost
 from .protocol import SeamProtocol
 from .settings import (
-    EMPTY_LINE_POLICY,
-    LEFT_FIRST_TOKENS,
-    MID_LINE_POLICY,
     Policy,
     Settings,
     SettingsShapeError,
@@ -515,7 +514,7 @@ class SeamServer(LanguageServer):
         if policy.context_tokens is None:
             return None
         # One budget for both kinds of cursor, so that both share a document's anchor.
-        longest = max(MID_LINE_POLICY[1], EMPTY_LINE_POLICY[1], policy.max_tokens)
+        longest = max(MID_LINE.max_tokens, EMPTY_LINE.max_tokens, policy.max_tokens)
         budget = max(16, policy.context_tokens - longest - (policy.right_tokens or 0) - 4)
         key = (id(engine), budget)
         if self._planner is None or self._planner_for != key:

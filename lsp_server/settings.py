@@ -25,6 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fim.editor_policy import (
+    CPU_CONTEXT_TOKENS,
+    POLICIES,
+    RIGHT_TOKENS,
+    CursorKind,
+    cursor_kind,
+)
 from fim.model_specs import ENGINE_NAMES, EngineKind
 from fim.options import (
     DEFAULT_MODEL,
@@ -38,24 +45,8 @@ from fim.options import (
 
 SECTION = "seam"
 
-#: Policies chosen by "auto": (scope, max tokens, time budget in ms).  Mid-line: one statement
-#: that ends with its line (the decode stops where the model ends the line and the file
-#: parses).  Empty line: a block, answered as soon as its first line parses (the editor shows
-#: it while the rest is written into the suggestion cache, ready when the user accepts).  A
-#: long budget costs no responsiveness: the next keystroke cancels the decode within a step.
-MID_LINE_POLICY = ("statement", 32, 10000)
-EMPTY_LINE_POLICY = ("block", 96, 20000)
-
-#: "auto" context (prompt plus middle, in tokens) on a CPU; on a GPU, "auto" is the model's
-#: whole window.  Prompts keep a stable start per document (``context_plan``), so most of
-#: the left context comes from the cache and a long context costs little per request.
-CPU_CONTEXT_TOKENS = 2048
-#: The right context's share of a prompt, in tokens: the part a keystroke on a new line (or
-#: a cursor move) reruns.  Chosen by benchmarks/prompt_layouts.py (docs/latency.md).
-RIGHT_TOKENS = 128
-#: Left-context tokens of a request in a region of the file the cache does not hold yet:
-#: what the first request there must run before its first token.
-LEFT_FIRST_TOKENS = 256
+# The "auto" policies (mid-line vs empty line, the CPU context, the right window) are fim's
+# editor policy, shared with `seam eval --policy ide`.
 
 #: The smallest context worth prompting with, and the part of any context kept for the prompt
 #: (FIM sentinels plus a few lines around the cursor) whatever ``maxTokens`` asks.
@@ -310,6 +301,7 @@ class Policy:
     #: answer at the first line end where the file parses, keep decoding (empty lines)
     early: bool = False
     right_tokens: int | None = RIGHT_TOKENS
+    kind: CursorKind = CursorKind.MID_LINE
 
     def left_budget(self) -> int | None:
         """The most left-context tokens a prompt holds under this policy."""
@@ -325,8 +317,9 @@ def policy_for(settings: Settings, line_before: str, line_after: str,
     ``device_type`` is where the model runs (``"cpu"``, ``"cuda"``): it decides the "auto"
     context size. An "auto" token budget never crowds the prompt out of a small context.
     """
-    empty_line = not line_before.strip() and not line_after.strip()
-    scope, max_tokens, budget = EMPTY_LINE_POLICY if empty_line else MID_LINE_POLICY
+    kind = cursor_kind(line_before, line_after)
+    auto = POLICIES[kind]
+    scope, max_tokens, budget = auto.scope, auto.max_tokens, auto.time_budget_ms
     auto_context = CPU_CONTEXT_TOKENS if device_type == "cpu" else None
     context = settings.context_tokens or auto_context
     if settings.max_tokens is None:
@@ -340,6 +333,7 @@ def policy_for(settings: Settings, line_before: str, line_after: str,
         mode="constrained" if settings.constrained else "unconstrained",
         top_k=settings.top_k,
         context_tokens=context,
-        line_stop=not empty_line,
-        early=empty_line,
+        line_stop=auto.line_stop,
+        early=auto.early,
+        kind=kind,
     )

@@ -78,3 +78,23 @@ def test_run_resumes_and_fills_only_missing_modes(random_loaded, tmp_path):
     assert sorted(r["mode"] for r in records) == sorted(evaluation.EVAL_MODES)
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     assert [r["mode"] for r in lines] == ["unconstrained", "checked", "constrained"]
+
+
+def test_ide_policy_asks_what_the_editor_asks(random_loaded):
+    from fim.editor_policy import EMPTY_LINE, MID_LINE
+
+    engine = Engine(backend_from_loaded(random_loaded),
+                    language_factory=ReferenceLanguage.for_python)
+    asked = []
+    real = engine.complete
+    engine.complete = lambda req, cancel=None: asked.append(req) or real(req, cancel)
+    mid = {"id": "boundary/a.py#0", "prefix": "x = foo(", "suffix": ")\n", "middle": "1"}
+    empty = {"id": "boundary/b.py#0", "prefix": "def f():\n    ", "suffix": "\n    return 1\n",
+             "middle": "y = 2"}
+    for case in (mid, empty):
+        recs = evaluation.run_case(engine, case, max_tokens=7, top_k=5, scope="free",
+                                   policy="ide", context_tokens=512)
+        assert {r["mode"] for r in recs} == {"unconstrained", "checked", "constrained"}
+    assert [(r.scope, r.max_tokens, r.line_stop, r.context_tokens) for r in asked] == [
+        (MID_LINE.scope, MID_LINE.max_tokens, True, 512)] * 2 + [
+        (EMPTY_LINE.scope, EMPTY_LINE.max_tokens, False, 512)] * 2

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
+from fim.editor_policy import CPU_CONTEXT_TOKENS, EMPTY_LINE, MID_LINE
 from lsp_server.settings import (
-    CPU_CONTEXT_TOKENS,
-    EMPTY_LINE_POLICY,
-    MID_LINE_POLICY,
     Settings,
     merge,
     policy_for,
@@ -40,8 +38,11 @@ def test_policy_mid_line_vs_empty_line() -> None:
     s = Settings()
     mid = policy_for(s, "    x = foo(", ")")
     empty = policy_for(s, "    ", "")
-    assert (mid.scope, mid.max_tokens, mid.time_budget_ms) == MID_LINE_POLICY
-    assert (empty.scope, empty.max_tokens, empty.time_budget_ms) == EMPTY_LINE_POLICY
+    assert (mid.scope, mid.max_tokens, mid.time_budget_ms) == \
+        (MID_LINE.scope, MID_LINE.max_tokens, MID_LINE.time_budget_ms)
+    assert (empty.scope, empty.max_tokens, empty.time_budget_ms) == \
+        (EMPTY_LINE.scope, EMPTY_LINE.max_tokens, EMPTY_LINE.time_budget_ms)
+    assert mid.line_stop and not mid.early and empty.early and not empty.line_stop
     fixed = policy_for(Settings(scope="block", max_tokens=7, constrained=False), "x", "")
     assert (fixed.scope, fixed.max_tokens, fixed.mode) == ("block", 7, "unconstrained")
 

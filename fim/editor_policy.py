@@ -1,0 +1,77 @@
+"""What an editor asks for at a cursor: the budgets and stopping rules of inline suggestions.
+
+The language server resolves its settings into these requests, and ``seam eval --policy ide``
+runs the very same ones over the dev set, so the evaluation measures what users get.
+
+* **Mid-line** (text on the cursor's line): one statement that ends with its line: the decode
+  stops where the model ends the line and the file parses, however many tokens are left.
+* **Empty line**: a block; the server answers with its first line that parses and goes on
+  writing the rest into its suggestion cache, ready when the user accepts.
+
+Budgets suit the bundled 1.5B model on a laptop CPU; a long time budget costs no
+responsiveness, since the next keystroke cancels a decode within one step.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from fim.api import CompletionRequest
+
+#: "auto" context (prompt plus middle, in tokens) on a CPU; on a GPU the model's whole window.
+#: Prompts keep a stable start per document, so most of the left context comes from the
+#: model's cache and a long context costs little per request.
+CPU_CONTEXT_TOKENS = 2048
+#: The right context's share of a prompt, in tokens: what a keystroke on a new line (or a
+#: cursor move) reruns.  Chosen by benchmarks/prompt_layouts.py (docs/latency.md).
+RIGHT_TOKENS = 128
+#: Left-context tokens of the first request in a region of a file the cache does not hold.
+LEFT_FIRST_TOKENS = 256
+
+
+class CursorKind(enum.StrEnum):
+    MID_LINE = "mid_line"
+    EMPTY_LINE = "empty_line"
+
+
+def cursor_kind(line_before: str, line_after: str) -> CursorKind:
+    """Empty line when the cursor's line holds only whitespace on both sides."""
+    if not line_before.strip() and not line_after.strip():
+        return CursorKind.EMPTY_LINE
+    return CursorKind.MID_LINE
+
+
+@dataclass(frozen=True)
+class EditorPolicy:
+    """Scope, token and time budgets, and how the decode stops, for one kind of cursor."""
+
+    scope: str
+    max_tokens: int
+    time_budget_ms: int
+    line_stop: bool
+    early: bool
+
+
+MID_LINE = EditorPolicy("statement", 32, 10_000, line_stop=True, early=False)
+EMPTY_LINE = EditorPolicy("block", 96, 20_000, line_stop=False, early=True)
+POLICIES = {CursorKind.MID_LINE: MID_LINE, CursorKind.EMPTY_LINE: EMPTY_LINE}
+
+
+def policy_at(left: str, right: str) -> EditorPolicy:
+    """The policy for a cursor between ``left`` and ``right``."""
+    line_before = left[left.rfind("\n") + 1:]
+    line_after = right.split("\n", 1)[0]
+    return POLICIES[cursor_kind(line_before, line_after)]
+
+
+def editor_request(left: str, right: str, *, mode: str = "constrained", top_k: int = 50,
+                   context_tokens: int | None = CPU_CONTEXT_TOKENS,
+                   right_tokens: int | None = RIGHT_TOKENS, left_start: int = 0,
+                   time_budget_ms: int | None = None) -> CompletionRequest:
+    """The request an editor makes at this cursor under the default ("auto") settings."""
+    p = policy_at(left, right)
+    return CompletionRequest(
+        left, right, mode=mode, max_tokens=p.max_tokens, top_k=top_k, scope=p.scope,
+        time_budget_ms=time_budget_ms, context_tokens=context_tokens,
+        right_tokens=right_tokens, line_stop=p.line_stop, left_start=left_start)
