@@ -93,7 +93,7 @@ def add_serve_options(p: argparse.ArgumentParser) -> None:
                         "$XDG_STATE_HOME/seam/server.log; '' for none)")
     p.add_argument("--log-level", default="INFO",
                    choices=("DEBUG", "INFO", "WARNING", "ERROR"), type=str.upper,
-                   help="DEBUG, INFO, WARNING or ERROR; only DEBUG writes message contents "
+                   help="DEBUG, INFO, WARNING or ERROR; below DEBUG no message content is logged "
                         "(default: INFO)")
 
 

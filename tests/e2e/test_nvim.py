@@ -10,8 +10,10 @@ included, read cell by cell with ``screenstring()``) is saved under tests/output
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -88,8 +90,25 @@ class Nvim:
             time.sleep(0.25)
 
 
+SETTINGS = {"model": "random:santacoder", "constrained": True, "maxTokens": 16,
+            "timeBudgetMs": 20000}
+
+
+def _lua(value) -> str:
+    return f"vim.json.decode({json.dumps(json.dumps(value))})"
+
+
 @pytest.fixture
 def nvim(tmp_path, request):
+    """Neovim with the plugin set up; ``request.param`` is the file's text (default SOURCE)."""
+    with start_nvim(tmp_path, getattr(request, "param", SOURCE)) as started:
+        yield started
+
+
+@contextlib.contextmanager
+def start_nvim(tmp_path: Path, source: str, setup: str | None = None):
+    """A headless Neovim on ``source`` with the plugin set up; ``setup`` replaces the Lua
+    table fields that say how to reach the server (by default: start it on stdio)."""
     binary = nvim_binary()
     if binary is None:
         pytest.skip("Neovim not installed (bash scripts/setup.sh dev,e2e)")
@@ -102,20 +121,19 @@ def nvim(tmp_path, request):
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     server_log = tmp_path / "server.log"
     init = tmp_path / "init.lua"
-    settings = {"model": "random:santacoder", "constrained": True, "maxTokens": 16,
-                "timeBudgetMs": 20000}
     cmd = [sys.executable, "-m", "lsp_server.cli", "serve"]
+    reach = setup or (f"  cmd = {_lua(cmd)},\n"
+                      f"  log_file = {json.dumps(str(server_log))},\n")
     init.write_text(
         f"vim.opt.rtp:prepend({json.dumps(str(PLUGIN))})\n"
         "vim.o.swapfile = false\n"
         "vim.o.lines, vim.o.columns = 12, 72\n"
         "require('seam').setup({\n"
-        f"  cmd = vim.json.decode({json.dumps(json.dumps(cmd))}),\n"
-        f"  log_file = {json.dumps(str(server_log))},\n"
-        f"  settings = vim.json.decode({json.dumps(json.dumps(settings))}),\n"
+        f"{reach}"
+        f"  settings = {_lua(SETTINGS)},\n"
         "})\n")
     target = tmp_path / "hole.py"
-    target.write_text(getattr(request, "param", SOURCE))
+    target.write_text(source)
     sock = tmp_path / "nvim.sock"
     proc = subprocess.Popen(
         [binary, "--headless", "-n", "-i", "NONE", "-u", str(init), "--listen", str(sock),
@@ -238,3 +256,43 @@ def test_mid_line_suggestion_keeps_the_rest_of_the_line(nvim) -> None:
     # the rest of the line appears once, after the middle.
     assert saved.splitlines()[0] == "result = max(" + shown
     assert "Traceback" not in server_log.read_text()
+
+
+def _tcp_server(log_file: Path) -> tuple[subprocess.Popen, int, str]:
+    """``seam serve --tcp`` on a free loopback port: (process, port, token)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("SEAM_TCP_TOKEN", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lsp_server.cli", "serve", "--tcp", "127.0.0.1:0",
+         "--log-file", str(log_file)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=env, text=True)
+    line = proc.stderr.readline()
+    m = re.search(r":(\d+); clients must send initializationOptions\.seamToken = \"(.+)\"",
+                  line)
+    assert m, line
+    return proc, int(m.group(1)), m.group(2)
+
+
+@pytest.fixture
+def tcp_server(tmp_path):
+    proc, port, token = _tcp_server(tmp_path / "tcp-server.log")
+    yield port, token, tmp_path / "tcp-server.log"
+    proc.terminate()
+    proc.wait(30)
+
+
+def test_connects_to_a_tcp_server_with_its_token(tcp_server, tmp_path) -> None:
+    """The documented way to reach ``seam serve --tcp`` from Neovim: the plugin's ``tcp``
+    option, whose token goes out as ``initializationOptions.seamToken``."""
+    port, token, log_file = tcp_server
+    setup = f"  tcp = {_lua({'host': '127.0.0.1', 'port': port, 'token': token})},\n"
+    with start_nvim(tmp_path, MID_LINE, setup) as (vim, _, _):
+        vim.wait_for("the model", lambda: vim.lua("require('seam').state() or ''").strip()
+                     == "ready", 300)
+        vim.send("<Esc>1G0f(a")
+        vim.wait_for("ghost text", lambda: vim.lua(GHOST_LUA).strip(), 240)
+    log = log_file.read_text()
+    assert "serving the client at" in log and "refused" not in log, log[-2000:]
+    assert token not in log
+    assert "Traceback" not in log, log[-3000:]

@@ -60,6 +60,8 @@ print(scale([1, 2, 3], 2))
 '''
 
 STEP_TIMEOUT_S = 240
+MACHINE_SCOPED = ("seam.model", "seam.trustRemoteCode", "seam.server.python",
+                  "seam.server.command")
 
 
 def _tools_present() -> bool:
@@ -151,12 +153,16 @@ def _user_settings(seam: dict) -> dict:
     }
 
 
-def run_in_vscode(vsix: Path, tmp_path: Path, out: Path, seam: dict, drive: dict) -> dict:
+def run_in_vscode(vsix: Path, tmp_path: Path, out: Path, seam: dict, drive: dict,
+                  workspace_settings: dict | None = None, trusted: bool = True) -> dict:
     """Install the extension into a fresh code-server, open scale.py and run the driver.
 
     ``seam`` holds the `seam.*` user settings, ``drive`` the driver's options (what to expect,
-    where the hole is). Returns the driver's result; code-server, the browser and the Seam
-    server are stopped whatever happens, and their logs land in ``out``.
+    where the hole is), ``workspace_settings`` the workspace's .vscode/settings.json.
+    ``trusted=False`` turns Workspace Trust on and opens the workspace untrusted (restricted
+    mode); by default trust is off, so every workspace counts as trusted. Returns the driver's
+    result; code-server, the browser and the Seam server are stopped whatever happens, and
+    their logs land in ``out``.
     """
     if out.exists():
         shutil.rmtree(out)
@@ -167,8 +173,23 @@ def run_in_vscode(vsix: Path, tmp_path: Path, out: Path, seam: dict, drive: dict
     xdg = tmp_path / "xdg"
     for d in (user_data / "User", extensions, workspace, xdg):
         d.mkdir(parents=True)
-    (user_data / "User" / "settings.json").write_text(json.dumps(_user_settings(seam), indent=2))
+    user_settings = _user_settings(seam)
+    # code-server runs the extension host "remotely" (server side), where VS Code reads
+    # machine-scoped settings (seam.model, seam.server.*, seam.trustRemoteCode) from the
+    # machine's settings only, never from the User settings: they go to both.
+    (user_data / "Machine").mkdir(parents=True)
+    (user_data / "Machine" / "settings.json").write_text(json.dumps(
+        {k: v for k, v in user_settings.items() if k in MACHINE_SCOPED}, indent=2))
+    if not trusted:
+        user_settings.update({"security.workspace.trust.enabled": True,
+                              "security.workspace.trust.startupPrompt": "never",
+                              "security.workspace.trust.emptyWindow": False})
+    (user_data / "User" / "settings.json").write_text(json.dumps(user_settings, indent=2))
     (workspace / "scale.py").write_text(LEFT + RIGHT)
+    if workspace_settings is not None:
+        (workspace / ".vscode").mkdir()
+        (workspace / ".vscode" / "settings.json").write_text(
+            json.dumps(workspace_settings, indent=2))
 
     env = dict(os.environ)
     env.update({
@@ -179,6 +200,7 @@ def run_in_vscode(vsix: Path, tmp_path: Path, out: Path, seam: dict, drive: dict
         "XDG_STATE_HOME": str(xdg / "state"),
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
+        "HF_HOME": str(xdg / "hf-home"),
     })
     config = tmp_path / "code-server.yaml"
     config.write_text("auth: none\ncert: false\n")
@@ -197,7 +219,8 @@ def run_in_vscode(vsix: Path, tmp_path: Path, out: Path, seam: dict, drive: dict
     with server_log.open("w") as log_file:
         server = subprocess.Popen(
             base + ["--bind-addr", f"127.0.0.1:{port}", "--auth", "none",
-                    "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+                    "--disable-telemetry", "--disable-update-check",
+                    *(["--disable-workspace-trust"] if trusted else []),
                     "--disable-getting-started-override", "--ignore-last-opened",
                     str(workspace)],
             env=env, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -305,3 +328,46 @@ def test_server_that_cannot_start_shows_what_to_set(vsix: Path, tmp_path: Path) 
     assert result["status"].endswith("Seam: error"), result
     assert str(missing) in result["notification"], result
     assert "seam.server.python" in result["notification"], result
+
+
+@pytest.mark.parametrize("trusted", [True, False], ids=["trusted", "restricted"])
+def test_workspace_settings_cannot_choose_code_to_run(vsix: Path, tmp_path: Path,
+                                                       trusted: bool) -> None:
+    """A cloned repository's .vscode/settings.json sets every key that chooses code to run or
+    files to load; each would leave a marker file if it took effect (the server command, the
+    interpreter, the model's own code, which also needs trustRemoteCode). The server must start
+    from the user's settings and load the user's model, and no marker may appear: in a trusted
+    workspace (machine scope, and the extension reading user values only) and in an untrusted
+    one (restricted mode, which the extension supports in a limited way)."""
+    out = OUTPUT / f"workspace_settings_{'trusted' if trusted else 'restricted'}"
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    evil_model = tmp_path / "evil-model"
+    evil_model.mkdir()
+    (evil_model / "config.json").write_text(json.dumps({
+        "model_type": "seam-evil", "auto_map": {"AutoConfig": "evil.EvilConfig"}}))
+    (evil_model / "evil.py").write_text(
+        f"open({str(markers / 'model-code')!r}, 'w').close()\n")
+    fake_python = tmp_path / "fake-python"
+    fake_python.write_text(f"#!/bin/sh\ntouch {markers / 'server-python'}\nexit 1\n")
+    fake_python.chmod(0o755)
+    dangerous = {
+        "seam.model": str(evil_model),
+        "seam.trustRemoteCode": True,
+        "seam.server.command": ["/bin/sh", "-c", f"touch {markers / 'server-command'}"],
+        "seam.server.python": str(fake_python),
+    }
+    result = run_in_vscode(vsix, tmp_path, out, {"seam.model": "random:santacoder"}, {
+        "expect": "ready",
+        "screenshot": str(out / "ready.png"),
+    }, workspace_settings=dangerous, trusted=trusted)
+    assert result["status"].endswith("Seam: ready"), result
+    assert sorted(p.name for p in markers.iterdir()) == [], "a workspace setting ran code"
+    seam_log = "".join(p.read_text() for p in out.glob("seam-*.log"))
+    assert "model random:santacoder ready" in seam_log, seam_log[-2000:]
+    assert str(evil_model) not in seam_log, seam_log[-2000:]
+    extension_log = "".join(p.read_text() for p in out.glob("extension-*.log"))
+    started = [line for line in extension_log.splitlines() if "starting:" in line]
+    assert started and all(f"{sys.executable} -m lsp_server.cli serve" in line
+                           and "--trust-remote-code" not in line for line in started), started
+    assert not [t for t in result["notifications"] if "Seam could not" in t], result

@@ -1,8 +1,26 @@
 // Reads the extension's `seam.*` settings: the part sent to the server (section `seam`, the keys
 // lsp_server/settings.py validates) and the part only the extension uses (how to start the server).
+//
+// The settings that choose code to run or files to load (the model, trustRemoteCode, the server
+// command and interpreter) are read from the user's own settings only. package.json declares them
+// `machine`-scoped and restricted in untrusted workspaces, and this module does not rely on that
+// alone: it reads them with `inspect()` and ignores any workspace or folder value, so a cloned
+// repository's .vscode/settings.json cannot start a program or load a model of its choosing
+// even if a future scope change or VS Code version let such a value through.
 import * as vscode from "vscode";
 
 export const SECTION = "seam";
+
+/** Settings taken from the user's settings only, never from a workspace. */
+const USER_ONLY_KEYS = ["model", "trustRemoteCode", "server.command", "server.python"] as const;
+type UserOnlyKey = (typeof USER_ONLY_KEYS)[number];
+
+/** The user's (or the default) value of a user-only setting; workspace values do not count. */
+function userValue<T>(key: UserOnlyKey, fallback: T): T {
+  const seen = vscode.workspace.getConfiguration(SECTION).inspect<T>(key);
+  const value = seen?.globalValue ?? seen?.defaultValue;
+  return value === undefined ? fallback : value;
+}
 
 /** The settings the server understands, exactly as it expects them on the wire. */
 export interface ServerSettings {
@@ -16,11 +34,10 @@ export interface ServerSettings {
   topK: number;
   constrained: boolean;
   languages: string[];
-  trustRemoteCode: boolean;
 }
 
 /** Settings whose change needs a new server process rather than a notification. */
-export const RESTART_KEYS = ["server.python", "server.command", "languages"];
+export const RESTART_KEYS = ["server.python", "server.command", "languages", "trustRemoteCode"];
 
 // In the settings UI an integer is friendlier than a string-or-integer, so 0 stands for the
 // server's "auto" (a policy that depends on where the cursor is).
@@ -31,7 +48,7 @@ function autoWhenZero(value: unknown): number | "auto" {
 export function serverSettings(): ServerSettings {
   const cfg = vscode.workspace.getConfiguration(SECTION);
   return {
-    model: cfg.get<string>("model", "bundled"),
+    model: userValue<string>("model", "bundled"),
     device: cfg.get<string>("device", "auto"),
     dtype: cfg.get<string>("dtype", "auto"),
     maxTokens: autoWhenZero(cfg.get<number>("maxTokens", 0)),
@@ -41,7 +58,6 @@ export function serverSettings(): ServerSettings {
     topK: cfg.get<number>("topK", 50),
     constrained: cfg.get<boolean>("constrained", true),
     languages: languages(),
-    trustRemoteCode: cfg.get<boolean>("trustRemoteCode", false),
   };
 }
 
@@ -62,14 +78,16 @@ export interface ServerCommand {
 }
 
 export function serverCommand(): ServerCommand {
-  const cfg = vscode.workspace.getConfiguration(SECTION);
-  const full = cfg.get<string[]>("server.command", []);
-  if (Array.isArray(full) && full.length > 0 && full[0].trim() !== "") {
-    return { command: full[0], args: full.slice(1) };
+  // A model's own code runs only when the server is started with this flag, which only the
+  // user's settings can add (the server refuses trustRemoteCode sent as a setting).
+  const trust = userValue<boolean>("trustRemoteCode", false) === true ? ["--trust-remote-code"] : [];
+  const full = userValue<string[]>("server.command", []);
+  if (Array.isArray(full) && full.length > 0 && typeof full[0] === "string" && full[0].trim() !== "") {
+    return { command: full[0], args: [...full.slice(1).map(String), ...trust] };
   }
-  const python = cfg.get<string>("server.python", "").trim();
+  const python = String(userValue<string>("server.python", "")).trim();
   if (python !== "") {
-    return { command: python, args: ["-m", "lsp_server.cli", "serve"] };
+    return { command: python, args: ["-m", "lsp_server.cli", "serve", ...trust] };
   }
-  return { command: "seam", args: ["serve"] };
+  return { command: "seam", args: ["serve", ...trust] };
 }

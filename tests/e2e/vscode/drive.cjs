@@ -9,7 +9,8 @@
 // {"before", "status", "ghost", "saved", "restarts", "toggled"}; progress goes to stderr.
 // With "expect": "error" it only waits for the status bar to report a server error and returns
 // {"status", "notification"}; given "fixSetting" {key, value} it then changes that setting in
-// the Settings editor and waits for the server to come back ready ("recovered").
+// the Settings editor and waits for the server to come back ready ("recovered"). With
+// "expect": "ready" it waits for the model to be ready and returns {"status", "notifications"}.
 // playwright-core is found through NODE_PATH (the test points it at .e2e/tools/node_modules);
 // playwright gives every launch a fresh, throw-away browser profile.
 "use strict";
@@ -87,6 +88,25 @@ async function main() {
 
     const ready = page.locator(".statusbar-item", { hasText: "Seam: ready" });
     const failed = page.locator(".statusbar-item", { hasText: "Seam: error" });
+    if (config.expect === "ready") {
+      // Only wait for the server to load its model, then report the status bar item and the
+      // notifications shown meanwhile.
+      log("waiting for the Seam status bar item to say ready");
+      await Promise.race([
+        ready.waitFor({ state: "visible" }),
+        failed.waitFor({ state: "visible" }).then(async () => {
+          const tip = await failed.getAttribute("aria-label");
+          throw new Error(`the Seam server reports an error: ${tip}`);
+        }),
+      ]);
+      result.status = (await ready.innerText()).trim();
+      const toasts = page.locator(".notifications-toasts .notification-list-item-message");
+      result.notifications = (await toasts.allInnerTexts()).map((t) => t.trim());
+      if (config.screenshot) {
+        await page.screenshot({ path: config.screenshot, animations: "disabled" });
+      }
+      return result;
+    }
     if (config.expect === "error") {
       // A model that cannot load must show up as an error in the status bar and a notification
       // that says what to fix.
@@ -111,6 +131,14 @@ async function main() {
         const field = page.locator(`.settings-editor input[aria-label="${key}"]`);
         const search = page.locator(".settings-editor .settings-header .suggest-input-container");
         await search.waitFor({ state: "visible" });
+        // Machine-scoped settings (seam.model, seam.server.*) of a remote window, which
+        // code-server is, live in the Remote settings: edit those when the tab exists.
+        const remoteTab = page.locator(".settings-tabs-widget .action-label", { hasText: /^Remote/ });
+        if ((await remoteTab.count()) > 0) {
+          log("switching to the Remote settings tab");
+          await remoteTab.first().click();
+          await search.click();
+        }
         await page.keyboard.type(key);
         await field.waitFor({ state: "visible" });
         await field.fill(value);

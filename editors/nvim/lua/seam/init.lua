@@ -13,6 +13,12 @@ local M = {}
 M.defaults = {
   -- Command that starts the server; nil means `seam serve` from $PATH.
   cmd = nil,
+  -- Connect to a running `seam serve --tcp` instead of starting one:
+  -- { host = "127.0.0.1", port = 8765, token = "<the token it printed>" }.
+  tcp = nil,
+  -- Let the model run its own Python code (starts the server with --trust-remote-code).
+  -- This is your config, not a project's: the server refuses the setting from any editor.
+  trust_remote_code = false,
   -- Log file of the server (nil: the server's default, $XDG_STATE_HOME/seam/server.log).
   log_file = nil,
   -- Filetypes to attach to; nil means `settings.languages`, else { "python" }.
@@ -47,7 +53,27 @@ function M.command()
   if cfg.log_file then
     vim.list_extend(cmd, { "--log-file", cfg.log_file })
   end
+  if cfg.trust_remote_code then
+    table.insert(cmd, "--trust-remote-code")
+  end
   return cmd
+end
+
+--- The `cmd` for vim.lsp.config: a process to start, or a connection to `seam serve --tcp`.
+local function lsp_cmd(cfg)
+  if cfg.tcp then
+    return vim.lsp.rpc.connect(cfg.tcp.host or "127.0.0.1", cfg.tcp.port)
+  end
+  return M.command()
+end
+
+--- initializationOptions: the settings, and the TCP token when connecting to a server.
+local function init_options(cfg)
+  local options = { seam = cfg.settings }
+  if cfg.tcp and cfg.tcp.token then
+    options.seamToken = cfg.tcp.token
+  end
+  return options
 end
 
 --- The model state reported by the server attached to `bufnr` (or any server):
@@ -123,10 +149,10 @@ function M.setup(opts)
   local filetypes = cfg.filetypes or cfg.settings.languages or { "python" }
 
   vim.lsp.config("seam", {
-    cmd = M.command(),
+    cmd = lsp_cmd(cfg),
     filetypes = filetypes,
     root_markers = cfg.root_markers,
-    init_options = { seam = cfg.settings },
+    init_options = init_options(cfg),
     settings = { seam = cfg.settings },
     handlers = { ["seam/status"] = on_status },
   })
