@@ -569,7 +569,11 @@ class SeamServer(LanguageServer):
         planner = self._planner_of(engine, policy)
 
         def warm(cancel) -> None:
-            if not engine.warm(request, cancel.is_set) or planner is None:
+            if not engine.warm(request, cancel.is_set):
+                return
+            log.info("warmed the prompt at %s:%d:%d", uri, position.line + 1,
+                     position.character + 1)
+            if planner is None:
                 return
             wider = planner.wider(uri, request.left, len(request.left))
             if wider is None or cancel.is_set():

@@ -296,3 +296,28 @@ def test_connects_to_a_tcp_server_with_its_token(tcp_server, tmp_path) -> None:
     assert "serving the client at" in log and "refused" not in log, log[-2000:]
     assert token not in log
     assert "Traceback" not in log, log[-3000:]
+
+
+STATUS_LUA = (
+    "(function() local c = vim.lsp.get_clients({name='seam'})[1] "
+    "local r = c:request_sync('seam/status', {}, 10000) "
+    "return vim.json.encode(r and r.result or {}) end)()"
+)
+
+
+def test_a_resting_cursor_is_reported_and_warmed(nvim) -> None:
+    """The plugin tells the server where the cursor rests (seam/cursor); the server then puts
+    the prompt there into the model's cache, in the background."""
+    vim, _target, server_log = nvim
+    vim.wait_for("the model", lambda: vim.lua("require('seam').state() or ''").strip() == "ready",
+                 300)
+
+    def warmed() -> bool:
+        status = json.loads(vim.lua(STATUS_LUA) or "{}")
+        return any(d.get("background") and d.get("stop") == "done"
+                   for d in status.get("decodes", []))
+
+    assert not warmed()
+    vim.send(f"<Esc>{HOLE_LINE}G$")  # normal mode: move, do not type
+    vim.wait_for("the warmed prompt", warmed, 120)
+    assert "Traceback" not in server_log.read_text()

@@ -278,6 +278,7 @@ def test_ghost_text_accepted_with_tab_leaves_file_parsable(vsix: Path, tmp_path:
         "screenshot": str(out / "ghost_text.png"),
         "screenshotAccepted": str(out / "accepted.png"),
         "serverLog": str(tmp_path / "xdg" / "state" / "seam" / "server.log"),
+        "restMs": 1500,
     })
     assert result["before"].endswith("Seam: idle"), result  # no server before a Python file
     assert result["saved"], result
@@ -295,6 +296,9 @@ def test_ghost_text_accepted_with_tab_leaves_file_parsable(vsix: Path, tmp_path:
     # "Seam: Toggle Completions" turned the status bar item off.
     assert result["restarts"] == 1, result
     assert "Seam: off" in result["toggled"], result
+    # The extension reported where the cursor rested, and the server warmed the prompt there.
+    seam_log = "".join(p.read_text() for p in out.glob("seam-*.log"))
+    assert "warmed the prompt at" in seam_log, seam_log[-2000:]
 
 
 def test_model_error_shows_in_status_bar_and_fixing_the_setting_recovers(

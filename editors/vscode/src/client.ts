@@ -20,6 +20,9 @@ import { StatusItem } from "./status";
 
 type Progress = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd;
 
+/** How long the cursor must rest before the server hears of it. */
+const CURSOR_DEBOUNCE_MS = 150;
+
 /** The server's own notification of the model's state (lsp_server/server.py). */
 interface SeamStatus {
   state: string;
@@ -29,6 +32,7 @@ interface SeamStatus {
 
 export class SeamClient implements vscode.Disposable {
   private client: LanguageClient | undefined;
+  private cursorTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly activeProgress = new Set<string | number>();
   private starting: Promise<void> | undefined;
 
@@ -176,6 +180,30 @@ export class SeamClient implements vscode.Disposable {
     }
   }
 
+  /**
+   * Tells the server where the cursor is (`seam/cursor`), so that it can put the prompt there
+   * into the model's cache while the user pauses: the request that follows then only decodes.
+   * Called on every selection change; only the last position of a burst is sent, after
+   * `CURSOR_DEBOUNCE_MS`.
+   */
+  cursorMoved(editor: vscode.TextEditor): void {
+    clearTimeout(this.cursorTimer);
+    this.cursorTimer = setTimeout(() => {
+      const client = this.client;
+      const doc = editor.document;
+      if (client === undefined || !client.isRunning() || !this.isEnabled() ||
+          !languages().includes(doc.languageId) || editor.selections.length !== 1 ||
+          !editor.selection.isEmpty) {
+        return;
+      }
+      const pos = editor.selection.active;
+      void client.sendNotification("seam/cursor", {
+        textDocument: { uri: client.code2ProtocolConverter.asUri(doc.uri) },
+        position: { line: pos.line, character: pos.character },
+      }).catch(() => undefined);
+    }, CURSOR_DEBOUNCE_MS);
+  }
+
   /** Pushes the current settings; the server reloads the model only if a model key changed. */
   async sendSettings(): Promise<void> {
     const client = this.client;
@@ -212,6 +240,7 @@ export class SeamClient implements vscode.Disposable {
   }
 
   dispose(): void {
+    clearTimeout(this.cursorTimer);
     void this.stop();
   }
 }

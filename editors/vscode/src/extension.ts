@@ -44,6 +44,12 @@ export function activate(context: vscode.ExtensionContext): void {
         void start();
       }
     }),
+    vscode.window.onDidChangeTextEditorSelection((event) => seam?.cursorMoved(event.textEditor)),
+    vscode.window.onDidChangeActiveTextEditor((editor) => {
+      if (editor !== undefined) {
+        seam?.cursorMoved(editor);
+      }
+    }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (!started || !event.affectsConfiguration(SECTION)) {
         return;

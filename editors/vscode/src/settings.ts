@@ -25,6 +25,7 @@ function userValue<T>(key: UserOnlyKey, fallback: T): T {
 /** The settings the server understands, exactly as it expects them on the wire. */
 export interface ServerSettings {
   model: string;
+  engine: string;
   device: string;
   dtype: string;
   maxTokens: number | "auto";
@@ -49,6 +50,7 @@ export function serverSettings(): ServerSettings {
   const cfg = vscode.workspace.getConfiguration(SECTION);
   return {
     model: userValue<string>("model", "bundled"),
+    engine: cfg.get<string>("engine", "auto"),
     device: cfg.get<string>("device", "auto"),
     dtype: cfg.get<string>("dtype", "auto"),
     maxTokens: autoWhenZero(cfg.get<number>("maxTokens", 0)),

@@ -170,6 +170,11 @@ async function main() {
     await quick.fill(`:${config.line}:${config.column}`);
     await page.keyboard.press("Enter");
     await quick.waitFor({ state: "hidden" });
+    if (config.restMs) {
+      // The user rests the cursor before asking: the extension reports where it is.
+      log(`resting ${config.restMs} ms`);
+      await page.waitForTimeout(config.restMs);
+    }
 
     // Ask again now and then: a request can legitimately come back empty (the server was
     // still settling the document, or the decoder ran out of budget on a slow machine).

@@ -24,8 +24,8 @@ M.defaults = {
   -- Filetypes to attach to; nil means `settings.languages`, else { "python" }.
   filetypes = nil,
   root_markers = { "pyproject.toml", "setup.py", "setup.cfg", ".git" },
-  -- The server's settings (section `seam`): model, device, dtype, maxTokens, timeBudgetMs,
-  -- contextTokens, scope, topK, constrained, languages.
+  -- The server's settings (section `seam`): model, engine, device, dtype, maxTokens,
+  -- timeBudgetMs, contextTokens, scope, topK, constrained, languages.
   settings = {},
   -- Insert-mode keys. `accept` falls back to the key itself when no suggestion is shown.
   -- Set a key to false to leave it unmapped.
@@ -129,6 +129,47 @@ local function map_keys(bufnr, keymaps)
   end, "Seam: dismiss the suggestion")
 end
 
+--- How long the cursor must rest before the server hears of it (ms).
+M.cursor_debounce_ms = 150
+
+--- Tell the server where the cursor rests (`seam/cursor`), so that it puts the prompt there
+--- into the model's cache while the user pauses; the request that follows then only decodes.
+--- Only the last position of a burst of moves is sent.
+local function watch_cursor(bufnr, client)
+  local timer = vim.uv.new_timer()
+  local group = vim.api.nvim_create_augroup("seam_cursor_" .. bufnr, { clear = true })
+  vim.api.nvim_create_autocmd({ "CursorMoved", "CursorMovedI", "BufEnter" }, {
+    group = group,
+    buffer = bufnr,
+    callback = function()
+      timer:stop()
+      timer:start(M.cursor_debounce_ms, 0, vim.schedule_wrap(function()
+        if client:is_stopped() or not vim.api.nvim_buf_is_valid(bufnr)
+            or vim.api.nvim_get_current_buf() ~= bufnr then
+          return
+        end
+        local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
+        client:notify("seam/cursor", {
+          textDocument = { uri = vim.uri_from_bufnr(bufnr) },
+          position = params.position,
+        })
+      end))
+    end,
+  })
+  vim.api.nvim_create_autocmd({ "BufDelete", "LspDetach" }, {
+    group = group,
+    buffer = bufnr,
+    once = true,
+    callback = function()
+      timer:stop()
+      if not timer:is_closing() then
+        timer:close()
+      end
+      pcall(vim.api.nvim_del_augroup_by_id, group)
+    end,
+  })
+end
+
 local function on_status(_, result, ctx)
   if type(result) == "table" then
     M.status[ctx.client_id] = result
@@ -168,6 +209,7 @@ function M.setup(opts)
       end
       vim.lsp.inline_completion.enable(true, { bufnr = args.buf })
       map_keys(args.buf, cfg.keymaps)
+      watch_cursor(args.buf, client)
     end,
   })
   vim.api.nvim_create_autocmd("LspDetach", {
