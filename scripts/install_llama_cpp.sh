@@ -65,11 +65,18 @@ if [ -z "$wheel" ]; then
     echo "building llama-cpp-python $version from source (once per machine, ~10 min on 2 cores)" >&2
     echo "  flags: ${flags[*]}" >&2
     mkdir -p "$cache.tmp"
-    CMAKE_ARGS="${flags[*]}" "$pip" wheel -q --no-deps --no-cache-dir --no-binary llama-cpp-python \
-        -w "$cache.tmp" "llama-cpp-python==$version"
+    if ! CMAKE_ARGS="${flags[*]}" "$pip" wheel -q --no-deps --no-cache-dir \
+            --no-binary llama-cpp-python -w "$cache.tmp" "llama-cpp-python==$version" \
+            >"$cache.tmp/build.log" 2>&1; then
+        grep -v "is ignored: it is neither a file nor a directory" "$cache.tmp/build.log" \
+            | tail -n 60 >&2
+        echo "install_llama_cpp: the build failed (full log: $cache.tmp/build.log)" >&2
+        exit 1
+    fi
     rm -rf "$cache"
     mv "$cache.tmp" "$cache"
     wheel=$(ls "$cache"/llama_cpp_python-*.whl | head -n 1)
 fi
-"$pip" install -q "$wheel"
+"$pip" install -q "$wheel" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" \
+    >&2 || true
 "$py" -c "import llama_cpp" 
