@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -267,10 +268,14 @@ def _tcp_server(log_file: Path) -> tuple[subprocess.Popen, int, str]:
          "--log-file", str(log_file)],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         env=env, text=True)
-    line = proc.stderr.readline()
+    ready, _, _ = select.select([proc.stderr], [], [], 120)
+    line = proc.stderr.readline() if ready else ""
     m = re.search(r":(\d+); clients must send initializationOptions\.seamToken = \"(.+)\"",
                   line)
-    assert m, line
+    if m is None:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"seam serve --tcp did not say where it listens: {line!r}")
     return proc, int(m.group(1)), m.group(2)
 
 

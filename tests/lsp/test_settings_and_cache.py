@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from fim.editor_policy import CPU_CONTEXT_TOKENS, EMPTY_LINE, MID_LINE
 from lsp_server.settings import (
     Settings,
+    SettingsShapeError,
+    check_budget,
     merge,
     policy_for,
     section_of,
@@ -78,3 +82,57 @@ def test_cache_is_bounded_and_forgets() -> None:
     assert len(cache) == 2 and cache.lookup("u", "l0", "r") is None
     cache.forget("u")
     assert len(cache) == 0
+
+
+@pytest.mark.parametrize("key,value", [
+    ("scope", "bogus"), ("scope", 3), ("contextTokens", 1), ("contextTokens", 127),
+    ("maxTokens", 1 << 20), ("maxTokens", 1.5), ("maxTokens", True), ("topK", 0),
+    ("topK", 5000), ("dtype", "float8"), ("device", "tpu"), ("device", "cuda:x"),
+    ("model", ""), ("model", "x" * 5000), ("languages", []), ("languages", [1]),
+    ("timeBudgetMs", -1), ("constrained", "yes"), ("trustRemoteCode", "true"),
+])
+def test_values_that_would_break_requests_are_refused(key, value) -> None:
+    before = Settings(scope="line", context_tokens=512, max_tokens=8)
+    after, problems = merge(before, {key: value})
+    assert after == before
+    assert len(problems) == 1 and problems[0].key == key
+    message = problems[0].message()
+    assert f"seam.{key}" in message and "keeping" in message
+
+
+def test_accepted_spellings() -> None:
+    s, problems = merge(Settings(), {"dtype": "BF16", "device": " CUDA:1 ", "maxTokens": 12.0,
+                                     "languages": "python"})
+    assert not problems
+    assert (s.dtype, s.device, s.max_tokens, s.languages) == ("bfloat16", "cuda:1", 12,
+                                                              ("python",))
+
+
+def test_a_section_that_is_not_an_object() -> None:
+    for bad in (5, "x", [1], True):
+        with pytest.raises(SettingsShapeError):
+            section_of({"seam": bad})
+    assert section_of({"seam": None}) is None
+
+
+def test_max_tokens_must_leave_room_for_the_prompt() -> None:
+    most = CPU_CONTEXT_TOKENS - 32
+    wanted = Settings(max_tokens=most + 8)
+    # Unknown context (GPU "auto" before the model loads): not judged yet.
+    assert check_budget(wanted, Settings(), None, None) == (wanted, [])
+    # A CPU's "auto" context keeps 32 tokens for the prompt.
+    fixed, problems = check_budget(wanted, Settings(max_tokens=64), "cpu", None)
+    assert fixed.max_tokens == 64 and f"at most {most}" in problems[0].message()
+    fixed, problems = check_budget(Settings(max_tokens=most), Settings(), "cpu", None)
+    assert not problems
+    # The model's window caps everything; a previous value that no longer fits is dropped.
+    fixed, problems = check_budget(Settings(max_tokens=600, context_tokens=4096),
+                                   Settings(max_tokens=700), "cuda", 512)
+    assert problems and fixed.max_tokens is None
+
+
+def test_auto_budget_never_crowds_out_the_prompt() -> None:
+    small = Settings(context_tokens=128)
+    policy = policy_for(small, "", "")
+    assert policy.max_tokens == 128 - 32 and policy.context_tokens == 128
+    assert policy_for(Settings(), "", "", device_type="cuda", model_window=100).max_tokens == 68

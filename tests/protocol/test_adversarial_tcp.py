@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import socket
 import stat
 import subprocess
@@ -32,10 +33,15 @@ class TcpServer:
              "--log-file", str(self.log_file), *args],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             env=env, text=True)
-        line = self.proc.stderr.readline()
+        line = ""
+        ready, _, _ = select.select([self.proc.stderr], [], [], 120)
+        if ready:
+            line = self.proc.stderr.readline()
         m = re.search(r"listening on 127\.0\.0\.1:(\d+); clients must send "
                       r'initializationOptions\.seamToken = "([^"]+)"', line)
-        assert m, line + self.proc.stderr.read() if self.proc.poll() is not None else line
+        if m is None:
+            self.stop()
+            raise AssertionError(f"seam serve --tcp did not say where it listens: {line!r}")
         self.port, self.token = int(m.group(1)), m.group(2)
 
     def connect(self) -> SeamSocket:
