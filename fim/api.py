@@ -362,7 +362,9 @@ class Engine:
                         f"constrained middle does not parse (language mode {lang_mode!r}); "
                         "please report this case"
                     )
-                    log.warning("%s: left=%r middle=%r", error, req.left[-80:], middle)
+                    log.warning("%s (%d characters of middle)", error, len(middle))
+                    # Document text only at DEBUG: the log must not hold the user's code.
+                    log.debug("unparsable middle: left=%r middle=%r", req.left[-80:], middle)
                 # Degraded modes said they could not be exact here (documented in DESIGN.md).
                 # "window": text outside the windows is broken, so the whole file cannot
                 # parse whatever the middle; ``parses`` reports that as it is.

@@ -206,7 +206,9 @@ async function main() {
 
     log("accepting with Tab and saving");
     await page.keyboard.press("Tab");
-    await ghost.waitFor({ state: "hidden" });
+    // The accepted text makes the file dirty. (The ghost text need not disappear: the next
+    // suggestion, prefetched while this one was shown, may appear at once.)
+    await page.locator(".tab.dirty").first().waitFor({ state: "visible" });
     await page.keyboard.press("Control+S");
     await page.locator(".tab.dirty").waitFor({ state: "detached" });
     result.saved = true;
