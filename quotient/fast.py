@@ -1,10 +1,11 @@
 """Fast forward Earley recognizer: practical Earley parsing over a lazily built LR(0) ε-DFA.
 
-This is the recognizer behind ``Grammar.recognizer()``. It decides, terminal by terminal,
+This is the recognizer Seam runs (``quotient.recognizer``). It decides, terminal by terminal,
 whether the input so far is a prefix of a sentence (``scan`` returns ``None`` as soon as it is
 not) and whether it is a whole sentence (``is_complete``). It builds no parse forest and keeps
-no provenance; ``quotient/earley.py`` is the reference recognizer that does, and the tests
-check the two against each other.
+no provenance; ``quotient/earley.py`` is the plain reference recognizer, and the tests check
+the two against each other. Both read the grammar's one `GrammarAnalysis` (nullable sets,
+usable rules, dotted items).
 
 Method (after Aycock & Horspool, "Practical Earley Parsing", 2002):
 
@@ -25,12 +26,13 @@ Method (after Aycock & Horspool, "Practical Earley Parsing", 2002):
   Python) is memoised on the prediction state and shared by every chart that has it.
 
 Storage and persistence: all charts scanned from one root live in one `_Charts` store as rows
-of flat lists, and an Earley item is the int ``origin << SHIFT | local_state_id``. A `State` is
-a handle ``(store, chart number)``; a chart only refers to charts on its path to the root, and
-is never changed after creation except for memo tables, so scanning 50 different terminals
-from one state adds 50 small rows and copies nothing. Scan results are memoised per
-``(chart, terminal)``. Keeping items as ints also keeps charts out of the cyclic garbage
-collector's sight (with one small object per item it cost 4x the parse time on long files).
+of flat lists, and an Earley item is the int ``origin << SHIFT | local_state_id``
+(`quotient.keys`). A `State` is a handle ``(store, chart number)``; a chart only refers to
+charts on its path to the root, and is never changed after creation except for memo tables,
+so scanning 50 different terminals from one state adds 50 small rows and copies nothing.
+Scan results are memoised per ``(chart, terminal)``. Keeping items as ints also keeps charts
+out of the cyclic garbage collector's sight (with one small object per item it cost 4x the
+parse time on long files).
 
 Extensions: a grammar made by ``base.with_rules(...)`` adds rules whose left sides are new
 nonterminals. Base rules never mention those, so every DFA state made only of base items is
@@ -38,7 +40,7 @@ the same in the extension: such states are interned in, and shared with, the bas
 only states holding new items belong to the extension. Compiling an extension costs time
 linear in its new rules, and a request's states never leak into the base.
 
-Prefix property: rules that use an unproductive nonterminal are dropped at compile time, so
+Prefix property: rules that use an unproductive nonterminal are never predicted, so
 every item of a chart has a completion and ``scan`` returns ``None`` exactly when no sentence
 starts with the input. Single-threaded use per store: concurrent writers to one store's memo
 tables are not supported.
@@ -46,8 +48,15 @@ tables are not supported.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
+
+from .analysis import GrammarAnalysis
+from .keys import MASK, SHIFT
+
+if TYPE_CHECKING:
+    from .grammar import Grammar
 
 __all__ = ["Automaton", "State", "automaton", "recognizer"]
 
@@ -154,66 +163,34 @@ class _DState:
 
 
 class Automaton:
-    """Integer tables of one grammar and its lazily built LR(0) ε-DFA.
+    """One grammar's lazily built LR(0) ε-DFA, over its `GrammarAnalysis`.
 
-    Built from a grammar's integer encoding (``Grammar.symbol_names``, ``n_terminals``,
-    ``rule_table``, ``start_id``, ``nullable_ids``, ``productive_ids``): use
-    :func:`automaton`, which caches the result on the grammar. With `base`, `rule_table` holds
-    only the rules added to `base`'s grammar, whose left-hand sides are new nonterminals.
+    Use :func:`automaton`, which shares one automaton per grammar. With `base` (the automaton
+    of ``grammar.base``), the analysis is an extension's: its new rules' left sides are new
+    nonterminals, and DFA states made of base items only are interned in `base`.
 
-    Rules that use an unproductive nonterminal are dropped: they derive nothing, and keeping
-    them would let ``scan`` accept prefixes that have no completion.
+    Only usable rules are predicted (the analysis's ``predict`` lists): a rule that uses an
+    unproductive nonterminal derives nothing, and keeping it would let ``scan`` accept
+    prefixes that have no completion.
     """
 
-    def __init__(
-        self,
-        symbol_names: Sequence[str],
-        n_terminals: int,
-        rule_table: Sequence[tuple[int, tuple[int, ...]]],
-        start_id: int,
-        nullable_ids: Iterable[int],
-        productive_ids: Iterable[int],
-        base: Automaton | None = None,
-    ) -> None:
-        if len(symbol_names) > MASK:
-            raise ValueError(f"too many symbols ({len(symbol_names)}; at most {MASK})")
+    def __init__(self, analysis: GrammarAnalysis, base: Automaton | None = None) -> None:
+        if analysis.n_symbols > MASK:
+            raise ValueError(f"too many symbols ({analysis.n_symbols}; at most {MASK})")
+        if (base is None) != (analysis.base is None) or (
+                base is not None and base.analysis is not analysis.base):
+            raise ValueError("an extension's automaton needs the automaton of its base grammar")
+        self.analysis = analysis
         self.base = base
-        self.names = symbol_names
-        self.n_terminals = n_terminals
-        if base is None:
-            self.terminal_ids: dict[str, int] = {
-                symbol_names[i]: i for i in range(n_terminals)
-            }
-            self.item_next: list[int] = []
-            self.item_lhs: list[int] = []
-            self.nsyms_base = 0
-            self.nitems_base = 0
-        else:
-            if n_terminals != base.n_terminals:
-                raise ValueError("an extension cannot add terminals to its base grammar")
-            self.terminal_ids = base.terminal_ids
-            self.item_next = list(base.item_next)
-            self.item_lhs = list(base.item_lhs)
-            self.nsyms_base = len(base.names)
-            self.nitems_base = len(base.item_next)
-        productive = frozenset(productive_ids)
-        self.rules_of: dict[int, list[int]] = {}  # nonterminal -> first item of each rule
-        nxt = self.item_next
-        for lhs, rhs in rule_table:
-            if base is not None and lhs < self.nsyms_base:
-                raise ValueError(
-                    f"extension rules must define new nonterminals; {symbol_names[lhs]!r} is "
-                    "a symbol of the base grammar"
-                )
-            if lhs not in productive or any(
-                x >= n_terminals and x not in productive for x in rhs
-            ):
-                continue
-            self.rules_of.setdefault(lhs, []).append(len(nxt))
-            nxt.extend(rhs)
-            nxt.append(-1)
-            self.item_lhs.extend([lhs] * (len(rhs) + 1))
-        self.nullable = frozenset(nullable_ids)
+        self.names = analysis.symbol_names
+        self.n_terminals = analysis.n_terminals
+        self.terminal_ids = analysis.terminal_ids
+        self.item_next = analysis.item_next
+        self.item_lhs = analysis.item_lhs
+        self.rules_of = analysis.predict  # nonterminal -> first item of each usable rule
+        self.nullable = analysis.nullable
+        self.nsyms_base = analysis.first_symbol
+        self.nitems_base = len(base.item_next) if base is not None else 0
         self._direct_pred: dict[int, tuple[int, ...]] = {}
         self._pred_closure: dict[int, frozenset[int]] = {}
         self._pred_items: dict[int, frozenset[int]] = {}
@@ -221,9 +198,7 @@ class Automaton:
         self._predictions: dict[frozenset[int], _DState] = {}
         self._unions: dict[frozenset[_DState], _DState | None] = {}
         self._merges: dict[frozenset[_DState], _DState] = {}
-        if start_id < n_terminals:
-            raise ValueError(f"start symbol {symbol_names[start_id]!r} is a terminal")
-        self.start = start_id
+        self.start = analysis.start_id
         self.root_prediction = self.prediction_state(self.pred_closure(self.start))
 
     # -- grammar closures (lazy, per nonterminal) ------------------------------------------
@@ -237,7 +212,7 @@ class Automaton:
         if got is None:
             out = []
             nxt = self.item_next
-            for i in self.rules_of.get(x, ()):
+            for i in self.rules_of[x]:
                 while True:
                     y = nxt[i]
                     if y < self.n_terminals:  # the rule's end (-1) or a terminal
@@ -283,7 +258,7 @@ class Automaton:
             out = []
             nxt = self.item_next
             nullable = self.nullable
-            for i in self.rules_of.get(x, ()):
+            for i in self.rules_of[x]:
                 out.append(i)
                 while nxt[i] >= 0 and nxt[i] in nullable:
                     i += 1
@@ -370,10 +345,6 @@ class Automaton:
         """A fresh root chart (own memo tables) for this automaton."""
         return State(_Charts(self), 0)
 
-
-# Earley items inside a chart store are ints: ``origin_chart << SHIFT | local_state_id``.
-SHIFT = 20
-MASK = (1 << SHIFT) - 1
 
 
 class _Charts:
@@ -733,46 +704,25 @@ class State:
         return f"<quotient.fast.State chart={self._index}>"
 
 
-_CACHE_KEY = "quotient.fast.automaton"
+#: One automaton per grammar, kept as long as the grammar lives. The grammar knows nothing
+#: of this recognizer; an automaton refers to its analysis, never to the grammar itself.
+_automata: WeakKeyDictionary[Grammar, Automaton] = WeakKeyDictionary()
 
 
-def automaton(grammar: Any) -> Automaton:
-    """The compiled tables of `grammar` (a ``quotient.Grammar``), cached on it.
-
-    A grammar made by ``base.with_rules(...)`` (``grammar.base`` set) extends the base's
-    cached tables instead of compiling from scratch.
-    """
-    cache = grammar._cache
-    got = cache.get(_CACHE_KEY)
+def automaton(grammar: Grammar) -> Automaton:
+    """The shared automaton of `grammar`; an extension (``grammar.base`` set) extends its
+    base's automaton instead of compiling from scratch."""
+    got = _automata.get(grammar)
     if got is None:
-        base = grammar.base
-        if base is None:
-            got = Automaton(
-                grammar.symbol_names,
-                grammar.n_terminals,
-                grammar.rule_table,
-                grammar.start_id,
-                grammar.nullable_ids,
-                grammar.productive_ids,
-            )
-        else:
-            got = Automaton(
-                grammar.symbol_names,
-                grammar.n_terminals,
-                grammar.rule_table[grammar.n_base_rules :],
-                grammar.start_id,
-                grammar.nullable_ids,
-                grammar.productive_ids,
-                base=automaton(base),
-            )
-        cache[_CACHE_KEY] = got
+        base = automaton(grammar.base) if grammar.base is not None else None
+        got = _automata[grammar] = Automaton(grammar.analysis, base)
     return got
 
 
-def recognizer(grammar: Any) -> State:
+def recognizer(grammar: Grammar) -> State:
     """A fresh recognizer state for the empty input over `grammar`.
 
     Each call gets its own chart storage (so memo tables of one request do not outlive it);
-    the DFA tables are shared through the grammar's cache.
+    the DFA is shared through `automaton`.
     """
     return automaton(grammar).initial()
