@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lexer.layout import Layout
-from lexer.tokenizer import LexError
-from quotient.python_grammar import lex_python, python_tokenizer
+from lexer.tokenizer import LexError, Until
+from python_language.grammar import lex_python, python_tokenizer
 
 SOFT = {"match", "case", "type", "_"}
 NUMBERS = {"DEC_NUMBER", "HEX_NUMBER", "OCT_NUMBER", "BIN_NUMBER", "FLOAT_NUMBER", "IMAG_NUMBER"}
@@ -124,10 +124,10 @@ def incremental(src: str, cuts: list[int]) -> list[str]:
     for cut in sorted(set(cuts)) + [len(src)]:
         pending += src[prev:cut]
         prev = cut
-        lexed = tok.lex(pending, 0, len(pending), layout, final=False)
-        out += lexed.tokens
+        lexed = tok.lex(pending, 0, len(pending), layout, Until.CERTAIN)
+        out += lexed.terminals
         layout, pending = lexed.layout, pending[lexed.tail:]
-    out += tok.lex(pending, 0, len(pending), layout, final=True).tokens
+    out += tok.lex(pending, 0, len(pending), layout, Until.EOF).terminals
     return out
 
 
@@ -153,8 +153,8 @@ def test_incremental_lexing_matches_batch(src: str, cuts: list[int]) -> None:
 def test_committed_tokens_are_a_prefix(src: str, cut: int) -> None:
     cut = min(cut, len(src))
     tok = python_tokenizer()
-    lexed = tok.lex(src, 0, cut, Layout(), final=False)
-    assert lex_python(src)[: len(lexed.tokens)] == lexed.tokens
+    lexed = tok.lex(src, 0, cut, Layout(), Until.CERTAIN)
+    assert lex_python(src)[: len(lexed.terminals)] == lexed.terminals
 
 
 @pytest.mark.parametrize(
