@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from fim import decoding
 from fim.decoding import DecodeSetup, FeedCache, HealIndex, StepModel
@@ -36,6 +37,7 @@ from fim.templates import (
     stop_ids,
 )
 from fim.vocab import Vocabulary, build_vocabulary, load_vocabulary, save_vocabulary
+from quotient.constraint import Constraint
 
 log = logging.getLogger(__name__)
 
@@ -52,14 +54,14 @@ class ConstraintUnavailable(RuntimeError):
     """Constrained mode was asked for but no constraint language can be built."""
 
 
-def python_language(left: str, right: str, scope: str):
-    """The Python FIM language of ``quotient`` for these contexts."""
+def python_language(left: str, right: str, scope: str) -> Constraint:
+    """The Python FIM language (``python_language``) for these contexts."""
     try:
-        from quotient import FimLanguage
+        from python_language import FimLanguage
     except ImportError as err:
         raise ConstraintUnavailable(
-            f"constrained mode needs quotient.FimLanguage, which is not available ({err}); "
-            "use --mode checked or unconstrained"
+            f"constrained mode needs python_language.FimLanguage, which is not available "
+            f"({err}); use --mode checked or unconstrained"
         ) from err
     return FimLanguage.for_python(left, right, scope=scope)
 
@@ -265,7 +267,7 @@ class Engine:
         lang_mode = "none"
         if req.mode == "constrained":
             entry, state = self._language(req.left, req.right, req.scope)
-            lang_mode = str(getattr(entry.language, "mode", "exact"))
+            lang_mode = str(cast(Constraint, entry.language).mode)
         prompt = build_prompt(
             self.tokenizer, self.template, req.left, req.right,
             window=self.window_for(req), reserve=req.max_tokens, left_share=self.left_share,

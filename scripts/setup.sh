@@ -13,4 +13,4 @@ spec="."
 [ -n "$extras" ] && spec=".[${extras}]"
 # torch==2.13.0 is pinned: a CPU build of exactly that version is on every machine's disk.
 .venv/bin/pip install -q -e "$spec" 2>&1 | grep -v "is ignored: it is neither a file nor a directory" || true
-.venv/bin/python -c "import quotient, lexer, fim, lsp_server" 
+.venv/bin/python -c "import quotient, lexer, python_language, fim, lsp_server" 

@@ -39,9 +39,9 @@ class ReferenceLanguage:
 
 
 def real_fim_language():
-    """``quotient.FimLanguage`` or ``None`` while it does not exist yet."""
+    """``python_language.FimLanguage``, or ``None`` when it cannot be imported."""
     try:
-        from quotient import FimLanguage
+        from python_language import FimLanguage
     except ImportError:
         return None
     return FimLanguage

@@ -1,9 +1,9 @@
 """Shared machinery of the grammar tests: the loaded grammar, terminal streams, the oracle.
 
 `accepts(source, lexer)` feeds a program's terminal stream to the recognizer of Seam's own
-Python grammar (`quotient.Grammar.from_lark(...).recognizer()`) and says whether the whole
+Python grammar (`quotient.recognizer(Grammar.from_lark(...))`) and says whether the whole
 program is a sentence. Streams come from the `tokenize` adapter (`_tokenize.py`) and from Seam's
-lexer (`quotient.python_grammar.lex_python`, whose `LexError` is re-raised as `SyntaxError`).
+lexer (`python_language.lex_python`, whose `LexError` is re-raised as `SyntaxError`).
 
 The oracle is CPython's parser: `python3.12` in a subprocess when it is installed (the grammar
 targets 3.12), else the running interpreter's `ast.parse` for sources whose verdict did not
@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 
-from quotient import Grammar
-from tests.grammar._tokenize import tokenize_terminals
+from quotient import Grammar, recognizer
+from tests.python_language.grammar._tokenize import tokenize_terminals
 
-GRAMMAR_PATH = Path(__file__).resolve().parents[2] / "quotient" / "grammars" / "python.lark"
+GRAMMAR_PATH = Path(__file__).resolve().parents[3] / "python_language" / "python.lark"
 PYENV_VERSIONS = Path("/root/.pyenv/versions")
 
 
@@ -49,7 +49,7 @@ def _tokenize_lexer(source: str) -> list[str]:
 def _seam_lexer() -> Callable[[str], list[str]] | None:
     try:
         from lexer.tokenizer import LexError
-        from quotient.python_grammar import lex_python
+        from python_language.grammar import lex_python
     except ImportError:
         return None
 
@@ -73,7 +73,7 @@ def lexers() -> dict[str, Callable[[str], list[str]]]:
 
 def recognizes(terminals: Iterable[str]) -> bool:
     """Whether the terminal sequence is a whole sentence of the grammar."""
-    state = python_grammar().recognizer().scan_many(list(terminals))
+    state = recognizer(python_grammar()).scan_many(list(terminals))
     return state is not None and state.is_complete()
 
 

@@ -16,8 +16,8 @@ import pytest
 from lark.lexer import Lexer
 from lark.lexer import Token as LarkToken
 
-from tests.grammar._harness import GRAMMAR_PATH, lexers
-from tests.grammar.constructs import CONSTRUCTS, NEEDS_SEAM_LEXER
+from tests.python_language.grammar._harness import GRAMMAR_PATH, lexers
+from tests.python_language.grammar.constructs import CONSTRUCTS, NEEDS_SEAM_LEXER
 
 pytestmark = pytest.mark.slow
 
