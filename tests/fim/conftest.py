@@ -49,7 +49,7 @@ def real_fim_language():
 
 needs_fim_language = pytest.mark.skipif(
     real_fim_language() is None,
-    reason="quotient.FimLanguage is not available yet (the constraint lands separately)",
+    reason="python_language.FimLanguage cannot be imported",
 )
 
 
