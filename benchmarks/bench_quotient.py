@@ -32,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from py_terminals import PYTHON_START, file_terminals, python_lark_text, stdlib_file  # noqa: E402
 from report import RunRecord, command_line, write_section  # noqa: E402
 
+from python_language.grammar import lex_python, python_grammar  # noqa: E402
 from quotient import Grammar, Nfa, right_quotient, right_quotient_split  # noqa: E402
 from quotient.earley import recognizer  # noqa: E402
 
@@ -150,12 +151,7 @@ def bench_reference_recognizer(g: Grammar, files: list[str]) -> None:
 
 
 def bench_seam_grammar(files: list[str], n: int, repeat: int) -> None:
-    """Right quotient on Seam's own Python grammar, with Seam's lexer (when both exist)."""
-    try:
-        from python_language.grammar import lex_python, python_grammar
-    except ImportError as exc:
-        print(f"\nSeam grammar: skipped ({exc})")
-        return
+    """Right quotient on Seam's own Python grammar, with Seam's lexer."""
     g = python_grammar()
     print(f"\nSeam grammar ({len(g.rules)} rules): right quotient w.r.t. the last {n} terminals")
     print(f"{'file':<16}{'terms':>7}{'wall med':>9}{'wall min':>9}{'cpu med':>9}{'derived':>9}"

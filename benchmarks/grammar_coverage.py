@@ -43,6 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
+from lexer.tokenizer import LexError  # noqa: E402
+from python_language.grammar import lex_python  # noqa: E402
 from quotient import Grammar, recognizer  # noqa: E402
 from tests.python_language.grammar._tokenize import tokenize_terminals  # noqa: E402
 
@@ -75,20 +77,13 @@ class LexFailure(Exception):
 def make_lexer(grammar: Grammar, which: str) -> tuple[str, Callable[[str], list[str]]]:
     """The named terminal-stream producer: ("seam", Seam's lexer) or ("tokenize", adapter)."""
     if which in ("auto", "seam"):
-        try:
-            from lexer.tokenizer import LexError
-            from python_language.grammar import lex_python
-        except ImportError:
-            if which == "seam":
-                raise
-        else:
-            def seam(text: str) -> list[str]:
-                try:
-                    return lex_python(text)
-                except LexError as exc:
-                    raise LexFailure(str(exc)) from exc
+        def seam(text: str) -> list[str]:
+            try:
+                return lex_python(text)
+            except LexError as exc:
+                raise LexFailure(str(exc)) from exc
 
-            return "seam", seam
+        return "seam", seam
     literals = {d.pattern: d.name for d in grammar.terminal_defs.values() if d.kind == "str"}
     return "tokenize", lambda text: [t.type for t in tokenize_terminals(text, literals)]
 

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 
+from lexer.tokenizer import LexError
+from python_language.grammar import lex_python
 from quotient import Grammar, recognizer
 from tests.python_language.grammar._tokenize import tokenize_terminals
 
@@ -46,29 +48,16 @@ def _tokenize_lexer(source: str) -> list[str]:
     return [t.type for t in tokenize_terminals(source, literal_names())]
 
 
-def _seam_lexer() -> Callable[[str], list[str]] | None:
+def _seam_lexer(source: str) -> list[str]:
     try:
-        from lexer.tokenizer import LexError
-        from python_language.grammar import lex_python
-    except ImportError:
-        return None
-
-    def lex(source: str) -> list[str]:
-        try:
-            return lex_python(source)
-        except LexError as exc:
-            raise SyntaxError(str(exc)) from exc
-
-    return lex
+        return lex_python(source)
+    except LexError as exc:
+        raise SyntaxError(str(exc)) from exc
 
 
 def lexers() -> dict[str, Callable[[str], list[str]]]:
-    """The available terminal-stream producers by name: always "tokenize", "seam" when it exists."""
-    out: dict[str, Callable[[str], list[str]]] = {"tokenize": _tokenize_lexer}
-    seam = _seam_lexer()
-    if seam is not None:
-        out["seam"] = seam
-    return out
+    """The terminal-stream producers by name: CPython's "tokenize" (adapted) and "seam"."""
+    return {"tokenize": _tokenize_lexer, "seam": _seam_lexer}
 
 
 def recognizes(terminals: Iterable[str]) -> bool:
