@@ -69,8 +69,9 @@ class RunRecord:
 
     command: str
     commit: str = field(default_factory=lambda: _git("rev-parse", "--short=12", "HEAD"))
-    dirty: bool = field(default_factory=lambda: bool(_git("status", "--porcelain",
-                                                           "--untracked-files=no")))
+    # Uncommitted changes to tracked files, other than the figures page the scripts write.
+    dirty: bool = field(default_factory=lambda: bool(_git(
+        "status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs/figures.md")))
     python: str = field(default_factory=lambda: platform.python_version())
     packages: dict[str, str] = field(default_factory=dict)
     machine: str = field(default_factory=lambda: (
