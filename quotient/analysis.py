@@ -163,15 +163,19 @@ class GrammarAnalysis:
         first_symbol = self.first_symbol
         predict: list[list[int]] = [[] for _ in range(n_syms - first_symbol)]
         item_next, item_lhs, item_rule = self.item_next, self.item_lhs, self.item_rule
+        rule_first = self.rule_first
+        prod, n_t = self.productive, self.n_terminals
         for rid in range(self.first_rule, len(table)):
             lhs, rhs = table[rid]
             first = len(item_next)
-            self.rule_first.append(first)
+            rule_first.append(first)
             item_next.extend(rhs)
             item_next.append(-1)
-            item_lhs.extend([lhs] * (len(rhs) + 1))
-            item_rule.extend([rid] * (len(rhs) + 1))
-            if self.is_usable(rid):
+            span = len(rhs) + 1
+            item_lhs.extend([lhs] * span)
+            item_rule.extend([rid] * span)
+            # `is_usable`, inlined: a quotient adds thousands of rules per request.
+            if lhs in prod and all(s < n_t or s in prod for s in rhs):
                 predict[lhs - first_symbol].append(first)
         if len(item_next) > MASK + 1:
             raise OverflowError(f"{len(item_next)} dotted items: more than an Earley key holds")

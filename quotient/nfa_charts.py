@@ -143,35 +143,73 @@ def parse_nfa(g: Grammar, nfa: Nfa) -> NfaCharts:
 
     KeyError naming the terminal if an edge carries a name that is not a terminal of `g`.
     """
+    a = g.analysis
     with gc_paused():
-        return _saturate(g.analysis, nfa)
+        transitions = terminal_transitions(a, nfa)
+        masks = _lookahead_masks(transitions)
+        work = _Worklist(nfa.n_states, transitions)
+        _seed(work, a, nfa.start, masks)
+        _saturate(work, a, transitions, masks)
+    return NfaCharts(a, nfa.start, work.keys, work.waiting, transitions.finals_of)
 
 
-def _saturate(a: GrammarAnalysis, nfa: Nfa) -> NfaCharts:
-    delta, finals_of, useful = terminal_transitions(a, nfa)
-    n = nfa.n_states
-    keys: list[set[int] | None] = [set() if u else None for u in useful]
-    waiting: list[dict[int, list[int]]] = [{} for _ in range(n)]
-    completed: list[dict[int, set[int]]] = [{} for _ in range(n)]
-    agenda: list[list[int]] = [[] for _ in range(n)]
-    # Lookahead filter: a rule predicted in a chart that is not an end chart is only useful
-    # if its right side can start with a terminal on an edge leaving that state, or is
-    # nullable; any other predicted item can never advance there. The filtered items are
-    # dead weight for the quotient too: the extraction reads items of end charts (never
-    # filtered) and predictors of nonterminals that consumed a terminal leaving their start
-    # state, which pass the filter.
-    ends = {q for qs in finals_of.values() for q in qs}
-    out_mask = [
-        -1 if q in ends else sum(1 << t for t in delta[q]) for q in range(n)
-    ]
+class _Worklist:
+    """The charts under construction and what is still to do (one parse)."""
+
+    __slots__ = ("keys", "waiting", "completed", "agenda", "active")
+
+    def __init__(self, n_states: int, transitions: Transitions) -> None:
+        # Charts of states that are not useful (unreachable, or no final reachable) stay None.
+        self.keys: list[set[int] | None] = [set() if u else None for u in transitions.useful]
+        self.waiting: list[dict[int, list[int]]] = [{} for _ in range(n_states)]
+        # completed[origin][B]: the states where a B begun at `origin` has ended (late items
+        # waiting for B in `origin` advance into each of them).
+        self.completed: list[dict[int, set[int]]] = [{} for _ in range(n_states)]
+        self.agenda: list[list[int]] = [[] for _ in range(n_states)]
+        self.active: list[int] = []  # states whose agenda is not empty
+
+
+def _lookahead_masks(transitions: Transitions) -> list[int]:
+    """Per state, the terminals on its outgoing edges as a bit mask (-1 at end charts).
+
+    A rule predicted in a chart that is not an end chart is only useful if its right side
+    can start with one of those terminals, or is nullable; any other predicted item can never
+    advance there. The filtered items are dead weight for the quotient too: the extraction
+    reads items of end charts (never filtered) and predictors of nonterminals that consumed a
+    terminal leaving their start state, which pass the filter.
+    """
+    ends = {q for qs in transitions.finals_of.values() for q in qs}
+    return [-1 if q in ends else sum(1 << t for t in row)
+            for q, row in enumerate(transitions.delta)]
+
+
+def _seed(work: _Worklist, a: GrammarAnalysis, start: int, masks: list[int]) -> None:
+    """The initial items: the start symbol's rules at the automaton's start state."""
+    chart = work.keys[start]
+    if chart is None:
+        return
+    init = [(start << SHIFT) | fi for fi, f in a.lookahead()[a.start_id] if f & masks[start]]
+    chart.update(init)
+    work.agenda[start].extend(init)
+    if init:
+        work.active.append(start)
+
+
+def _saturate(work: _Worklist, a: GrammarAnalysis, transitions: Transitions,
+              masks: list[int]) -> None:
+    """Process agendas until no chart changes. Per item, by the symbol after its dot:
+
+    * none (complete): record where its left side ended, and advance the items of its origin
+      chart that wait for that left side into this chart;
+    * a terminal: advance the item along the state's edges on that terminal;
+    * a nonterminal B: record the item as waiting for B; on the first such item in this chart,
+      predict B's rules (lookahead-filtered); and advance it over every B that already ended
+      having begun here (late arrival, nullable B included).
+    """
+    keys, waiting, completed, agenda, active = (
+        work.keys, work.waiting, work.completed, work.agenda, work.active)
+    delta = transitions.delta
     la = a.lookahead()
-    start = nfa.start
-    if useful[start]:
-        m = out_mask[start]
-        init = [(start << SHIFT) | fi for fi, f in la[a.start_id] if f & m]
-        keys[start].update(init)  # type: ignore[union-attr]
-        agenda[start].extend(init)
-    active = [start] if agenda[start] else []
     inext, ilhs = a.item_next, a.item_lhs
     n_t = a.n_terminals
     while active:
@@ -181,12 +219,12 @@ def _saturate(a: GrammarAnalysis, nfa: Nfa) -> NfaCharts:
         assert ks is not None
         ws, cs, ds = waiting[s], completed[s], delta[s]
         here = s << SHIFT
-        mask = out_mask[s]
+        mask = masks[s]
         while ag:
             key = ag.pop()
             item = key & MASK
             sym = inext[item]
-            if sym < 0:
+            if sym < 0:  # complete
                 origin = key >> SHIFT
                 lhs = ilhs[item]
                 done = completed[origin].get(lhs)
@@ -202,9 +240,9 @@ def _saturate(a: GrammarAnalysis, nfa: Nfa) -> NfaCharts:
                         ks.add(w)
                         ag.append(w)
                 continue
-            if sym < n_t:
+            if sym < n_t:  # a terminal: follow the edges
                 targets: Iterable[int] = ds.get(sym, ())
-            else:
+            else:  # a nonterminal: wait, predict, and catch up with completions
                 lst = ws.get(sym)
                 if lst is None:
                     ws[sym] = [key]
@@ -226,4 +264,3 @@ def _saturate(a: GrammarAnalysis, nfa: Nfa) -> NfaCharts:
                     if d != s and not agenda[d]:
                         active.append(d)
                     agenda[d].append(k)
-    return NfaCharts(a, start, keys, waiting, finals_of)
