@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from lexer.cpython import parses  # ast.parse, warnings silenced
 from python_language import FimLanguage
+from quotient import Constraint, ConstraintState, LanguageMode, Scope
 from tests.python_language.grammar._harness import python312_verdicts
 
 MODES = {"exact", "window", "prefix", "none"}
@@ -185,6 +186,16 @@ def test_right_context_layout_follows_the_middle() -> None:
 def test_scopes(scope: str, middle: str, ok: bool) -> None:
     lang = FimLanguage.for_python("def f():\n    y = ", "\n", scope=scope)
     assert accepts(lang, middle) == ok
+
+
+def test_the_language_implements_the_constraint_protocol() -> None:
+    lang = FimLanguage.for_python("x = ", "\n", scope=Scope.STATEMENT)
+    assert isinstance(lang, Constraint) and isinstance(lang.initial(), ConstraintState)
+    assert lang.mode is LanguageMode.EXACT and lang.mode == "exact" and lang.reason == ""
+    assert lang.scope is Scope.STATEMENT
+    assert FimLanguage.for_python("x = ", "\n", scope="statement").scope is Scope.STATEMENT
+    broken = FimLanguage.for_python(*BAD["cursor in a broken statement"])
+    assert broken.mode is LanguageMode.NONE and isinstance(broken.initial(), ConstraintState)
 
 
 def test_unknown_scope_is_a_clear_error() -> None:
