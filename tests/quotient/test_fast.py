@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from quotient_families import _g
 
-from quotient import Grammar, GrammarError, earley, fast, left_quotient, right_quotient
+from quotient import Grammar, GrammarError, earley, fast, left_quotient, lr0, right_quotient
 
 FAMILIES: dict[str, Grammar] = {
     "expr": _g(
@@ -259,10 +259,10 @@ def test_terminal_used_by_no_rule_is_rejected_not_unknown() -> None:
 
 def test_extension_shares_base_tables() -> None:
     g = FAMILIES["expr"]
-    base = fast.automaton(g)
-    assert fast.automaton(g) is base
+    base = lr0.automaton(g)
+    assert lr0.automaton(g) is base
     ext = g.with_rules([("Q", ("E", ")")), ("Q", ("Q", ")"))], start="Q")
-    auto = fast.automaton(ext)
+    auto = lr0.automaton(ext)
     assert auto.base is base
     s = fast.recognizer(ext).scan_many(["x", "+", "x", ")", ")"])
     assert s is not None and s.is_complete()
@@ -283,10 +283,10 @@ def test_extension_automaton_needs_its_base_automaton() -> None:
     g = FAMILIES["expr"]
     ext = g.with_rules([("Q", ("E", ")"))], start="Q")
     with pytest.raises(ValueError, match="base"):
-        fast.Automaton(ext.analysis)  # no base automaton
+        lr0.Automaton(ext.analysis)  # no base automaton
     other = FAMILIES["dyck"]
     with pytest.raises(ValueError, match="base"):
-        fast.Automaton(ext.analysis, fast.automaton(other))
+        lr0.Automaton(ext.analysis, lr0.automaton(other))
 
 
 def test_start_without_rules_is_the_empty_language() -> None:
