@@ -117,7 +117,9 @@ def command_line() -> str:
         script_text = str(script.relative_to(ROOT))
     except ValueError:
         script_text = str(script)
-    return " ".join([".venv/bin/python", script_text, *sys.argv[1:]])
+    # Paths inside the repository are shown relative to it, as they would be typed there.
+    args = [a.replace(f"{ROOT}/", "") for a in sys.argv[1:]]
+    return " ".join([".venv/bin/python", script_text, *args])
 
 
 def write_section(path: Path, name: str, body: str) -> None:
