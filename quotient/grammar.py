@@ -408,7 +408,3 @@ class Grammar:
             f"Grammar(start={self.start!r}, {len(self.rules)} rules, "
             f"{self.n_terminals} terminals)"
         )
-
-    def to_text(self) -> str:
-        """The rules, one per line (for debugging and error messages)."""
-        return "\n".join(_rule_text(lhs, rhs) for lhs, rhs in self.rules)
