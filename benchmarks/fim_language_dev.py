@@ -170,13 +170,18 @@ def main() -> None:
         write_section(args.figures, args.section, dev_markdown(report, args, record))
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def dev_markdown(report: dict, args: argparse.Namespace, record: RunRecord) -> str:
     b, r = report["boundary"], report["randspan"]
     size = f"up to {args.max_file_chars:,} characters" if args.max_file_chars else "of any size"
     cases = (f"{b['cases']} Stack-Boundary and {r['cases']} Stack-RandSpan cases from the "
-             f"standard library (files {size}, {args.per_file} cases per file, seed "
-             f"{args.seed}), each with the true middle and {args.corruptions} random "
-             "corruptions (insert, delete, replace a character, an extra closing bracket):")
+             f"standard library (files {size}, {_count(args.per_file, 'case')} per file, seed "
+             f"{args.seed}), each with the true middle and "
+             f"{_count(args.corruptions, 'random corruption')} (insert, delete, replace a "
+             "character, an extra closing bracket):")
 
     def pct(x: float) -> str:
         return f"{100 * x:.2f}%"
