@@ -19,7 +19,9 @@ the CPU figure is the better estimate of an idle machine's wall-clock time.
 Usage: ``.venv/bin/python benchmarks/bench_earley.py [--repeats N] [--samples N]
 [--no-reference] [files]`` (default files: a fixed set of stdlib modules). With
 ``--check-stdlib`` it times nothing and instead runs both recognizers over every stdlib module
-(plus randomly corrupted copies) and reports any disagreement.
+(plus randomly corrupted copies) and reports any disagreement. With ``--figures
+docs/figures.md`` the summary (and the run's commit, package versions, machine and load)
+replaces the ``earley`` section of that file, or ``earley-check`` for ``--check-stdlib``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import sys
 import time
 import tokenize
 from collections.abc import Callable
+from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -42,7 +45,8 @@ from benchmarks.py_terminals import (  # noqa: E402
     python_lark_text,
     stdlib_file,
 )
-from quotient import Grammar, earley, fast  # noqa: E402
+from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
+from quotient import Grammar, earley, fast, lr0, right_quotient  # noqa: E402
 
 DEFAULT_FILES = [
     "textwrap.py",
@@ -81,7 +85,7 @@ def fresh_grammar() -> Grammar:
     return Grammar.from_lark(python_lark_text(), PYTHON_START)
 
 
-def bench_compile(repeats: int, quotient_file: str) -> Grammar:
+def bench_compile(repeats: int, quotient_file: str) -> tuple[Grammar, dict]:
     rows: dict[str, tuple[list[float], list[float]]] = {}
 
     def add(label: str, wall: float, cpu: float) -> None:
@@ -93,8 +97,8 @@ def bench_compile(repeats: int, quotient_file: str) -> Grammar:
     for _ in range(repeats):
         wall, cpu, g = timed(fresh_grammar)
         add("Grammar.from_lark(python.lark)", wall, cpu)
-        wall, cpu, _ = timed(lambda: fast.automaton(g))  # noqa: B023
-        add("fast tables: base grammar", wall, cpu)
+        wall, cpu, _ = timed(lambda: (g.analysis, lr0.automaton(g)))  # noqa: B023
+        add("analysis + fast tables: base grammar", wall, cpu)
     assert isinstance(g, Grammar)
     word = terminals(quotient_file)
     suffix, prefix = word[-500:], word[:-500]
@@ -102,13 +106,14 @@ def bench_compile(repeats: int, quotient_file: str) -> Grammar:
     n_rules = 0
     for k in range(repeats):
         # A different suffix each time, so that nothing is cached between repeats.
-        wall, cpu, q = timed(lambda: g.right_quotient(word[-500 - k :]))  # noqa: B023
-        add("Grammar.right_quotient(500 terminals)", wall, cpu)
+        wall, cpu, q = timed(lambda: right_quotient(g, word[-500 - k :]))  # noqa: B023
+        add("right_quotient(g, 500 terminals)", wall, cpu)
         assert isinstance(q, Grammar) and q.base is g
         n_rules = len(q.rules) - len(g.rules)
-        q.productive_ids  # noqa: B018  (Grammar's own lazily derived sets: not ours)
-        wall, cpu, _ = timed(lambda: fast.automaton(q))  # noqa: B023
-        add("fast tables: the quotient extension", wall, cpu)
+        # The extension's analysis (items and derived sets, extended from the base's) and
+        # its fast tables: the per-request compile cost.
+        wall, cpu, _ = timed(lambda: (q.analysis, lr0.automaton(q)))  # noqa: B023
+        add("analysis + fast tables: the extension", wall, cpu)
         wall, cpu, st = timed(lambda: fast.recognizer(q).scan_many(prefix[: len(prefix) - k]))  # noqa: B023
         add(f"quotient: parse {len(prefix)}-terminal prefix, cold", wall, cpu)
         wall, cpu, st = timed(lambda: fast.recognizer(q).scan_many(prefix[: len(prefix) - k]))  # noqa: B023
@@ -121,10 +126,12 @@ def bench_compile(repeats: int, quotient_file: str) -> Grammar:
         f"  base grammar: {len(g.rules)} rules, {g.n_terminals} terminals; quotient of "
         f"{quotient_file}: +{n_rules} rules"
     )
-    return g
+    extension = rows["analysis + fast tables: the extension"]
+    return g, {"extension_rules": n_rules, "extension_ms": med(extension[0]) * 1e3,
+               "extension_cpu_ms": med(extension[1]) * 1e3}
 
 
-def bench_files(g: Grammar, files: list[str], repeats: int, reference: bool) -> None:
+def bench_files(g: Grammar, files: list[str], repeats: int, reference: bool) -> dict:
     print()
     print("whole files, scan_many from a fresh root (terminals/s, median over repeats)")
     header = f"  {'file':14s} {'terms':>6s} {'cold wall':>10s} {'cold cpu':>9s}"
@@ -133,6 +140,8 @@ def bench_files(g: Grammar, files: list[str], repeats: int, reference: bool) -> 
         header += f" {'ref wall':>9s} {'ref cpu':>8s}"
     print(header)
     warm_cpu_rates, warm_wall_rates, cold_wall_rates = [], [], []
+    largest: dict = {}
+    sizes = []
     for name in files:
         word = terminals(name)
         n = len(word)
@@ -161,14 +170,20 @@ def bench_files(g: Grammar, files: list[str], repeats: int, reference: bool) -> 
         warm_cpu_rates.append(n / med(warm_c))
         warm_wall_rates.append(n / med(warm_w))
         cold_wall_rates.append(n / med(cold_w))
+        sizes.append(n)
+        if n > largest.get("terminals", 0):
+            largest = {"file": name, "terminals": n, "wall_s": med(warm_w), "cpu_s": med(warm_c)}
     print(
         f"  median over files: warm {med(warm_wall_rates):.0f} t/s wall, "
         f"{med(warm_cpu_rates):.0f} t/s cpu; cold {med(cold_wall_rates):.0f} t/s wall; "
         f"slowest file warm {min(warm_wall_rates):.0f} t/s wall"
     )
+    return {"files": len(files), "min_terminals": min(sizes), "max_terminals": max(sizes),
+            "warm_wall_rate": med(warm_wall_rates), "warm_cpu_rate": med(warm_cpu_rates),
+            "largest": largest}
 
 
-def bench_single_scan(g: Grammar, files: list[str], samples: int) -> None:
+def bench_single_scan(g: Grammar, files: list[str], samples: int) -> dict:
     rng = random.Random(1)
     rows: dict[str, tuple[list[float], list[float]]] = {"stepping through files": ([], [])}
     wall_clock, cpu_clock = time.perf_counter, time.process_time
@@ -216,9 +231,38 @@ def bench_single_scan(g: Grammar, files: list[str], samples: int) -> None:
         "  (a wall figure far above its CPU figure means the process was not running:"
         " another process had the core)"
     )
+    step_w, step_c = rows["stepping through files"]
+    gc_w, _ = rows["after gc.collect: next terminal"]
+    return {"median_us": med(step_w) * 1e6, "p90_us": pct(step_w, 0.9) * 1e6,
+            "cpu_median_us": med(step_c) * 1e6, "after_gc_median_us": med(gc_w) * 1e6}
 
 
-def check_stdlib(g: Grammar, variants: int = 3, seed: int = 7) -> int:
+def earley_markdown(compiled: dict, whole: dict, scan: dict, record: RunRecord) -> str:
+    big = whole["largest"]
+    return "\n".join([
+        "On lark's `python.lark` (start `file_input`), fed the terminal streams of "
+        "standard-library files (`benchmarks/py_terminals.py`):",
+        "",
+        "| figure | measured | target |",
+        "| --- | --- | --- |",
+        f"| recognition throughput, warm tables, median over {whole['files']} files "
+        f"({whole['min_terminals']:,}–{whole['max_terminals']:,} terminals) | "
+        f"{whole['warm_wall_rate'] / 1e3:.0f}k terminals/s wall, "
+        f"{whole['warm_cpu_rate'] / 1e3:.0f}k CPU | ≥ 20,000/s |",
+        f"| the largest, {big['file']} ({big['terminals']:,} terminals), warm | "
+        f"{big['wall_s']:.2f} s wall ({big['cpu_s']:.2f} s CPU) | 10k terminals ≤ 0.5 s |",
+        f"| one `scan` from an existing state, stepping through the files | "
+        f"median {scan['median_us']:.1f} µs, p90 {scan['p90_us']:.1f} µs "
+        f"({scan['after_gc_median_us']:.1f} µs right after a full GC) | median ≤ 50 µs |",
+        f"| compiling a `with_rules` extension's analysis and fast tables "
+        f"(+{compiled['extension_rules']:,} rules) | {compiled['extension_ms']:.2f} ms "
+        f"({compiled['extension_cpu_ms']:.2f} ms CPU) | — |",
+        "",
+        record.markdown(),
+    ])
+
+
+def check_stdlib(g: Grammar, variants: int = 3, seed: int = 7) -> tuple[int, int]:
     """Differential run over every stdlib module this interpreter has: the fast and the
     reference recognizer on each file's stream and on `variants` copies with one random
     edit each must reject at the same terminal, or end in the same completeness with the same
@@ -264,7 +308,7 @@ def check_stdlib(g: Grammar, variants: int = 3, seed: int = 7) -> int:
                 differ += 1
                 print(f"  DIFFERENCE in {name}: fast {a!r:.60} reference {b!r:.60}")
     print(f"stdlib check: {compared} streams compared, {differ} differences")
-    return differ
+    return compared, differ
 
 
 def main(argv: list[str]) -> int:
@@ -278,12 +322,26 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="instead of timing, compare fast and reference on the whole stdlib",
     )
+    ap.add_argument("--figures", type=Path, help="write the figures into this file's section")
     args = ap.parse_args(argv)
+    record = RunRecord(command_line())
     if args.check_stdlib:
-        return 1 if check_stdlib(fresh_grammar()) else 0
-    g = bench_compile(args.repeats, args.files[0])
-    bench_files(g, args.files, args.repeats, not args.no_reference)
-    bench_single_scan(g, args.files, args.samples)
+        compared, differ = check_stdlib(fresh_grammar())
+        record.finish()
+        if args.figures:
+            write_section(args.figures, "earley-check", (
+                "The fast recognizer against the reference (`quotient.earley`) on every "
+                "standard-library module's terminal stream and 3 randomly edited copies of "
+                f"each: {compared:,} streams, {differ} differences (rejection position, or "
+                "completeness and allowed terminals at the end).\n\n" + record.markdown()))
+        return 1 if differ else 0
+    g, compiled = bench_compile(args.repeats, args.files[0])
+    whole = bench_files(g, args.files, args.repeats, not args.no_reference)
+    scan = bench_single_scan(g, args.files, args.samples)
+    record.finish()
+    print("\n" + record.markdown())
+    if args.figures:
+        write_section(args.figures, "earley", earley_markdown(compiled, whole, scan, record))
     return 0
 
 

@@ -46,7 +46,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.lsp_session import LspSession  # noqa: E402
-from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
+from benchmarks.report import (  # noqa: E402
+    RunRecord,
+    command_line,
+    model_packages,
+    write_section,
+)
 
 FILES = ("shlex.py", "textwrap.py", "gettext.py", "calendar.py", "ftplib.py", "statistics.py")
 KINDS = ("first", "typing", "accepted", "new_position")
@@ -302,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     files = [stdlib / f for f in args.files.split(",") if f]
-    record = RunRecord(command_line())
+    record = RunRecord(command_line(), packages=model_packages())
     results = []
     with tempfile.TemporaryDirectory(prefix="seam-latency-") as tmp:
         for engine in [e for e in args.engines.split(",") if e]:

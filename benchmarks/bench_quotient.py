@@ -12,6 +12,8 @@ Prints a table per measurement:
   the fast recognizer, which owns those figures).
 
 Usage: ``.venv/bin/python benchmarks/bench_quotient.py [--suffix 500] [--repeat 7] [FILE...]``
+With ``--figures docs/figures.md`` the right-quotient table (and the run's commit, package
+versions, machine and load) replaces the ``quotient`` section of that file.
 """
 
 from __future__ import annotations
@@ -22,13 +24,16 @@ import os
 import statistics
 import sys
 import time
+from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from py_terminals import PYTHON_START, file_terminals, python_lark_text, stdlib_file  # noqa: E402
+from report import RunRecord, command_line, write_section  # noqa: E402
 
-from quotient import Grammar, Nfa  # noqa: E402
+from python_language.grammar import lex_python, python_grammar  # noqa: E402
+from quotient import Grammar, Nfa, right_quotient, right_quotient_split  # noqa: E402
 from quotient.earley import recognizer  # noqa: E402
 
 DEFAULT_FILES = ["textwrap.py", "ast.py", "typing.py", "argparse.py", "dataclasses.py"]
@@ -53,25 +58,49 @@ def _timed(fn, repeat: int) -> tuple[float, float, float, object]:
     return statistics.median(wall), min(wall), statistics.median(cpu), result
 
 
-def bench_right_quotient(g: Grammar, files: list[str], n: int, repeat: int) -> None:
+def bench_right_quotient(g: Grammar, files: list[str], n: int, repeat: int) -> list[dict]:
+    """Right quotients by each file's last `n` terminals; one result row per file."""
     print(f"\nright quotient w.r.t. the last {n} terminals (ms)")
     print(f"{'file':<16}{'terms':>7}{'cold':>9}{'wall med':>9}{'wall min':>9}{'cpu med':>9}"
           f"{'derived':>9}  check")
+    rows = []
     for path in files:
         with open(path, encoding="utf-8") as f:
             terms = file_terminals(f.read())
         suffix, prefix = terms[-n:], terms[:-n]
-        g._cache.pop("reversed", None)  # cold: rebuild the reversed grammar and its tables
+        # Cold: a freshly loaded grammar, whose analysis, reversal and tables are built on
+        # the way (loading it is not timed).
+        fresh = Grammar.from_lark(python_lark_text(), PYTHON_START)
         gc.collect()  # leftovers of the previous file must not be collected inside the timing
         t0 = time.perf_counter()
-        q = g.right_quotient(suffix)
+        right_quotient(fresh, suffix)
         cold = time.perf_counter() - t0
-        med, low, cpu, q = _timed(lambda s=suffix: g.right_quotient(s), repeat)
+        med, low, cpu, q = _timed(lambda s=suffix: right_quotient(g, s), repeat)
         st = recognizer(q).scan_many(prefix)
         ok = st is not None and st.is_complete()
         derived = len(q.rules) - q.n_base_rules
         print(f"{os.path.basename(path):<16}{len(terms):>7}{_ms(cold)}{_ms(med)}{_ms(low)}"
               f"{_ms(cpu)}{derived:>9}  {'ok' if ok else 'FAILED'}")
+        rows.append({"file": os.path.basename(path), "terminals": len(terms), "cold_ms": cold * 1e3,
+                     "wall_ms": med * 1e3, "cpu_ms": cpu * 1e3, "derived": derived, "ok": ok})
+    return rows
+
+
+def quotient_markdown(rows: list[dict], n: int, repeat: int, record: RunRecord) -> str:
+    out = [
+        f"Right quotient of lark's `python.lark` (start `file_input`) by the last {n} "
+        f"terminals of standard-library files (target: ≤ 100 ms); median of {repeat} warm "
+        "runs, and a cold run on a freshly loaded grammar. The quotient is checked by "
+        "recognizing the rest of the file with it.",
+        "",
+        "| file | terminals | cold (ms) | warm wall (ms) | warm CPU (ms) | derived rules | check |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        out.append(f"| {r['file']} | {r['terminals']:,} | {r['cold_ms']:.1f} | {r['wall_ms']:.1f}"
+                   f" | {r['cpu_ms']:.1f} | {r['derived']:,} | {'ok' if r['ok'] else 'FAILED'} |")
+    out += ["", record.markdown()]
+    return "\n".join(out)
 
 
 def bench_split(g: Grammar, files: list[str], n: int, repeat: int) -> None:
@@ -85,7 +114,7 @@ def bench_split(g: Grammar, files: list[str], n: int, repeat: int) -> None:
         rev_common = Nfa.from_symbols(suffix[:2:-1])
         branches = [Nfa.from_symbols(suffix[k:3][::-1]) for k in range(3)]
         rev = rev_common.concat(Nfa.union(*branches))
-        med, low, cpu, res = _timed(lambda r=rev: g.right_quotient_split(r), repeat)
+        med, low, cpu, res = _timed(lambda r=rev: right_quotient_split(g, r), repeat)
         q, starts = res
         # Branch dropping 0 terminals: the real prefix must complete it.
         finals = sorted(starts)
@@ -122,12 +151,7 @@ def bench_reference_recognizer(g: Grammar, files: list[str]) -> None:
 
 
 def bench_seam_grammar(files: list[str], n: int, repeat: int) -> None:
-    """Right quotient on Seam's own Python grammar, with Seam's lexer (when both exist)."""
-    try:
-        from quotient.python_grammar import lex_python, python_grammar
-    except ImportError as exc:
-        print(f"\nSeam grammar: skipped ({exc})")
-        return
+    """Right quotient on Seam's own Python grammar, with Seam's lexer."""
     g = python_grammar()
     print(f"\nSeam grammar ({len(g.rules)} rules): right quotient w.r.t. the last {n} terminals")
     print(f"{'file':<16}{'terms':>7}{'wall med':>9}{'wall min':>9}{'cpu med':>9}{'derived':>9}"
@@ -140,8 +164,8 @@ def bench_seam_grammar(files: list[str], n: int, repeat: int) -> None:
                 print(f"{os.path.basename(path):<16}  lexer failed: {exc}")
                 continue
         suffix, prefix = terms[-n:], terms[:-n]
-        g.right_quotient(suffix)  # warm the reversed grammar's tables
-        med, low, cpu, q = _timed(lambda s=suffix: g.right_quotient(s), repeat)
+        right_quotient(g, suffix)  # warm the reversed grammar's tables
+        med, low, cpu, q = _timed(lambda s=suffix: right_quotient(g, s), repeat)
         st = recognizer(q).scan_many(prefix)
         ok = st is not None and st.is_complete()
         print(f"{os.path.basename(path):<16}{len(terms):>7}{_ms(med)}{_ms(low)}{_ms(cpu)}"
@@ -154,18 +178,25 @@ def main() -> int:
     ap.add_argument("--suffix", type=int, default=500)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--skip-recognizer", action="store_true")
+    ap.add_argument("--figures", type=Path, help="write the figures into this file's section")
     args = ap.parse_args()
+    record = RunRecord(command_line())
     files = args.files or [stdlib_file(f) for f in DEFAULT_FILES]
     t0 = time.perf_counter()
     g = Grammar.from_lark(python_lark_text(), PYTHON_START)
     print(f"python.lark: {len(g.rules)} rules, {g.n_terminals} terminals, "
           f"loaded in {(time.perf_counter() - t0) * 1000:.0f} ms")
-    bench_right_quotient(g, files, args.suffix, args.repeat)
+    rows = bench_right_quotient(g, files, args.suffix, args.repeat)
     bench_split(g, files, args.suffix, args.repeat)
     bench_seam_grammar(files, args.suffix, args.repeat)
     if not args.skip_recognizer:
         bench_reference_recognizer(g, files)
-    return 0
+    record.finish()
+    print("\n" + record.markdown())
+    if args.figures:
+        write_section(args.figures, "quotient",
+                      quotient_markdown(rows, args.suffix, args.repeat, record))
+    return 0 if all(r["ok"] for r in rows) else 1
 
 
 if __name__ == "__main__":

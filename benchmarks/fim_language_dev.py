@@ -1,4 +1,4 @@
-"""Development-set measurement of `quotient.FimLanguage` (issue: Python FIM language).
+"""Development-set measurement of `python_language.FimLanguage`.
 
 Builds Stack-Boundary and Stack-RandSpan cases (`fim.datasets`) from the standard library and
 reports, over all cases:
@@ -13,6 +13,8 @@ reports, over all cases:
   call after each).
 
 Usage: python benchmarks/fim_language_dev.py [--cases 500] [--corruptions 4] [--json out.json]
+With `--figures docs/figures.md` the table (and the run's commit, package versions, machine and
+load) replaces the section named by `--section` (default `dev`) of that file.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
 from fim.datasets import build_cases  # noqa: E402
-from lexer.cpython import parses  # ast.parse, warnings silenced
-from quotient import FimLanguage  # noqa: E402
+from lexer.cpython import parses  # noqa: E402  (ast.parse, warnings silenced)
+from python_language import FimLanguage  # noqa: E402
 
 CLOSERS = ")]}"
 ALPHABET = "abcxyz_019 ()[]{}:.,=+-*'\"\n\t#\\"
@@ -73,7 +76,8 @@ def run(cases: list[dict], corruptions: int, seed: int) -> dict:
         st = lang.initial()
         setup_ms.append((time.perf_counter() - t0) * 1000)
         setup_cpu_ms.append((time.process_time() - c0) * 1000)
-        modes[lang.mode] = modes.get(lang.mode, 0) + 1
+        mode = str(lang.mode)
+        modes[mode] = modes.get(mode, 0) + 1
         ok = True
         for k, ch in enumerate(middle):
             t0 = time.perf_counter()
@@ -135,8 +139,11 @@ def main() -> None:
     ap.add_argument("--max-file-chars", type=int, default=40_000,
                     help="largest file to take cases from (0: any size)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--figures", type=Path, help="write the figures into this file")
+    ap.add_argument("--section", default="dev", help="the section of --figures")
     args = ap.parse_args()
-    report = {}
+    record = RunRecord(command_line())
+    report: dict = {}
     for dataset in ("boundary", "randspan"):
         cases = build_cases(dataset, args.cases, seed=args.seed, per_file=args.per_file,
                             max_file_chars=args.max_file_chars or None)
@@ -154,8 +161,67 @@ def main() -> None:
               f"modes {r['modes']}")
         for line in r["incomplete"][:10] + r["disagreements"][:10]:
             print("   ", line[:300])
+    record.finish()
+    report["run"] = record.as_dict()
+    print("\n" + record.markdown())
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
+    if args.figures:
+        write_section(args.figures, args.section, dev_markdown(report, args, record))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def dev_markdown(report: dict, args: argparse.Namespace, record: RunRecord) -> str:
+    b, r = report["boundary"], report["randspan"]
+    size = f"up to {args.max_file_chars:,} characters" if args.max_file_chars else "of any size"
+    cases = (f"{b['cases']} Stack-Boundary and {r['cases']} Stack-RandSpan cases from the "
+             f"standard library (files {size}, {_count(args.per_file, 'case')} per file, seed "
+             f"{args.seed}), each with the true middle and "
+             f"{_count(args.corruptions, 'random corruption')} (insert, delete, replace a "
+             "character, an extra closing bracket):")
+
+    def pct(x: float) -> str:
+        return f"{100 * x:.2f}%"
+
+    def both(fn) -> str:
+        return f"{fn(b)} | {fn(r)}"
+
+    def modes(d: dict) -> str:
+        return ", ".join(f"{n} {m}" for m, n in sorted(d["modes"].items(), key=lambda x: -x[1]))
+
+    rows = [
+        ("completeness: true middle accepted at every character and complete at its end",
+         both(lambda d: f"{d['complete']}/{d['cases']} ({pct(d['completeness'])})"), "≥ 99.9%"),
+        ("soundness: `ast.parse` accepts the file, among middles `is_complete()` accepts",
+         both(lambda d: f"{pct(d['precision'])} of {d['accepted_middles']:,}"), "≥ 99.9%"),
+        ("agreement with `ast.parse` both ways (all checked middles)",
+         both(lambda d: f"{pct(d['agreement'])} of {d['checked_middles']:,}"), "—"),
+        ("invalid corruptions rejected",
+         both(lambda d: f"{pct(d['invalid_rejected'])} of {d['invalid_corruptions']:,}"),
+         "≥ 99.5%"),
+        ("setup (`for_python` + `initial`), median",
+         both(lambda d: f"{d['setup_ms_median']:.1f} ms (CPU {d['setup_cpu_ms_median']:.1f})"),
+         "≤ 100 ms"),
+        ("setup, p90",
+         both(lambda d: f"{d['setup_ms_p90']:.1f} ms (CPU {d['setup_cpu_ms_p90']:.1f})"),
+         "≤ 300 ms"),
+        ("feed per character with an `is_complete` after each, median",
+         both(lambda d: f"{d['feed_ms_median']:.3f} ms"), "≤ 0.1 ms"),
+        ("modes", both(modes), "—"),
+    ]
+    out = [cases, "", "| figure | Stack-Boundary | Stack-RandSpan | target |",
+           "| --- | --- | --- | --- |"]
+    out += [f"| {name} | {values} | {target} |" for name, values, target in rows]
+    misses = [line for d in (b, r) for line in d["incomplete"] + d["disagreements"]]
+    out += ["", "True middles not accepted, and disagreements with `ast.parse`"
+            + (f" ({len(misses)}):" if misses else ": none."), ""]
+    if misses:
+        out += ["```"] + [line[:200] for line in misses[:20]] + ["```", ""]
+    out.append(record.markdown())
+    return "\n".join(out)
 
 
 if __name__ == "__main__":

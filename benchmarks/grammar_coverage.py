@@ -2,9 +2,9 @@
 
 Of the `.py` files under a Python installation's library directory (site-packages excluded)
 that this interpreter's `ast.parse` accepts, count those whose whole terminal stream Seam's
-grammar (`quotient/grammars/python.lark`) recognizes, and list the others with the first
+grammar (`python_language/python.lark`) recognizes, and list the others with the first
 terminal the recognizer refused. Terminal streams come from Seam's lexer
-(`quotient.python_grammar.lex_python`, whole file, no windowing) or from CPython's `tokenize`
+(`python_language.lex_python`, whole file, no windowing) or from CPython's `tokenize`
 through the test adapter. A file Seam's lexer rejects is a failure of Seam's lexer and grammar
 together and is counted as rejected; a file that 3.11's `tokenize` cannot handle (PEP 701
 f-strings) is only skipped, with a count.
@@ -19,7 +19,9 @@ Run from the repository root:
         --python /root/.pyenv/versions/3.12.1/bin/python3.12    # 3.12's library, 3.12's parser
 
 `--python` names the interpreter whose `ast.parse` decides which files are valid Python (one
-subprocess for all files); by default it is this interpreter.
+subprocess for all files); by default it is this interpreter. With `--figures docs/figures.md`
+the result (and the run's commit, package versions, machine and load) replaces the section
+named by `--section` (default `coverage`) of that file.
 """
 
 from __future__ import annotations
@@ -40,10 +42,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from quotient import Grammar  # noqa: E402
-from tests.grammar._tokenize import tokenize_terminals  # noqa: E402
+from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
+from lexer.tokenizer import LexError  # noqa: E402
+from python_language.grammar import lex_python  # noqa: E402
+from quotient import Grammar, recognizer  # noqa: E402
+from tests.python_language.grammar._tokenize import tokenize_terminals  # noqa: E402
 
-GRAMMAR_PATH = ROOT / "quotient" / "grammars" / "python.lark"
+GRAMMAR_PATH = ROOT / "python_language" / "python.lark"
 DEFAULT_LIBRARY = "/root/.pyenv/versions/3.11.7/lib/python3.11"
 
 
@@ -72,27 +77,20 @@ class LexFailure(Exception):
 def make_lexer(grammar: Grammar, which: str) -> tuple[str, Callable[[str], list[str]]]:
     """The named terminal-stream producer: ("seam", Seam's lexer) or ("tokenize", adapter)."""
     if which in ("auto", "seam"):
-        try:
-            from lexer.tokenizer import LexError
-            from quotient.python_grammar import lex_python
-        except ImportError:
-            if which == "seam":
-                raise
-        else:
-            def seam(text: str) -> list[str]:
-                try:
-                    return lex_python(text)
-                except LexError as exc:
-                    raise LexFailure(str(exc)) from exc
+        def seam(text: str) -> list[str]:
+            try:
+                return lex_python(text)
+            except LexError as exc:
+                raise LexFailure(str(exc)) from exc
 
-            return "seam", seam
+        return "seam", seam
     literals = {d.pattern: d.name for d in grammar.terminal_defs.values() if d.kind == "str"}
     return "tokenize", lambda text: [t.type for t in tokenize_terminals(text, literals)]
 
 
 def first_refusal(grammar: Grammar, terminals: list[str]) -> int:
     """Index of the first terminal the recognizer refuses (len(terminals): end not accepted)."""
-    state = grammar.recognizer()
+    state = recognizer(grammar)
     for i, term in enumerate(terminals):
         state = state.scan(term)
         if state is None:
@@ -124,7 +122,7 @@ def run(files: list[Path], grammar: Grammar, lex: Callable[[str], list[str]],
         counts["checked"] += 1
         counts["terminals"] += len(terminals)
         started = time.perf_counter()
-        state = grammar.recognizer().scan_many(terminals)
+        state = recognizer(grammar).scan_many(terminals)
         ok = state is not None and state.is_complete()
         recognize_seconds += time.perf_counter() - started
         if ok:
@@ -192,7 +190,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lexer", choices=("auto", "seam", "tokenize"), default="auto")
     parser.add_argument("--python", default=None,
                         help="interpreter whose ast.parse is the oracle (default: this one)")
+    parser.add_argument("--figures", type=Path, help="write the figures into this file")
+    parser.add_argument("--section", default="coverage", help="the section of --figures")
     args = parser.parse_args(argv)
+    record = RunRecord(command_line())
 
     grammar = Grammar.from_lark(GRAMMAR_PATH.read_text(encoding="utf-8"), start="file_input")
     lexer_name, lex = make_lexer(grammar, args.lexer)
@@ -216,7 +217,45 @@ def main(argv: list[str] | None = None) -> int:
     rate = c["terminals"] / result["recognize_seconds"] if result["recognize_seconds"] else 0.0
     print(f"{c['terminals']} terminals recognized in {result['recognize_seconds']:.1f} s "
           f"({rate:,.0f} terminals/s); wall time {elapsed:.1f} s")
+    record.finish()
+    if args.figures:
+        oracle = _version(args.python or sys.executable)
+        write_section(args.figures, args.section, coverage_markdown(
+            c, args.library, oracle, lexer_name, args.sample, record))
     return 0 if not result["failures"] else 1
+
+
+def _version(python: str) -> str:
+    proc = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
+                          capture_output=True, text=True, check=True)
+    return proc.stdout.strip()
+
+
+def coverage_markdown(c: dict, library: str, oracle: str, lexer_name: str, sample: int,
+                      record: RunRecord) -> str:
+    from tests.python_language.grammar.constructs import CONSTRUCTS
+
+    share = c["accepted"] / c["checked"] if c["checked"] else 0.0
+    accepted = sum(len(ok) for ok, _ in CONSTRUCTS.values())
+    rejected = sum(len(bad) for _, bad in CONSTRUCTS.values())
+    scope = f"a seeded sample of {sample}" if sample else "all"
+    return "\n".join([
+        f"`{library}` ({scope} files, site-packages excluded), terminal streams from the "
+        f"{lexer_name} lexer, CPython {oracle}'s `ast.parse` as the oracle:",
+        "",
+        "| figure | measured | target |",
+        "| --- | --- | --- |",
+        f"| files `ast.parse` accepts that the grammar accepts whole | {c['accepted']:,} of "
+        f"{c['checked']:,} ({100 * share:.3f}%) | ≥ 99.9% |",
+        f"| files skipped (unreadable / rejected by `ast.parse` / not lexable by the chosen "
+        f"lexer) | {c['unreadable']} / {c['ast_rejected']} / {c['lex_skipped']} | — |",
+        "",
+        f"At this commit `tests/python_language/grammar/constructs.py` holds {len(CONSTRUCTS)} "
+        f"constructs with {accepted} programs that must parse and {rejected} that must not "
+        "(each verdict also checked against CPython 3.12 when it is installed).",
+        "",
+        record.markdown(),
+    ])
 
 
 if __name__ == "__main__":

@@ -35,7 +35,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
+from benchmarks.report import (  # noqa: E402
+    RunRecord,
+    command_line,
+    model_packages,
+    write_section,
+)
 from fim import datasets  # noqa: E402
 from fim.api import CompletionRequest, Engine  # noqa: E402
 from fim.decoding import parses  # noqa: E402
@@ -184,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
                               for k, v in saved["run"].items()})
         result = {"rows": saved["rows"], "layouts": saved["layouts"]}
     else:
-        record = RunRecord(command_line())
+        record = RunRecord(command_line(), packages=model_packages())
         result = run(args)
         record.finish()
     summary = summarize(result["rows"], result["layouts"])

@@ -38,12 +38,24 @@ def python_lark_text() -> str:
 
 
 @lru_cache(maxsize=1)
-def _string_terminals() -> dict[str, str]:
-    """Literal text -> terminal name, for every string terminal of python.lark."""
+def _compiled_terminals() -> list:
     path = python_lark_path()
     grammar, _ = load_grammar(python_lark_text(), path, [], False)
     terminals, _rules, _ignore = grammar.compile([PYTHON_START], "*")
-    return {t.pattern.value: t.name for t in terminals if t.pattern.type == "str"}
+    return terminals
+
+
+@lru_cache(maxsize=1)
+def _string_terminals() -> dict[str, str]:
+    """Literal text -> terminal name, for every string terminal of python.lark."""
+    return {t.pattern.value: t.name for t in _compiled_terminals() if t.pattern.type == "str"}
+
+
+@lru_cache(maxsize=1)
+def _has_bytes_terminals() -> bool:
+    """Whether python.lark tells bytes literals from strings (lark 1.3's grammar does not:
+    its STRING and LONG_STRING take a `b` prefix too)."""
+    return any(t.name == "BYTES" for t in _compiled_terminals())
 
 
 def _number_terminal(text: str) -> str:
@@ -63,7 +75,8 @@ def _number_terminal(text: str) -> str:
 
 def _string_terminal(text: str) -> str:
     body = text.lstrip("rRbBuUfF")
-    kind = "BYTES" if "b" in text[: len(text) - len(body)].lower() else "STRING"
+    is_bytes = "b" in text[: len(text) - len(body)].lower()
+    kind = "BYTES" if is_bytes and _has_bytes_terminals() else "STRING"
     return "LONG_" + kind if body[:3] in ('"""', "'''") else kind
 
 

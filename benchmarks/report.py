@@ -110,6 +110,17 @@ class RunRecord:
         )
 
 
+def model_packages() -> dict[str, str]:
+    """Versions of what model benchmarks run on, for ``RunRecord(packages=...)``."""
+    out = {}
+    for name in ("llama-cpp-python", "transformers", "torch", "numpy"):
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
 def command_line() -> str:
     """The command that ran this script, as typed from the repository root."""
     script = Path(sys.argv[0]).resolve()
@@ -117,7 +128,9 @@ def command_line() -> str:
         script_text = str(script.relative_to(ROOT))
     except ValueError:
         script_text = str(script)
-    return " ".join([".venv/bin/python", script_text, *sys.argv[1:]])
+    # Paths inside the repository are shown relative to it, as they would be typed there.
+    args = [a.replace(f"{ROOT}/", "") for a in sys.argv[1:]]
+    return " ".join([".venv/bin/python", script_text, *args])
 
 
 def write_section(path: Path, name: str, body: str) -> None:

@@ -24,8 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fim import decoding
-from fim.backend import Backend, load_backend
+from fim.backend import Backend
 from fim.decoding import DecodeSetup, FeedCache, HealIndex
+from fim.loading import load_backend
 from fim.templates import (
     ContextFile,
     FimTemplate,
@@ -37,6 +38,7 @@ from fim.templates import (
     project_context,
     stop_ids,
 )
+from quotient.constraint import Constraint
 
 log = logging.getLogger(__name__)
 
@@ -53,14 +55,14 @@ class ConstraintUnavailable(RuntimeError):
     """Constrained mode was asked for but no constraint language can be built."""
 
 
-def python_language(left: str, right: str, scope: str):
-    """The Python FIM language of ``quotient`` for these contexts."""
+def python_language(left: str, right: str, scope: str) -> Constraint:
+    """The Python FIM language (``python_language``) for these contexts."""
     try:
-        from quotient import FimLanguage
+        from python_language import FimLanguage
     except ImportError as err:
         raise ConstraintUnavailable(
-            f"constrained mode needs quotient.FimLanguage, which is not available ({err}); "
-            "use --mode checked or unconstrained"
+            f"constrained mode needs python_language.FimLanguage, which is not available "
+            f"({err}); use --mode checked or unconstrained"
         ) from err
     return FimLanguage.for_python(left, right, scope=scope)
 
@@ -273,7 +275,7 @@ class Engine:
         lang_mode = "none"
         if req.mode == "constrained":
             entry, state = self._language(req.left, req.right, req.scope)
-            lang_mode = str(getattr(entry.language, "mode", "exact"))
+            lang_mode = str(entry.language.mode)
         return entry, state, lang_mode, self.prompt_for(req)
 
     def prompt_for(self, req: CompletionRequest) -> Prompt:

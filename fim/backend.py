@@ -4,8 +4,8 @@ A :class:`Backend` is a loaded model seen through four things: a :class:`StepMod
 cached forward passes), a :class:`TextTokenizer` (text to ids and back, special tokens by
 name), the :class:`~fim.vocab.Vocabulary` (the bytes of every id that is text, ``None`` for
 the rest) and the window.  Prompt building, decoding and the constraint work on these alone,
-so the llama.cpp and transformers engines are interchangeable behind them, and ``load_backend``
-imports only the engine it loads.
+so the llama.cpp and transformers engines are interchangeable behind them.  The engines build
+these records; ``fim.loading`` chooses and imports the one engine a model needs.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from fim.model_specs import EngineKind, choose_engine, classify_spec, normalize_spec
+from fim.model_specs import EngineKind
 from fim.step_model import StepModel
 from fim.vocab import Vocabulary
 
@@ -63,40 +63,3 @@ class Backend:
     cache_dir: Path | None = None
     #: the transformers model and tokenizer, for benchmarks comparing with ``generate``
     native: object = None
-
-
-def load_backend(
-    spec: str,
-    engine: EngineKind | str | None = "auto",
-    device: str = "auto",
-    dtype: str = "auto",
-    trust_remote_code: bool = False,
-    progress: Progress | None = None,
-    *,
-    slots: int = 4,
-    context: int | None = None,
-    threads: int | None = None,
-) -> Backend:
-    """Load ``spec`` with the chosen engine (see ``fim.model_specs``).
-
-    ``slots`` is how many token sequences the step model keeps cached; ``context`` bounds the
-    positions per sequence (llama.cpp allocates ``slots * context`` cells up front);
-    ``threads`` is llama.cpp's thread count (default: the CPUs this process may use, at
-    most 8).
-    """
-    spec = normalize_spec(spec)
-    kind = classify_spec(spec)
-    chosen = choose_engine(kind, engine, device)
-    if chosen is EngineKind.LLAMA_CPP:
-        if dtype not in (None, "", "auto"):
-            raise ValueError("--dtype applies to the transformers engine; a GGUF file carries "
-                             "its own quantization (use --engine transformers to set it)")
-        from fim.llama_engine import load_llama_backend
-
-        return load_llama_backend(spec, kind, progress=progress, slots=slots,
-                                  context=context, threads=threads)
-    # transformers dequantizes GGUF weights (the bundled model: once, into a safetensors cache).
-    from fim.transformers_engine import load_transformers_backend
-
-    return load_transformers_backend(spec, kind, device, dtype, trust_remote_code, progress,
-                                     slots=slots)

@@ -1,22 +1,36 @@
-"""Python's layout state: indentation stack, bracket depth and line-start bookkeeping.
+"""Python's layout: the indentation stack, bracket depth and line-start state, and the names of
+the terminals the lexer makes from layout.
 
-The state is an immutable tuple so that recognizer states can share it freely.
+`Layout` is an immutable tuple so that recognizer states can share it freely.
 
 Indentation follows CPython: a tab advances the column to the next multiple of 8, a form feed
 resets it, and every level is also measured with tabs counted as one column (`alt`); the two
 measures must order the levels the same way, otherwise the indentation is ambiguous and CPython
 raises TabError — so do we.
+
+`LayoutTerminals` names the terminals layout produces (NEWLINE, INDENT, DEDENT). It is the one
+place those names are spelled: the tokenizer is configured with it (as lark's `Indenter` is
+configured with its terminal types), and code that reasons about layout symbols reads them
+from the tokenizer's configuration instead of repeating the strings.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-NEWLINE = "NEWLINE"
-INDENT = "INDENT"
-DEDENT = "DEDENT"
-
 Level = tuple[int, int]  # (column with tabs to multiples of 8, column with tabs as 1)
+
+
+class LayoutTerminals(NamedTuple):
+    """Names of the layout terminals; the defaults are CPython's token names."""
+
+    newline: str = "NEWLINE"  # ends a logical line that has content
+    indent: str = "INDENT"  # opens a deeper indentation level
+    dedent: str = "DEDENT"  # closes one level
+
+    def for_change(self, change: int) -> list[str]:
+        """The terminals of an indentation change: +1 is one INDENT, -k are k DEDENTs."""
+        return [self.indent] if change > 0 else [self.dedent] * -change
 
 
 class Layout(NamedTuple):
@@ -32,41 +46,51 @@ class Layout(NamedTuple):
     # there ("unexpected EOF while parsing").
     joined: bool = False
 
-    def after_newline(self) -> Layout:
-        return self._replace(col=0, alt=0)
-
-    def advance_ws(self, ch: str) -> Layout:
-        if ch == " ":
-            return self._replace(col=self.col + 1, alt=self.alt + 1)
-        if ch == "\t":
-            return self._replace(col=(self.col // 8 + 1) * 8, alt=self.alt + 1)
-        return self._replace(col=0, alt=0)  # form feed
-
 
 class LayoutError(Exception):
     """Inconsistent indentation (CPython's IndentationError / TabError)."""
 
 
-def indent_tokens(layout: Layout) -> tuple[list[str], tuple[Level, ...]]:
-    """Layout tokens before the first content token of a logical line at `layout.col`."""
-    stack = layout.stack
-    col, alt = layout.col, layout.alt
+def advance_ws(col: int, alt: int, ws: str) -> Level:
+    """The indentation after the white space `ws`, from (col, alt)."""
+    for ch in ws:
+        if ch == " ":
+            col += 1
+            alt += 1
+        elif ch == "\t":
+            col = (col // 8 + 1) * 8
+            alt += 1
+        else:  # form feed
+            col = alt = 0
+    return col, alt
+
+
+def leading_ws(text: str, start: int) -> str:
+    """The spaces, tabs and form feeds at `start`."""
+    end = start
+    while end < len(text) and text[end] in " \t\f":
+        end += 1
+    return text[start:end]
+
+
+def line_start(stack: tuple[Level, ...], level: Level) -> tuple[int, tuple[Level, ...]]:
+    """A logical line's first content token at indentation `level`: the change (+1 for an
+    INDENT, -k for k DEDENTs, 0) and the stack after it. Raises `LayoutError` as CPython."""
+    col, alt = level
     top_col, top_alt = stack[-1]
     if col == top_col:
         if alt != top_alt:
             raise LayoutError("inconsistent use of tabs and spaces in indentation")
-        return [], stack
+        return 0, stack
     if col > top_col:
         if alt <= top_alt:
             raise LayoutError("inconsistent use of tabs and spaces in indentation")
-        return [INDENT], stack + ((col, alt),)
-    out: list[str] = []
+        return 1, stack + (level,)
     n = len(stack)
     while n > 1 and stack[n - 1][0] > col:
         n -= 1
-        out.append(DEDENT)
-    if stack[n - 1] != (col, alt):
+    if stack[n - 1] != level:
         if stack[n - 1][0] != col:
             raise LayoutError("unindent does not match any outer indentation level")
         raise LayoutError("inconsistent use of tabs and spaces in indentation")
-    return out, stack[:n]
+    return n - len(stack), stack[:n]

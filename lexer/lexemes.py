@@ -25,9 +25,6 @@ from lexer.fstrings import FSTRING_START, scan_fstring
 
 _PROBES = [chr(c) for c in range(32, 127)] + ["\t", "\n", "\u00e9"]
 
-# Prefix letters that may precede a string quote (any case); f-strings are scanned separately.
-_STRING_START = regex.compile(r"(?i:rb|br|r|b|u)?['\"]")
-
 
 @dataclass(frozen=True)
 class TerminalSpec:
@@ -68,7 +65,6 @@ class LexemeTable:
         # Operators: literals that are not words; words (keywords) are found through NAME.
         self._ops = {t: n for t, n in self.literals.items() if not _is_word(t)}
         self._op_lengths = sorted({len(t) for t in self._ops}, reverse=True)
-        self._regexes = regexes
         self._prefix = regex.compile("|".join(alternatives) or "(?!)")
         # Candidate regex terminals by first character (ASCII), to avoid trying all of them.
         self._by_char: dict[str, list[tuple[str, regex.Pattern, int]]] = {}
@@ -150,11 +146,6 @@ class LexemeTable:
             if lit.startswith(text):
                 out.add(name)
         return out
-
-    def starts_string(self, text: str, pos: int) -> bool:
-        return _STRING_START.match(text, pos) is not None or (
-            FSTRING_START.match(text, pos) is not None
-        )
 
 
 def _is_word(text: str) -> bool:

@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from lexer.layout import DEDENT, Layout, LayoutError, Level, indent_tokens
-from lexer.tokenizer import LexError, Tokenizer
+from lexer.layout import Layout, LayoutError, Level, advance_ws, leading_ws, line_start
+from lexer.tokenizer import LexError, SymbolicLexed, Tokenizer, Until
 
 # Heads a middle may end with; lexing head + R tells where such a lexeme would end in R.
 _HEADS = (
@@ -38,7 +38,16 @@ _HEADS = (
     "..", "~",
 )
 
-Signature = tuple
+class Signature(NamedTuple):
+    """The part of a layout state at a start index that decides how R[i:] lexes."""
+
+    depth: int  # bracket depth
+    bol: bool  # at the start of a logical line
+    level: Level | None  # the line's indentation so far, when R continues that line
+    kept: tuple[Level, ...]  # the stack's levels at or below the deepest column R uses
+    above: int  # how many levels lie above those (R's first dedent pops them all)
+    # The first line's INDENT/DEDENTs were computed from the real stack (`signature_after`).
+    after_event: bool = False
 
 
 class Branch(NamedTuple):
@@ -53,12 +62,13 @@ def layout_signature(layout: Layout, max_col: int, col_matters: bool) -> Signatu
     col_matters = bol and col_matters
     limit = max(max_col, col) if col_matters else max_col
     kept = tuple(level for level in stack if level[0] <= limit)
-    return (depth, bol, (col, alt) if col_matters else None, kept, len(stack) - len(kept))
+    return Signature(depth, bol, (col, alt) if col_matters else None, kept,
+                     len(stack) - len(kept))
 
 
 class _Symbolic(NamedTuple):
-    tokens: list  # terminal names and (col, alt) indentation events
-    max_col: int  # deepest indentation event after the first
+    lexed: SymbolicLexed  # R[start:]'s terminals and its logical lines' indentation
+    max_col: int  # deepest indentation after the first line's
 
 
 class RightContext:
@@ -69,7 +79,6 @@ class RightContext:
         self.right = right
         self.starts = self._start_indices()
         self._symbolic: dict[tuple[int, int, bool], _Symbolic | None] = {}
-        self.max_cols: dict[int, int] = {}
 
     # -- start indices ---------------------------------------------------------------------
 
@@ -105,28 +114,28 @@ class RightContext:
         return self._symbolic[key]
 
     def _lex_symbolic(self, start: int, depth: int, bol: bool) -> _Symbolic | None:
-        layout = Layout(((0, 0),), depth, bol, 0, 0)
         try:
-            lexed = self.tokenizer.lex(self.right, start, len(self.right), layout, final=True,
-                                       eof=True, events=True)
+            lexed = self.tokenizer.lex_symbolic(self.right, start, depth=depth, bol=bol)
         except LexError:
             return None
-        toks = lexed.tokens
+        # The first line's indentation begins in the middle when R continues that line.
         first = 1 if bol and self.continues_line(start) else 0
-        cols = [t[0] for t in toks[first:] if isinstance(t, tuple)]
-        return _Symbolic(toks, max(cols, default=0))
+        cols = [ind.level[0] for ind in lexed.indents[first:]]
+        return _Symbolic(lexed, max(cols, default=0))
 
-    def net_closers(self, start: int) -> int | None:  # noqa: D401
+    def net_closers(self, start: int) -> int | None:
         """The bracket depth R[start:] must start at (its closers minus its openers)."""
         depth = 0
         lowest = 0
         try:
-            lexed = self.tokenizer.lex(self.right, start, len(self.right), Layout(((0, 0),), 10**6,
-                                       False, 0, 0), final=True, eof=False, events=True)
+            # Read at an unbounded bracket depth: line breaks end nothing, closers never
+            # underflow, and only the brackets are counted.
+            lexed = self.tokenizer.lex_symbolic(self.right, start, depth=10**6, bol=False,
+                                                until=Until.BOUNDARY)
         except LexError:
             return None
         tk = self.tokenizer
-        for t in lexed.tokens:
+        for t in lexed.terminals:
             if t in tk.openers:
                 depth += 1
             elif t in tk.closers:
@@ -145,7 +154,7 @@ class RightContext:
         if layout.bol and not layout.frozen and self.continues_line(start):
             # The first line's indentation begins in the middle and ends in R.
             first = advance_ws(layout.col, layout.alt, leading_ws(self.right, start))
-        out = _render(sym.tokens, layout.stack, first)
+        out = self._render(sym.lexed, layout.stack, first, first_applied=False)
         return None if out is None else Branch(start, self.signature(start, layout), out)
 
     def continues_line(self, start: int) -> bool:
@@ -159,10 +168,6 @@ class RightContext:
             return None
         return layout_signature(layout, sym.max_col, self.continues_line(start))
 
-    def max_col(self, start: int, depth: int, bol: bool) -> int | None:
-        sym = self.symbolic(start, depth, bol)
-        return None if sym is None else sym.max_col
-
     def render_after_event(self, start: int, stack: tuple[Level, ...]) -> Branch | None:
         """R[start:]'s symbols after its first line's indentation event, which left `stack`.
 
@@ -173,7 +178,7 @@ class RightContext:
         sym = self.symbolic(start, 0, True)
         if sym is None:
             return None
-        out = _render(sym.tokens[1:], stack, None)
+        out = self._render(sym.lexed, stack, None, first_applied=True)
         return None if out is None else Branch(start, self.signature_after(start, stack), out)
 
     def signature_after(self, start: int, stack: tuple[Level, ...]) -> Signature | None:
@@ -181,14 +186,14 @@ class RightContext:
         if sym is None:
             return None
         kept = tuple(level for level in stack if level[0] <= sym.max_col)
-        return ("after", kept, len(stack) - len(kept))
+        return Signature(0, True, None, kept, len(stack) - len(kept), after_event=True)
 
     def event_columns(self) -> list[Level]:
         """Indentation of R's logical lines in order (layout events, not bracket lines)."""
         for start in self.starts[:1]:
             sym = self.symbolic(start, self.net_closers(start) or 0, False)
             if sym is not None:
-                return [t for t in sym.tokens if isinstance(t, tuple)]
+                return [ind.level for ind in sym.lexed.indents]
         return []
 
     def branches(self, stack: tuple[Level, ...], width: int) -> list[Branch]:
@@ -215,6 +220,37 @@ class RightContext:
                 for st in mid:
                     add(self.render(start, Layout(st, 0, True, 0, 0)))
         return list(out.values())
+
+    def _render(self, lexed: SymbolicLexed, stack: tuple[Level, ...], first: Level | None,
+                first_applied: bool) -> tuple[str, ...] | None:
+        """Symbolic terminals with their indentation rendered against `stack`.
+
+        `first` overrides the first line's indentation; with `first_applied` the first line's
+        indentation is left out (the caller computed its INDENT/DEDENTs from the real stack).
+        The DEDENTs at the very end are left out (the recognizer accepts any number there; the
+        grammar fixes it). None when a line's indentation matches no level of the stack.
+        """
+        layout_terminals = self.tokenizer.layout_terminals
+        out: list[str] = []
+        indents = lexed.indents
+        k_ind = 0
+        for k, name in enumerate(lexed.terminals):
+            if k_ind < len(indents) and indents[k_ind].index == k:
+                level = indents[k_ind].level
+                k_ind += 1
+                if not (first_applied and k == 0):
+                    if k == 0 and first is not None:
+                        level = first
+                    try:
+                        change, stack = line_start(stack, level)
+                    except LayoutError:
+                        return None
+                    out.extend(layout_terminals.for_change(change))
+            out.append(name)
+        dedent = layout_terminals.dedent
+        while out and out[-1] == dedent:
+            out.pop()
+        return tuple(out)
 
 
 def required_levels(events: Sequence[Level]) -> tuple[list[Level], Level | None]:
@@ -272,51 +308,4 @@ def plausible_stacks(stack: tuple[Level, ...], events: Sequence[Level],
     return list(dict.fromkeys(mid)), list(dict.fromkeys(after))
 
 
-def _render(tokens: Sequence, stack: tuple[Level, ...], first: Level | None
-            ) -> tuple[str, ...] | None:
-    """Symbolic tokens with their indentation events rendered against `stack`.
-
-    `first` overrides the first event's indentation. The DEDENTs at the very end are left
-    out (the recognizer accepts any number there; the grammar fixes it). None when an event
-    matches no level of the stack.
-    """
-    out: list[str] = []
-    for k, t in enumerate(tokens):
-        if isinstance(t, tuple):
-            col, alt = first if k == 0 and first is not None else t
-            try:
-                pre, stack = indent_tokens(Layout(stack, 0, True, col, alt))
-            except LayoutError:
-                return None
-            out.extend(pre)
-        else:
-            out.append(t)
-    while out and out[-1] == DEDENT:
-        out.pop()
-    return tuple(out)
-
-
-def advance_ws(col: int, alt: int, ws: str) -> Level:
-    """The indentation after `ws`, from (col, alt) (tabs to multiples of 8 / as one)."""
-    for ch in ws:
-        if ch == " ":
-            col += 1
-            alt += 1
-        elif ch == "\t":
-            col = (col // 8 + 1) * 8
-            alt += 1
-        else:
-            col = alt = 0
-    return col, alt
-
-
-def leading_ws(text: str, start: int) -> str:
-    """The spaces, tabs and form feeds at `start`."""
-    end = start
-    while end < len(text) and text[end] in " \t\f":
-        end += 1
-    return text[start:end]
-
-
-__all__ = ["Branch", "RightContext", "advance_ws", "layout_signature", "leading_ws",
-           "plausible_stacks", "required_levels"]
+__all__ = ["Branch", "RightContext", "layout_signature", "plausible_stacks", "required_levels"]

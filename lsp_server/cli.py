@@ -202,9 +202,11 @@ def serve(argv: list[str]) -> int:
         TcpServer(listener, new_session, token, limit).run()
         code = 0
     else:
+        from .transport import serve_stdio
+
         server = new_session()
-        server.start_io(sys.stdin.buffer, protocol_out)
-        code = server.exit_code
+        code = server.exit_code = serve_stdio(server, sys.stdin.buffer, protocol_out,
+                                              server.max_content_bytes)
     # The protocol is over (exit, or the client went away). Interpreter teardown would join
     # a decode still winding down and free the model's memory page by page, which editors
     # that kill a server 2 s after `exit` (VS Code) do not wait for: flush and leave now.

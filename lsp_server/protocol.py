@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import attrs
 from cattrs import transform_error
@@ -38,8 +38,16 @@ from .jsonrpc import (
     valid_id,
 )
 
-if TYPE_CHECKING:
-    from .server import SeamServer
+
+class DocumentSync(Protocol):
+    """What the protocol hands document notifications to (the server, which imports this
+    module: a protocol here instead of an import keeps the two from importing each other)."""
+
+    def on_open(self, params: types.DidOpenTextDocumentParams) -> None: ...
+
+    def on_change(self, params: types.DidChangeTextDocumentParams) -> None: ...
+
+    def on_close(self, params: types.DidCloseTextDocumentParams) -> None: ...
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +88,7 @@ def _is_notification_method(method: str) -> bool:
 class SeamProtocol(LanguageServerProtocol):
     """pygls's protocol behind a message gate, with document sync routed to Seam's store."""
 
-    _server: SeamServer
+    _server: DocumentSync
 
     def __init__(self, server: Any, converter: Any) -> None:
         super().__init__(server, converter)

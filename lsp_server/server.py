@@ -115,7 +115,7 @@ class Suggestion:
 
 
 class SeamServer(LanguageServer):
-    """One client's session. Construct it, then ``start_io()``; for TCP see ``transport``.
+    """One client's session. Serve it with ``transport.serve_stdio`` or ``transport.TcpServer``.
 
     ``host`` is the model host to use: a TCP server hands the same one to every session, so the
     model stays loaded between clients. ``allow_remote_code`` is ``seam serve
@@ -148,7 +148,7 @@ class SeamServer(LanguageServer):
         self._load_started = False  # settings that arrive before `initialized` load nothing
         self._shown_problems: set[str] = set()
         self._log_handler: EditorLogHandler | None = None
-        self.exit_code: int | None = None  # set by start_io when the session is over
+        self.exit_code: int | None = None  # set by the transport when the session is over
         self._register()
 
     # ----- plumbing ------------------------------------------------------------------------
@@ -156,15 +156,6 @@ class SeamServer(LanguageServer):
     def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         """The event loop this session runs on (where messages to the client are sent)."""
         self._loop = loop
-
-    def start_io(self, stdin: Any = None, stdout: Any = None) -> None:
-        """Serve one client on stdin/stdout; the exit code is then in ``self.exit_code``."""
-        import sys
-
-        from .transport import serve_stdio
-
-        self.exit_code = serve_stdio(self, stdin or sys.stdin.buffer,
-                                     stdout or sys.stdout.buffer, self.max_content_bytes)
 
     def end_session(self) -> None:
         """The client is gone: stop decoding for it and stop talking to it."""

@@ -1,11 +1,20 @@
-"""Context-free grammars, the Earley recognizer over NFAs, and left/right quotients."""
+"""The language-neutral engine: grammars, Earley recognizers over strings and automata,
+left and right quotients, and the constraint protocol decoders rely on.
 
-from .earley import EarleyState
+Nothing here knows Python or any lexer: a language package (`python_language`) builds its
+grammar and automata and implements `Constraint` on top of this engine.
+"""
+
+from .constraint import Constraint, ConstraintState, LanguageMode, Scope
 from .errors import GrammarError
-from .fim_language import FimLanguage, FimState
+from .fast import State as RecognizerState
+from .fast import recognizer
 from .grammar import Grammar, TerminalDef
 from .nfa import Nfa
+from .quotients import left_quotient, right_quotient, right_quotient_split
 
 __all__ = [
-    "EarleyState", "FimLanguage", "FimState", "Grammar", "GrammarError", "Nfa", "TerminalDef",
+    "Constraint", "ConstraintState", "Grammar", "GrammarError", "LanguageMode", "Nfa",
+    "RecognizerState", "Scope", "TerminalDef", "left_quotient", "recognizer", "right_quotient",
+    "right_quotient_split",
 ]

@@ -1,379 +1,44 @@
-"""Fast forward Earley recognizer: practical Earley parsing over a lazily built LR(0) ε-DFA.
+"""The fast forward recognizer: Earley charts over the grammar's LR(0) ε-DFA, per request.
 
-This is the recognizer behind ``Grammar.recognizer()``. It decides, terminal by terminal,
+This is the recognizer Seam runs (``quotient.recognizer``). It decides, terminal by terminal,
 whether the input so far is a prefix of a sentence (``scan`` returns ``None`` as soon as it is
 not) and whether it is a whole sentence (``is_complete``). It builds no parse forest and keeps
-no provenance; ``quotient/earley.py`` is the reference recognizer that does, and the tests
-check the two against each other.
+no provenance; ``quotient/earley.py`` is the plain reference recognizer, and the tests check
+the two against each other. Both read the grammar's one `GrammarAnalysis`.
 
-Method (after Aycock & Horspool, "Practical Earley Parsing", 2002):
-
-* Symbols, rules and LR(0) items are small integers (``Grammar``'s encoding). An Earley item is
-  a pair ``(dfa_state, origin)`` where ``dfa_state`` is a *set* of LR(0) items sharing one
-  origin, so a chart holds a couple of items instead of hundreds of dotted rules.
-* DFA states come in two kinds. A *kernel* state is a goto of some state on a symbol, or the
-  union of such states that share an origin (each chart merges its items to one per origin).
-  A *prediction* state holds everything predicted in a chart (origin = that chart), named by
-  the set of nonterminals it predicts. Both are closed under skipping nullable nonterminals
-  (the ε-DFA), which makes completions of empty spans free.
-* DFA states and their goto edges are built lazily and interned, so only the part of the LR(0)
-  DFA that inputs reach is ever built.
-* Completing nonterminal ``X`` that started at chart ``o`` yields items that depend only on
-  ``o`` and earlier charts, never on where ``X`` ended. The result, closed under the further
-  completions it causes, is computed once per ``(o, X)`` and memoised on ``o``. Inside a chart,
-  the chain of completions through its prediction state (``NAME -> atom -> ... -> test`` in
-  Python) is memoised on the prediction state and shared by every chart that has it.
+An Earley item here is a pair ``(dfa_state, origin)`` where ``dfa_state`` is a state of the
+grammar's shared automaton (`quotient.lr0`): a *set* of LR(0) items sharing one origin, so a
+chart holds a couple of items instead of hundreds of dotted rules. Completing nonterminal
+``X`` that started at chart ``o`` yields items that depend only on ``o`` and earlier charts,
+never on where ``X`` ended; the result, closed under the further completions it causes, is
+computed once per ``(o, X)`` and memoised on ``o``.
 
 Storage and persistence: all charts scanned from one root live in one `_Charts` store as rows
-of flat lists, and an Earley item is the int ``origin << SHIFT | local_state_id``. A `State` is
-a handle ``(store, chart number)``; a chart only refers to charts on its path to the root, and
-is never changed after creation except for memo tables, so scanning 50 different terminals
-from one state adds 50 small rows and copies nothing. Scan results are memoised per
-``(chart, terminal)``. Keeping items as ints also keeps charts out of the cyclic garbage
-collector's sight (with one small object per item it cost 4x the parse time on long files).
+of flat lists, and an Earley item is the int ``origin << SHIFT | local_state_id``
+(`quotient.keys`). A `State` is a handle ``(store, chart number)``; a chart only refers to
+charts on its path to the root, and is never changed after creation except for memo tables,
+so scanning 50 different terminals from one state adds 50 small rows and copies nothing.
+Scan results are memoised per ``(chart, terminal)``. Keeping items as ints also keeps charts
+out of the cyclic garbage collector's sight (with one small object per item it cost 4x the
+parse time on long files).
 
-Extensions: a grammar made by ``base.with_rules(...)`` adds rules whose left sides are new
-nonterminals. Base rules never mention those, so every DFA state made only of base items is
-the same in the extension: such states are interned in, and shared with, the base automaton;
-only states holding new items belong to the extension. Compiling an extension costs time
-linear in its new rules, and a request's states never leak into the base.
-
-Prefix property: rules that use an unproductive nonterminal are dropped at compile time, so
-every item of a chart has a completion and ``scan`` returns ``None`` exactly when no sentence
-starts with the input. Single-threaded use per store: concurrent writers to one store's memo
-tables are not supported.
+Prefix property: only usable rules are predicted, so every item of a chart has a completion
+and ``scan`` returns ``None`` exactly when no sentence starts with the input. Single-threaded
+use per store: concurrent writers to one store's memo tables are not supported.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-__all__ = ["Automaton", "State", "automaton", "recognizer"]
+from .keys import MASK, SHIFT
+from .lr0 import Automaton, DfaState, automaton
 
-# goto entry meaning "no transition on this symbol" (None means "not computed yet").
-_NO = False
+if TYPE_CHECKING:
+    from .grammar import Grammar
 
-
-class _DState:
-    """One state of the lazily built LR(0) ε-DFA (a kernel or a prediction state)."""
-
-    __slots__ = (
-        "auto",
-        "bysym",
-        "chains",
-        "completed",
-        "goto",
-        "items",
-        "nts_out",
-        "pred",
-        "pstate",
-        "tnames",
-    )
-
-    def __init__(self, auto: Automaton, items: frozenset[int], kernel: bool) -> None:
-        self.auto = auto
-        self.items = items
-        nxt = auto.item_next
-        lhs = auto.item_lhs
-        n_t = auto.n_terminals
-        bysym: dict[int, list[int]] = {}
-        completed = set()
-        for i in items:
-            x = nxt[i]
-            if x < 0:
-                completed.add(lhs[i])
-            else:
-                lst = bysym.get(x)
-                if lst is None:
-                    bysym[x] = [i]
-                else:
-                    lst.append(i)
-        self.bysym = bysym
-        self.goto: dict[int, _DState | bool] = {}
-        names = auto.names
-        self.tnames = frozenset(names[x] for x in bysym if x < n_t)
-        self.nts_out = frozenset(x for x in bysym if x >= n_t)
-        # Completed items of a prediction state are nullable completions at the current
-        # position; the ε-closure already skipped them, so they are never completed again.
-        self.completed = tuple(completed) if kernel else ()
-        if kernel:
-            pred: set[int] = set()
-            closure = auto.pred_closure
-            for x in self.nts_out:
-                pred |= closure(x)
-            self.pred = frozenset(pred)
-        else:
-            self.pred = frozenset()
-        self.pstate: _DState | None | bool = _NO  # the prediction state of this kernel alone
-        self.chains: dict[int, tuple[tuple[_DState, ...], frozenset[int]]] = {}
-
-    def fill(self, sym: int) -> _DState | bool:
-        """Compute (and remember) the goto on `sym`; ``False`` when there is none."""
-        its = self.bysym.get(sym)
-        if its is None:
-            self.goto[sym] = _NO
-            return _NO
-        t = self.auto.kernel_state([i + 1 for i in its])
-        self.goto[sym] = t
-        return t
-
-    def chain(self, x: int) -> tuple[tuple[_DState, ...], frozenset[int]]:
-        """Completing `x` at this prediction state's chart, closed under further completions
-        inside the same chart: the kernel states reached and the nonterminals completed
-        (including `x`)."""
-        got = self.chains.get(x)
-        if got is not None:
-            return got
-        states: list[_DState] = []
-        nts = {x}
-        work = [x]
-        goto = self.goto
-        while work:
-            y = work.pop()
-            s = goto.get(y)
-            if s is None:
-                s = self.fill(y)
-            if s:
-                states.append(s)
-                for z in s.completed:
-                    if z not in nts:
-                        nts.add(z)
-                        work.append(z)
-        got = (tuple(states), frozenset(nts))
-        self.chains[x] = got
-        return got
-
-    def own_prediction(self) -> _DState | None:
-        """The prediction state of a chart whose only kernel state is this one."""
-        p = self.pstate
-        if p is _NO:
-            p = self.auto.prediction_state(self.pred) if self.pred else None
-            self.pstate = p
-        return p  # type: ignore[return-value]
-
-
-class Automaton:
-    """Integer tables of one grammar and its lazily built LR(0) ε-DFA.
-
-    Built from a grammar's integer encoding (``Grammar.symbol_names``, ``n_terminals``,
-    ``rule_table``, ``start_id``, ``nullable_ids``, ``productive_ids``): use
-    :func:`automaton`, which caches the result on the grammar. With `base`, `rule_table` holds
-    only the rules added to `base`'s grammar, whose left-hand sides are new nonterminals.
-
-    Rules that use an unproductive nonterminal are dropped: they derive nothing, and keeping
-    them would let ``scan`` accept prefixes that have no completion.
-    """
-
-    def __init__(
-        self,
-        symbol_names: Sequence[str],
-        n_terminals: int,
-        rule_table: Sequence[tuple[int, tuple[int, ...]]],
-        start_id: int,
-        nullable_ids: Iterable[int],
-        productive_ids: Iterable[int],
-        base: Automaton | None = None,
-    ) -> None:
-        if len(symbol_names) > MASK:
-            raise ValueError(f"too many symbols ({len(symbol_names)}; at most {MASK})")
-        self.base = base
-        self.names = symbol_names
-        self.n_terminals = n_terminals
-        if base is None:
-            self.terminal_ids: dict[str, int] = {
-                symbol_names[i]: i for i in range(n_terminals)
-            }
-            self.item_next: list[int] = []
-            self.item_lhs: list[int] = []
-            self.nsyms_base = 0
-            self.nitems_base = 0
-        else:
-            if n_terminals != base.n_terminals:
-                raise ValueError("an extension cannot add terminals to its base grammar")
-            self.terminal_ids = base.terminal_ids
-            self.item_next = list(base.item_next)
-            self.item_lhs = list(base.item_lhs)
-            self.nsyms_base = len(base.names)
-            self.nitems_base = len(base.item_next)
-        productive = frozenset(productive_ids)
-        self.rules_of: dict[int, list[int]] = {}  # nonterminal -> first item of each rule
-        nxt = self.item_next
-        for lhs, rhs in rule_table:
-            if base is not None and lhs < self.nsyms_base:
-                raise ValueError(
-                    f"extension rules must define new nonterminals; {symbol_names[lhs]!r} is "
-                    "a symbol of the base grammar"
-                )
-            if lhs not in productive or any(
-                x >= n_terminals and x not in productive for x in rhs
-            ):
-                continue
-            self.rules_of.setdefault(lhs, []).append(len(nxt))
-            nxt.extend(rhs)
-            nxt.append(-1)
-            self.item_lhs.extend([lhs] * (len(rhs) + 1))
-        self.nullable = frozenset(nullable_ids)
-        self._direct_pred: dict[int, tuple[int, ...]] = {}
-        self._pred_closure: dict[int, frozenset[int]] = {}
-        self._pred_items: dict[int, frozenset[int]] = {}
-        self._kernels: dict[frozenset[int], _DState] = {}
-        self._predictions: dict[frozenset[int], _DState] = {}
-        self._unions: dict[frozenset[_DState], _DState | None] = {}
-        self._merges: dict[frozenset[_DState], _DState] = {}
-        if start_id < n_terminals:
-            raise ValueError(f"start symbol {symbol_names[start_id]!r} is a terminal")
-        self.start = start_id
-        self.root_prediction = self.prediction_state(self.pred_closure(self.start))
-
-    # -- grammar closures (lazy, per nonterminal) ------------------------------------------
-
-    def _owns(self, sym: int) -> bool:
-        return self.base is None or sym >= self.nsyms_base
-
-    def direct_predictions(self, x: int) -> tuple[int, ...]:
-        """Nonterminals that can start a rule of `x` (after any nullable prefix)."""
-        got = self._direct_pred.get(x)
-        if got is None:
-            out = []
-            nxt = self.item_next
-            for i in self.rules_of.get(x, ()):
-                while True:
-                    y = nxt[i]
-                    if y < self.n_terminals:  # the rule's end (-1) or a terminal
-                        break
-                    out.append(y)
-                    if y not in self.nullable:
-                        break
-                    i += 1
-            got = tuple(set(out))
-            self._direct_pred[x] = got
-        return got
-
-    def pred_closure(self, x: int) -> frozenset[int]:
-        """All nonterminals predicted when `x` is predicted (including `x`)."""
-        got = self._pred_closure.get(x)
-        if got is not None:
-            return got
-        if not self._owns(x):
-            return self.base.pred_closure(x)  # type: ignore[union-attr]
-        seen = {x}
-        work = [x]
-        while work:
-            y = work.pop()
-            for z in self.direct_predictions(y):
-                if z in seen:
-                    continue
-                if not self._owns(z):
-                    # A base nonterminal only predicts base nonterminals: take its closure whole.
-                    seen |= self.base.pred_closure(z)  # type: ignore[union-attr]
-                    continue
-                seen.add(z)
-                work.append(z)
-        got = frozenset(seen)
-        self._pred_closure[x] = got
-        return got
-
-    def pred_items(self, x: int) -> frozenset[int]:
-        """Items of `x`'s rules at the start, advanced over nullable prefixes."""
-        got = self._pred_items.get(x)
-        if got is None:
-            if not self._owns(x):
-                return self.base.pred_items(x)  # type: ignore[union-attr]
-            out = []
-            nxt = self.item_next
-            nullable = self.nullable
-            for i in self.rules_of.get(x, ()):
-                out.append(i)
-                while nxt[i] >= 0 and nxt[i] in nullable:
-                    i += 1
-                    out.append(i)
-            got = frozenset(out)
-            self._pred_items[x] = got
-        return got
-
-    # -- DFA states (interned; base-only states live in the base automaton) ----------------
-
-    def kernel_state(self, items: Iterable[int]) -> _DState:
-        """The kernel state whose items are `items` closed over nullable nonterminals."""
-        nxt = self.item_next
-        nullable = self.nullable
-        closed = set()
-        for i in items:
-            closed.add(i)
-            while nxt[i] >= 0 and nxt[i] in nullable:
-                i += 1
-                closed.add(i)
-        key = frozenset(closed)
-        st = self._kernels.get(key)
-        if st is None:
-            if self.base is not None and max(key) < self.nitems_base:
-                st = self.base.kernel_state(key)
-            else:
-                st = _DState(self, key, kernel=True)
-            self._kernels[key] = st
-        return st
-
-    def merged_state(self, states: frozenset[_DState]) -> _DState:
-        """The kernel state holding the items of all of `states` (kernel states that share
-        an origin in some chart: one Earley item instead of several)."""
-        st = self._merges.get(states)
-        if st is None:
-            items = frozenset().union(*(s.items for s in states))
-            st = self._kernels.get(items)
-            if st is None:
-                if self.base is not None and max(items) < self.nitems_base:
-                    st = self.base.kernel_state(items)
-                else:
-                    st = _DState(self, items, kernel=True)
-                self._kernels[items] = st
-            self._merges[states] = st
-        return st
-
-    def prediction_state(self, nts: frozenset[int]) -> _DState:
-        """The prediction state holding every rule of the nonterminals `nts`."""
-        st = self._predictions.get(nts)
-        if st is None:
-            if self.base is not None and max(nts) < self.nsyms_base:
-                st = self.base.prediction_state(nts)
-            else:
-                items: set[int] = set()
-                for x in nts:
-                    items |= self.pred_items(x)
-                st = _DState(self, frozenset(items), kernel=False)
-            self._predictions[nts] = st
-        return st
-
-    def union_prediction(self, kernels: frozenset[_DState]) -> _DState | None:
-        """The prediction state of a chart whose kernel states are `kernels`."""
-        try:
-            return self._unions[kernels]
-        except KeyError:
-            pass
-        pred: set[int] = set()
-        for k in kernels:
-            pred |= k.pred
-        st = self.prediction_state(frozenset(pred)) if pred else None
-        self._unions[kernels] = st
-        return st
-
-    def stats(self) -> dict[str, int]:
-        """Sizes of the DFA built so far (for benchmarks and debugging)."""
-        return {
-            "symbols": len(self.names),
-            "items": len(self.item_next),
-            "kernel_states": len(self._kernels),
-            "prediction_states": len(self._predictions),
-        }
-
-    def initial(self) -> State:
-        """A fresh root chart (own memo tables) for this automaton."""
-        return State(_Charts(self), 0)
-
-
-# Earley items inside a chart store are ints: ``origin_chart << SHIFT | local_state_id``.
-SHIFT = 20
-MASK = (1 << SHIFT) - 1
+__all__ = ["State", "recognizer"]
 
 
 class _Charts:
@@ -408,8 +73,8 @@ class _Charts:
 
     def __init__(self, auto: Automaton) -> None:
         self.auto = auto
-        self.sobj: list[_DState] = []  # local id -> DFA state
-        self.sloc: dict[_DState, int] = {}  # DFA state -> local id
+        self.sobj: list[DfaState] = []  # local id -> DFA state
+        self.sloc: dict[DfaState, int] = {}  # DFA state -> local id
         self.lgo: list[dict[int, int]] = []  # local goto rows: symbol -> local id, -1: none
         self.lcomp: list[tuple[int, ...]] = []  # completed nonterminals of a kernel state
         self.lnts: list[frozenset[int]] = []  # nonterminals a state has a goto on
@@ -426,7 +91,7 @@ class _Charts:
         self.cmemo: list[dict[int, tuple[int, ...]] | None] = [None]  # completions started here
         self.allowed: list[frozenset[str] | None] = [None]
 
-    def local(self, s: _DState) -> int:
+    def local(self, s: DfaState) -> int:
         """The local id of DFA state `s`, assigned on first use."""
         lid = self.sloc.get(s)
         if lid is None:
@@ -457,7 +122,7 @@ class _Charts:
         return t
 
     def chain(self, plid: int, x: int) -> tuple[tuple[int, ...], frozenset[int]]:
-        """`_DState.chain` of local prediction state `plid`, in local ids."""
+        """`DfaState.chain` of local prediction state `plid`, in local ids."""
         key = plid << SHIFT | x
         got = self.lchain.get(key)
         if got is None:
@@ -733,46 +398,10 @@ class State:
         return f"<quotient.fast.State chart={self._index}>"
 
 
-_CACHE_KEY = "quotient.fast.automaton"
-
-
-def automaton(grammar: Any) -> Automaton:
-    """The compiled tables of `grammar` (a ``quotient.Grammar``), cached on it.
-
-    A grammar made by ``base.with_rules(...)`` (``grammar.base`` set) extends the base's
-    cached tables instead of compiling from scratch.
-    """
-    cache = grammar._cache
-    got = cache.get(_CACHE_KEY)
-    if got is None:
-        base = grammar.base
-        if base is None:
-            got = Automaton(
-                grammar.symbol_names,
-                grammar.n_terminals,
-                grammar.rule_table,
-                grammar.start_id,
-                grammar.nullable_ids,
-                grammar.productive_ids,
-            )
-        else:
-            got = Automaton(
-                grammar.symbol_names,
-                grammar.n_terminals,
-                grammar.rule_table[grammar.n_base_rules :],
-                grammar.start_id,
-                grammar.nullable_ids,
-                grammar.productive_ids,
-                base=automaton(base),
-            )
-        cache[_CACHE_KEY] = got
-    return got
-
-
-def recognizer(grammar: Any) -> State:
+def recognizer(grammar: Grammar) -> State:
     """A fresh recognizer state for the empty input over `grammar`.
 
     Each call gets its own chart storage (so memo tables of one request do not outlive it);
-    the DFA tables are shared through the grammar's cache.
+    the DFA is shared through `quotient.lr0.automaton`.
     """
-    return automaton(grammar).initial()
+    return State(_Charts(automaton(grammar)), 0)

@@ -10,6 +10,10 @@ definition; rule ``i`` is ``rule_table[i] == (lhs_id, rhs_ids)`` and ``rules_by_
 lists the rule ids of a nonterminal. `Grammar.with_rules` extends a grammar with rules for
 *new* nonterminals only: the base's ids, rule ids and derived sets stay valid, and the new
 grammar records the base in ``g.base`` so compiled tables can be extended instead of rebuilt.
+
+A grammar knows nothing of the algorithms that run on it: its derived sets and item tables
+are one `GrammarAnalysis` (``g.analysis``), and recognizers and quotients are functions of the
+package (`quotient.recognizer`, `quotient.right_quotient`, ...) that take a grammar.
 """
 
 from __future__ import annotations
@@ -17,13 +21,10 @@ from __future__ import annotations
 from collections import ChainMap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from . import fast
+from .analysis import GrammarAnalysis
 from .errors import GrammarError
-
-if TYPE_CHECKING:
-    from .nfa import Nfa
 
 Rule = tuple[str, tuple[str, ...]]
 
@@ -81,28 +82,65 @@ class Grammar:
             raise GrammarError(f"start symbol {start!r} is a terminal")
         # A start symbol without rules is allowed: it denotes the empty language.
         nt_names = lhs_names if start in lhs_set else lhs_names + [start]
-
-        self.start: str = start
-        self.rules: list[Rule] = rule_list
-        self.terminal_defs: dict[str, TerminalDef] = dict(terminal_defs or {})
-        self.ignored: frozenset[str] = frozenset(ignored)
-        self.declared: frozenset[str] = frozenset(declared)
-        self.base: Grammar | None = None
-        self.n_base_rules: int = 0
-
-        self.symbol_names: list[str] = term_names + nt_names
-        self.symbol_ids: Mapping[str, int] = {n: i for i, n in enumerate(self.symbol_names)}
-        self.n_terminals: int = len(term_names)
-        ids = self.symbol_ids
-        self.rule_table: list[tuple[int, tuple[int, ...]]] = [
-            (ids[lhs], tuple(ids[s] for s in rhs)) for lhs, rhs in rule_list
-        ]
-        by_lhs: list[list[int]] = [[] for _ in self.symbol_names]
-        for rid, (lhs_id, _) in enumerate(self.rule_table):
+        names = term_names + nt_names
+        ids = {n: i for i, n in enumerate(names)}
+        table = [(ids[lhs], tuple(ids[s] for s in rhs)) for lhs, rhs in rule_list]
+        by_lhs: list[list[int]] = [[] for _ in names]
+        for rid, (lhs_id, _) in enumerate(table):
             by_lhs[lhs_id].append(rid)
-        self.rules_by_lhs: list[tuple[int, ...]] = [tuple(r) for r in by_lhs]
-        self.start_id: int = ids[start]
-        self._cache: dict[str, Any] = {}
+        self._assign(
+            rules=rule_list, symbol_names=names, symbol_ids=ids, n_terminals=len(term_names),
+            rule_table=table, rules_by_lhs=[tuple(r) for r in by_lhs], start_id=ids[start],
+            terminal_defs=dict(terminal_defs or {}), ignored=frozenset(ignored),
+            declared=frozenset(declared), base=None,
+        )
+
+    def _assign(
+        self,
+        *,
+        rules: list[Rule],
+        symbol_names: list[str],
+        symbol_ids: Mapping[str, int],
+        n_terminals: int,
+        rule_table: list[tuple[int, tuple[int, ...]]],
+        rules_by_lhs: list[tuple[int, ...]],
+        start_id: int,
+        terminal_defs: dict[str, TerminalDef],
+        ignored: frozenset[str],
+        declared: frozenset[str],
+        base: Grammar | None,
+        productive: frozenset[int] | None = None,
+    ) -> None:
+        """Set every field; the one place a grammar's state is written."""
+        self.rules: list[Rule] = rules
+        self.symbol_names: list[str] = symbol_names
+        self.symbol_ids: Mapping[str, int] = symbol_ids
+        self.n_terminals: int = n_terminals
+        self.rule_table: list[tuple[int, tuple[int, ...]]] = rule_table
+        self.rules_by_lhs: list[tuple[int, ...]] = rules_by_lhs
+        self.start_id: int = start_id
+        self.start: str = symbol_names[start_id]
+        self.terminal_defs: dict[str, TerminalDef] = terminal_defs
+        self.ignored: frozenset[str] = ignored
+        self.declared: frozenset[str] = declared
+        self.base: Grammar | None = base
+        self.n_base_rules: int = len(base.rule_table) if base is not None else 0
+        # Computed on first use (each by this module only):
+        self._productive_hint = productive
+        self._analysis: GrammarAnalysis | None = None
+        self._reversed: Grammar | None = None
+        self._pruned: Grammar | None = None
+        self._productive_part: Grammar | None = None
+        self._terminals: frozenset[str] | None = None
+        self._nonterminals: frozenset[str] | None = None
+        self._nullable_names: frozenset[str] | None = None
+
+    @classmethod
+    def _assembled(cls, **fields: Any) -> Grammar:
+        """A grammar from an encoding the caller guarantees valid (see `_assign`)."""
+        g = cls.__new__(cls)
+        g._assign(**fields)
+        return g
 
     # ----------------------------------------------------------------- construction
 
@@ -191,17 +229,36 @@ class Grammar:
                     f"undefined symbol {exc.args[0]!r} in rule {_rule_text(lhs, rhs)}"
                 ) from None
         start_id = new_ids[start] if start in new_ids else old_ids[start]
-        return self._extended(new_names, new_table, start_id, extra)
+        return self._extended(new_names, new_table, start_id, extra, None, first)
 
-    def _extended(self, new_names: list[str], new_table: list[tuple[int, tuple[int, ...]]],
-                  start_id: int, named_rules: list[Rule] | None = None) -> Grammar:
-        """`with_rules` on encoded input: `new_names` get the ids after the base's symbols,
-        `new_table` holds ``(lhs_id, rhs_ids)`` rules whose left sides are new ids. Nothing is
-        checked; callers guarantee the encoding is valid."""
+    def with_encoded_rules(
+        self,
+        new_names: list[str],
+        new_table: list[tuple[int, tuple[int, ...]]],
+        start_id: int,
+        *,
+        productive: Iterable[int] | None = None,
+    ) -> Grammar:
+        """`with_rules` on encoded input, for engine modules that build rules as ids.
+
+        `new_names` get the ids after this grammar's symbols; `new_table` holds
+        ``(lhs_id, rhs_ids)`` rules whose left sides are among them. `productive`, if given,
+        is the exact set of productive nonterminals of the result (a quotient knows it by
+        construction), which spares the analysis that fixpoint. Right sides are not checked.
+        """
         first = len(self.symbol_names)
         names = self.symbol_names + new_names
-        if named_rules is None:
-            named_rules = [(names[lhs], tuple(names[s] for s in rhs)) for lhs, rhs in new_table]
+        for lhs, _ in new_table:
+            if not first <= lhs < len(names):
+                raise GrammarError(f"with_encoded_rules: a rule for {names[lhs]!r}, which is "
+                                   "not a new nonterminal")
+        named_rules = [(names[lhs], tuple(names[s] for s in rhs)) for lhs, rhs in new_table]
+        return self._extended(new_names, new_table, start_id, named_rules,
+                              None if productive is None else frozenset(productive), first)
+
+    def _extended(self, new_names: list[str], new_table: list[tuple[int, tuple[int, ...]]],
+                  start_id: int, named_rules: list[Rule], productive: frozenset[int] | None,
+                  first: int) -> Grammar:
         by_lhs: list[list[int]] = [[] for _ in new_names]
         n_old_rules = len(self.rule_table)
         for i, (lhs_id, _) in enumerate(new_table):
@@ -210,110 +267,60 @@ class Grammar:
         new_ids = {n: first + i for i, n in enumerate(new_names)}
         # Share the base's name table instead of copying it (one flat chain of layers).
         layers = old_ids.maps if isinstance(old_ids, ChainMap) else [old_ids]
+        return Grammar._assembled(
+            rules=self.rules + named_rules,
+            symbol_names=self.symbol_names + new_names,
+            symbol_ids=ChainMap(new_ids, *layers),
+            n_terminals=self.n_terminals,
+            rule_table=self.rule_table + new_table,
+            rules_by_lhs=self.rules_by_lhs + [tuple(r) for r in by_lhs],
+            start_id=start_id,
+            terminal_defs=self.terminal_defs,
+            ignored=self.ignored,
+            declared=self.declared,
+            base=self,
+            productive=productive,
+        )
 
-        g = Grammar.__new__(Grammar)
-        g.start = names[start_id]
-        g.rules = self.rules + named_rules
-        g.terminal_defs = self.terminal_defs
-        g.ignored = self.ignored
-        g.declared = self.declared
-        g.base = self
-        g.n_base_rules = n_old_rules
-        g.symbol_names = names
-        g.symbol_ids = ChainMap(new_ids, *layers)
-        g.n_terminals = self.n_terminals
-        g.rule_table = self.rule_table + new_table
-        g.rules_by_lhs = self.rules_by_lhs + [tuple(r) for r in by_lhs]
-        g.start_id = start_id
-        g._cache = {}
-        return g
+    # ----------------------------------------------------------------- derived facts
 
-    # ----------------------------------------------------------------- symbol sets
+    @property
+    def analysis(self) -> GrammarAnalysis:
+        """Nullable, productive and usable sets and the item tables (computed once)."""
+        if self._analysis is None:
+            base = self.base.analysis if self.base is not None else None
+            self._analysis = GrammarAnalysis(
+                self.symbol_names, self.n_terminals, self.rule_table, self.start_id,
+                base=base, productive=self._productive_hint,
+            )
+        return self._analysis
 
     @property
     def terminals(self) -> frozenset[str]:
         """Names of the terminals (the alphabet)."""
-        if "terminals" not in self._cache:
-            self._cache["terminals"] = frozenset(self.symbol_names[: self.n_terminals])
-        return self._cache["terminals"]
+        if self._terminals is None:
+            self._terminals = frozenset(self.symbol_names[: self.n_terminals])
+        return self._terminals
 
     @property
     def nonterminals(self) -> frozenset[str]:
         """Names of the nonterminals."""
-        if "nonterminals" not in self._cache:
-            self._cache["nonterminals"] = frozenset(self.symbol_names[self.n_terminals :])
-        return self._cache["nonterminals"]
-
-    def _fixpoint(self, key: str, seed: frozenset[int], first_rule: int) -> frozenset[int]:
-        """Least set S containing `seed` and every lhs of a rule (id >= first_rule) whose rhs
-        lies in S ∪ terminals-if-productive. Shared by nullable and productive sets."""
-        productive = key == "productive"
-        n_t = self.n_terminals
-        found = set(seed)
-        # Index rules by the symbols they still wait for, so each rule is revisited only when
-        # one of its missing symbols becomes known (linear time).
-        missing: list[int] = []
-        users: dict[int, list[int]] = {}
-        queue: list[int] = []
-        table = self.rule_table
-        for rid in range(first_rule, len(table)):
-            lhs, rhs = table[rid]
-            need = 0
-            for s in rhs:
-                if s < n_t:
-                    if productive:
-                        continue
-                    need = -1  # a terminal is never nullable: this rule never counts
-                    break
-                if s not in found:
-                    need += 1
-                    users.setdefault(s, []).append(len(missing))
-            missing.append(need)
-            if need == 0 and lhs not in found:
-                found.add(lhs)
-                queue.append(lhs)
-        lhs_of = [table[r][0] for r in range(first_rule, len(table))]
-        while queue:
-            sym = queue.pop()
-            for idx in users.pop(sym, ()):
-                if missing[idx] > 0:
-                    missing[idx] -= 1
-                    if missing[idx] == 0 and lhs_of[idx] not in found:
-                        found.add(lhs_of[idx])
-                        queue.append(lhs_of[idx])
-        return frozenset(found)
-
-    def _derived_ids(self, key: str) -> frozenset[int]:
-        if key not in self._cache:
-            if self.base is not None:
-                seed = self.base._derived_ids(key)
-                self._cache[key] = self._fixpoint(key, seed, self.n_base_rules)
-            else:
-                self._cache[key] = self._fixpoint(key, frozenset(), 0)
-        return self._cache[key]
-
-    @property
-    def nullable_ids(self) -> frozenset[int]:
-        """Ids of the nullable nonterminals."""
-        return self._derived_ids("nullable")
-
-    @property
-    def productive_ids(self) -> frozenset[int]:
-        """Ids of the productive nonterminals (those deriving at least one terminal string)."""
-        return self._derived_ids("productive")
+        if self._nonterminals is None:
+            self._nonterminals = frozenset(self.symbol_names[self.n_terminals :])
+        return self._nonterminals
 
     @property
     def nullable(self) -> frozenset[str]:
         """Names of the nullable nonterminals."""
-        if "nullable_names" not in self._cache:
+        if self._nullable_names is None:
             names = self.symbol_names
-            self._cache["nullable_names"] = frozenset(names[i] for i in self.nullable_ids)
-        return self._cache["nullable_names"]
+            self._nullable_names = frozenset(names[i] for i in self.analysis.nullable)
+        return self._nullable_names
 
     def is_productive_symbol(self, name: str) -> bool:
         """True for terminals and for nonterminals that derive some terminal string."""
         sid = self.symbol_ids[name]
-        return sid < self.n_terminals or sid in self.productive_ids
+        return sid < self.n_terminals or sid in self.analysis.productive
 
     # ----------------------------------------------------------------- transformations
 
@@ -331,113 +338,68 @@ class Grammar:
         """The grammar of the reversed language: every right-hand side reversed.
 
         Symbol and rule ids are the same as in this grammar (the quotient extraction relies on
-        it); the result is a standalone grammar (no ``base``)."""
-        if "reversed" not in self._cache:
-            rev = Grammar.__new__(Grammar)
-            rev.start = self.start
-            rev.rules = [(lhs, rhs[::-1]) for lhs, rhs in self.rules]
-            rev.terminal_defs = self.terminal_defs
-            rev.ignored = self.ignored
-            rev.declared = self.declared
-            rev.base = None
-            rev.n_base_rules = 0
-            rev.symbol_names = list(self.symbol_names)
-            rev.symbol_ids = dict(self.symbol_ids)
-            rev.n_terminals = self.n_terminals
-            rev.rule_table = [(lhs, rhs[::-1]) for lhs, rhs in self.rule_table]
-            rev.rules_by_lhs = list(self.rules_by_lhs)
-            rev.start_id = self.start_id
-            rev._cache = {
-                "reversed": self,
-                "productive": self.productive_ids,  # reversal keeps both sets
-                "nullable": self.nullable_ids,
-            }
-            self._cache["reversed"] = rev
-        return self._cache["reversed"]
+        it); the result is a standalone grammar (no ``base``) whose reverse is this one."""
+        if self._reversed is None:
+            rev = Grammar._assembled(
+                rules=[(lhs, rhs[::-1]) for lhs, rhs in self.rules],
+                symbol_names=list(self.symbol_names),
+                symbol_ids=dict(self.symbol_ids),
+                n_terminals=self.n_terminals,
+                rule_table=[(lhs, rhs[::-1]) for lhs, rhs in self.rule_table],
+                rules_by_lhs=list(self.rules_by_lhs),
+                start_id=self.start_id,
+                terminal_defs=self.terminal_defs,
+                ignored=self.ignored,
+                declared=self.declared,
+                base=None,
+                productive=self.analysis.productive,  # reversal keeps it
+            )
+            rev._reversed = self
+            self._reversed = rev
+        return self._reversed
 
     def pruned(self) -> Grammar:
         """The same language without unproductive or unreachable nonterminals and rules.
 
         Returns ``self`` when nothing needs removing.
         """
-        if "pruned" in self._cache:
-            return self._cache["pruned"]
-        prod = self.productive_ids
-        n_t = self.n_terminals
-        keep = [
-            rid
-            for rid, (lhs, rhs) in enumerate(self.rule_table)
-            if lhs in prod and all(s < n_t or s in prod for s in rhs)
-        ]
+        if self._pruned is not None:
+            return self._pruned
+        usable = self.analysis.usable_rules()
         by_lhs: dict[int, list[int]] = {}
-        for rid in keep:
+        for rid in usable:
             by_lhs.setdefault(self.rule_table[rid][0], []).append(rid)
+        n_t = self.n_terminals
         reach = {self.start_id}
         stack = [self.start_id]
         while stack:
-            sym = stack.pop()
-            for rid in by_lhs.get(sym, ()):
+            for rid in by_lhs.get(stack.pop(), ()):
                 for s in self.rule_table[rid][1]:
                     if s >= n_t and s not in reach:
                         reach.add(s)
                         stack.append(s)
-        keep = [rid for rid in keep if self.rule_table[rid][0] in reach]
+        keep = [rid for rid in usable if self.rule_table[rid][0] in reach]
         if len(keep) == len(self.rule_table):
-            result = self
+            self._pruned = self
         else:
-            result = self._copy_with_rules(self.rules[rid] for rid in keep)
-            result._cache["pruned"] = result
-        self._cache["pruned"] = result
-        return result
+            self._pruned = self._copy_with_rules(self.rules[rid] for rid in keep)
+            self._pruned._pruned = self._pruned
+        return self._pruned
 
     def productive_part(self) -> Grammar:
-        """This grammar without rules that use unproductive symbols (reachability kept).
+        """This grammar without its unusable rules (those using unproductive symbols);
+        unreachable rules are kept.
 
         Returns ``self`` when every rule is usable. The quotient operations work on this
         grammar so that Earley's prefix property holds for their results.
         """
-        if "productive_part" in self._cache:
-            return self._cache["productive_part"]
-        prod = self.productive_ids
-        n_t = self.n_terminals
-        ok = all(
-            lhs in prod and all(s < n_t or s in prod for s in rhs) for lhs, rhs in self.rule_table
-        )
-        if ok:
-            result = self
-        else:
-            result = self._copy_with_rules(
-                rule
-                for rule, (lhs, rhs) in zip(self.rules, self.rule_table, strict=True)
-                if lhs in prod and all(s < n_t or s in prod for s in rhs)
-            )
-        self._cache["productive_part"] = result
-        return result
-
-    # ----------------------------------------------------------------- engine entry points
-
-    def recognizer(self) -> fast.State:
-        """Recognizer state for the empty input (a persistent handle into shared charts)."""
-        return fast.recognizer(self)
-
-    def left_quotient(self, x: Sequence[str] | Nfa) -> Grammar:
-        """Grammar of ``{u : w·u ∈ L(self)}`` for w a terminal list or any word of an `Nfa`."""
-        from .quotients import left_quotient
-
-        return left_quotient(self, x)
-
-    def right_quotient(self, x: Sequence[str] | Nfa) -> Grammar:
-        """Grammar of ``{u : u·w ∈ L(self)}`` for w a terminal list or any word of an `Nfa`."""
-        from .quotients import right_quotient
-
-        return right_quotient(self, x)
-
-    def right_quotient_split(self, rev_nfa: Nfa) -> tuple[Grammar, dict[int, str | None]]:
-        """One reversed parse of `rev_nfa`; a start nonterminal per final state (see
-        docs/INTERFACES.md)."""
-        from .quotients import right_quotient_split
-
-        return right_quotient_split(self, rev_nfa)
+        if self._productive_part is None:
+            usable = self.analysis.usable_rules()
+            if len(usable) == len(self.rule_table):
+                self._productive_part = self
+            else:
+                self._productive_part = self._copy_with_rules(self.rules[rid] for rid in usable)
+        return self._productive_part
 
     # ----------------------------------------------------------------- display
 
@@ -446,7 +408,3 @@ class Grammar:
             f"Grammar(start={self.start!r}, {len(self.rules)} rules, "
             f"{self.n_terminals} terminals)"
         )
-
-    def to_text(self) -> str:
-        """The rules, one per line (for debugging and error messages)."""
-        return "\n".join(_rule_text(lhs, rhs) for lhs, rhs in self.rules)

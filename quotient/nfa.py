@@ -184,15 +184,6 @@ class Nfa:
                     stack.append(d)
         return seen
 
-    def accepts(self, word: Sequence[str]) -> bool:
-        """Whether the automaton accepts `word` (a direct simulation, for tests)."""
-        cur = self.epsilon_closure([self.start])
-        for sym in word:
-            cur = self.epsilon_closure(d for s in cur for t, d in self.edges[s] if t == sym)
-            if not cur:
-                return False
-        return bool(cur & self.finals)
-
     def symbols(self) -> set[str]:
         """The terminal names on the automaton's edges."""
         return {sym for row in self.edges for sym, _ in row}

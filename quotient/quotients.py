@@ -14,8 +14,8 @@ of a ``B`` that started at state ``s`` and whose consumed part reaches an end ch
 
 The right quotient reverses: ``L(g) / x = reverse(reverse(x) \\ L(reverse(g)))``. Derived
 rules are reversed back, so the result is the original (productive) grammar plus the derived
-rules, attached with `Grammar.with_rules`'s encoded core (``Grammar._extended``) so the
-base's ids and compiled tables are reused and no symbol name is looked up.
+rules, attached with `Grammar.with_encoded_rules` so the base's ids and compiled tables are
+reused and no symbol name is looked up.
 
 Results are pruned of unproductive derived rules; together with the recognizer never
 predicting unusable base rules this gives Earley's prefix property on quotient grammars.
@@ -25,19 +25,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .earley import MASK, SHIFT, NfaCharts, parse_nfa
 from .grammar import Grammar
+from .keys import MASK, SHIFT
 from .nfa import Nfa
+from .nfa_charts import NfaCharts, parse_nfa
 
 
 def _separator(g: Grammar) -> str:
     """A marker for derived names that no symbol of `g` contains (``!`` for lark grammars)."""
-    sep = g._cache.get("quotient_separator")
-    if sep is None:
-        sep = "!"
-        while any(sep in name for name in g.symbol_names):
-            sep += "!"
-        g._cache["quotient_separator"] = sep
+    sep = "!"
+    while any(sep in name for name in g.symbol_names):
+        sep += "!"
     return sep
 
 
@@ -64,11 +62,10 @@ def _extract(charts: NfaCharts, end_charts: Iterable[int], suffix: str, sep: str
     Derived names are ``B{sep}{state}{suffix}``. Returns None when the start nonterminal was
     never opened (no word of the automaton reaching these charts is a prefix of a sentence).
     """
-    t = charts.t
-    g = t.grammar
-    names = g.symbol_names
-    rule_rhs = [rhs for _, rhs in g.rule_table]
-    ilhs, irule, rfirst = t.item_lhs, t.item_rule, t.rule_first
+    a = charts.analysis
+    names = a.symbol_names
+    rule_rhs = [rhs for _, rhs in a.rule_table]
+    ilhs, irule, rfirst = a.item_lhs, a.item_rule, a.rule_first
     keys, waiting = charts.keys, charts.waiting
     ids, dnames, rules = out.ids, out.names, out.rules
     first = out.first
@@ -98,7 +95,7 @@ def _extract(charts: NfaCharts, end_charts: Iterable[int], suffix: str, sep: str
             rid = irule[item]
             tail = rule_rhs[rid][item - rfirst[rid] + 1:]
             rules[(derived(ilhs[item], w >> SHIFT), (used, *tail))] = None
-    return ids.get((g.start_id, charts.start, suffix))
+    return ids.get((a.start_id, charts.start, suffix))
 
 
 def _productive_rules(out: _Derived) -> tuple[list[tuple[int, tuple[int, ...]]], set[int]]:
@@ -185,13 +182,13 @@ def _build(base: Grammar, out: _Derived, reverse: bool,
         table.extend((top, (renum[s],)) for s in dict.fromkeys(starts) if renum[s] is not None)
         if start_id is None:
             start_id = top
-    g = base._extended(new_names, table, start_id)  # type: ignore[arg-type]
     # Every kept derived nonterminal is productive by construction; the tops are when they
-    # have a rule. Seeding the set spares the recognizers a recomputation.
-    prod = set(base.productive_ids)
+    # have a rule. Passing the set spares the analysis a recomputation.
+    prod = set(base.analysis.productive)
     prod.update(renum[d] for d in live)  # type: ignore[misc]
     prod.update(lhs for lhs, _ in table)
-    g._cache["productive"] = frozenset(prod)
+    g = base.with_encoded_rules(new_names, table, start_id,  # type: ignore[arg-type]
+                                productive=prod)
     return g, renum
 
 

@@ -30,4 +30,4 @@ fi
 if [ "${SEAM_NO_LLAMA_CPP:-}" != "1" ]; then
     bash scripts/install_llama_cpp.sh
 fi
-.venv/bin/python -c "import quotient, lexer, fim, lsp_server"
+.venv/bin/python -c "import quotient, lexer, python_language, fim, lsp_server"

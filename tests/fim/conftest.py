@@ -40,9 +40,9 @@ class ReferenceLanguage:
 
 
 def real_fim_language():
-    """``quotient.FimLanguage`` or ``None`` while it does not exist yet."""
+    """``python_language.FimLanguage``, or ``None`` when it cannot be imported."""
     try:
-        from quotient import FimLanguage
+        from python_language import FimLanguage
     except ImportError:
         return None
     return FimLanguage
@@ -50,7 +50,7 @@ def real_fim_language():
 
 needs_fim_language = pytest.mark.skipif(
     real_fim_language() is None,
-    reason="quotient.FimLanguage is not available yet (the constraint lands separately)",
+    reason="python_language.FimLanguage cannot be imported",
 )
 
 

@@ -75,16 +75,19 @@ def test_unconstrained_matches_generate(random_loaded, reference_engine):
 
 def test_constrained_respects_the_language(random_loaded):
     engine = _engine(random_loaded, DigitsLanguage)
-    for k in (1, 5, 50):
+    vocab = len(random_loaded.tokenizer)
+    for k in (1, 5, 50, vocab):
         res = engine.complete(CompletionRequest("x = ", "\n", mode="constrained",
                                                 max_tokens=6, top_k=k))
         assert res.mode == "digits"
-        if res.middle is not None:
+        if res.middle is None:
+            assert res.stop in ("no_candidate", "budget")
+            # With every token tried, some digit token always fits: never empty-handed.
+            assert k < vocab
+        else:
             assert res.middle and res.middle.isdigit()
             assert res.stop in ("eos", "best_complete")
             assert res.parses is True
-        else:
-            assert res.stop in ("no_candidate", "budget")
 
 
 def test_constrained_eos_only_when_complete(random_loaded):
@@ -146,12 +149,36 @@ def test_best_stopping_point_scans_inside_tokens_as_a_fallback():
 
 
 def test_token_healing_reproduces_the_cut(random_loaded):
+    """The model regenerates the healed characters and the middle is what follows them: the
+    same text as greedy `generate` from the healed prompt with its first tokens held to the
+    healed characters (Hugging Face's own prefix constraint)."""
     engine = Engine(backend_from_loaded(random_loaded))
-    left = "def f(self):\n    return self.val"
-    res = engine.complete(CompletionRequest(left, "\n", mode="unconstrained", max_tokens=4))
+    tok = random_loaded.tokenizer
+    left, right = "def f(self):\n    return self.val", "\n"
+    res = engine.complete(CompletionRequest(left, right, mode="unconstrained", max_tokens=4))
     assert res.healed and left.endswith(res.healed)
-    # The middle follows the user's text; the healed characters are not repeated.
-    assert not res.middle.startswith(res.healed) or res.healed in res.middle
+    assert res.stop == "budget" and res.middle is not None
+    prompt = build_prompt(HFTokenizer(tok), engine.template, left, right, window=engine.window,
+                          reserve=4, heal=True)
+    assert prompt.healed == res.healed
+    special = set(tok.all_special_ids)
+    texts = [tok.decode([i]) if i < len(tok) and i not in special else ""
+             for i in range(random_loaded.model.config.vocab_size)]
+    n = len(prompt.ids)
+
+    def heal_first(_batch: int, ids: torch.Tensor) -> list[int]:
+        so_far = tok.decode(ids[n:].tolist())
+        rest = prompt.healed[len(so_far):] if prompt.healed.startswith(so_far) else ""
+        return [i for i, t in enumerate(texts) if t and (t.startswith(rest) or rest.startswith(t))]
+
+    with torch.inference_mode():
+        out = random_loaded.model.generate(
+            torch.tensor([prompt.ids]), max_new_tokens=4, do_sample=False,
+            prefix_allowed_tokens_fn=heal_first, pad_token_id=tok.pad_token_id,
+            eos_token_id=None)
+    generated = tok.decode(out[0, n:])
+    # The engine holds back an incomplete UTF-8 tail (decoded here as U+FFFD).
+    assert generated.rstrip("\ufffd") == res.healed + res.middle
 
 
 def test_cancel_and_time_budget(random_loaded):

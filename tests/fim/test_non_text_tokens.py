@@ -110,7 +110,7 @@ def test_the_transformers_vocabulary_reads_non_text_ids_from_a_gguf(tmp_path):
 @pytest.mark.skipif(not bundled.installed(), reason="the bundled model is not installed")
 @needs_llama
 def test_bundled_padding_ids_and_control_tokens_are_never_text():
-    from fim.backend import load_backend
+    from fim.loading import load_backend
 
     backend = load_backend("bundled", "llama.cpp", slots=1, context=512)
     table = backend.vocab.token_bytes

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from fim.api import CompletionRequest, Engine
-from fim.backend import load_backend
+from fim.loading import load_backend
 from fim.model_specs import llama_cpp_available
 
 ENGINES = [

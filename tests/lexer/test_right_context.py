@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lexer.layout import Layout
 from lexer.right_context import RightContext, plausible_stacks, required_levels
-from quotient.python_grammar import python_tokenizer
+from python_language.grammar import python_tokenizer
 
 
 def ctx(right: str) -> RightContext:

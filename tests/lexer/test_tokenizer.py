@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lexer.layout import Layout
-from lexer.tokenizer import LexError
-from quotient.python_grammar import lex_python, python_tokenizer
+from lexer.layout import Layout, line_start
+from lexer.tokenizer import LexError, SymbolicLexed, Token, Until
+from python_language.grammar import lex_python, python_tokenizer
 
 SOFT = {"match", "case", "type", "_"}
 NUMBERS = {"DEC_NUMBER", "HEX_NUMBER", "OCT_NUMBER", "BIN_NUMBER", "FLOAT_NUMBER", "IMAG_NUMBER"}
@@ -124,10 +124,10 @@ def incremental(src: str, cuts: list[int]) -> list[str]:
     for cut in sorted(set(cuts)) + [len(src)]:
         pending += src[prev:cut]
         prev = cut
-        lexed = tok.lex(pending, 0, len(pending), layout, final=False)
-        out += lexed.tokens
+        lexed = tok.lex(pending, 0, len(pending), layout, Until.CERTAIN)
+        out += lexed.terminals
         layout, pending = lexed.layout, pending[lexed.tail:]
-    out += tok.lex(pending, 0, len(pending), layout, final=True).tokens
+    out += tok.lex(pending, 0, len(pending), layout, Until.EOF).terminals
     return out
 
 
@@ -153,8 +153,8 @@ def test_incremental_lexing_matches_batch(src: str, cuts: list[int]) -> None:
 def test_committed_tokens_are_a_prefix(src: str, cut: int) -> None:
     cut = min(cut, len(src))
     tok = python_tokenizer()
-    lexed = tok.lex(src, 0, cut, Layout(), final=False)
-    assert lex_python(src)[: len(lexed.tokens)] == lexed.tokens
+    lexed = tok.lex(src, 0, cut, Layout(), Until.CERTAIN)
+    assert lex_python(src)[: len(lexed.terminals)] == lexed.terminals
 
 
 @pytest.mark.parametrize(
@@ -199,3 +199,44 @@ def test_complete_versus_growing_lexemes(text: str, complete: bool, grows: bool)
     table = python_tokenizer().table
     assert table.is_complete_lexeme(text) == complete
     assert table.can_grow(text) == grows
+
+
+def test_until_says_what_the_end_of_the_text_means() -> None:
+    tok = python_tokenizer()
+    src = "if x:\n    y = ab"
+    certain = tok.lex(src, until=Until.CERTAIN)
+    assert src[certain.tail:] == "ab"  # "ab" may still grow into "abc"
+    assert certain.terminals == ["IF", "NAME", "COLON", "NEWLINE", "INDENT", "NAME", "EQUAL"]
+    boundary = tok.lex(src, until=Until.BOUNDARY)  # "ab" ends here, the file goes on
+    assert boundary.tail == len(src) and boundary.terminals[-1] == "NAME"
+    assert boundary.layout.stack == ((0, 0), (4, 4)) and not boundary.layout.bol
+    eof = tok.lex(src, until=Until.EOF)  # the last line ends and the block closes
+    assert eof.terminals == boundary.terminals + ["NEWLINE", "DEDENT"]
+    tokens = eof.tokens()
+    assert [t.name for t in tokens] == eof.terminals
+    assert all(src.startswith(src[t.start:t.start + 1], t.start) for t in tokens)
+    assert tokens[5] == Token("NAME", src.index("y"))
+
+
+def _render(sym: SymbolicLexed) -> list[str]:
+    """The symbolic stream with each line's indentation rendered from an empty stack."""
+    layout_terminals = python_tokenizer().layout_terminals
+    stack = ((0, 0),)
+    indents = {ind.index: ind.level for ind in sym.indents}
+    out = []
+    for k, name in enumerate(sym.terminals):
+        if k in indents:
+            change, stack = line_start(stack, indents[k])
+            out += layout_terminals.for_change(change)
+        out.append(name)
+    return out + [layout_terminals.dedent] * (len(stack) - 1)
+
+
+@pytest.mark.parametrize("src", SNIPPETS)
+def test_symbolic_lexing_renders_to_the_same_stream(src: str) -> None:
+    """Indentation left symbolic, then rendered against the stack lexing would have kept,
+    gives exactly the stream of ordinary lexing; the symbolic stream has no INDENT/DEDENT."""
+    sym = python_tokenizer().lex_symbolic(src)
+    assert not {"INDENT", "DEDENT"} & set(sym.terminals)
+    assert len(sym.indents) == sym.terminals.count("NEWLINE")  # one per logical line
+    assert _render(sym) == lex_python(src)

@@ -12,7 +12,23 @@ from collections.abc import Iterator, Sequence
 
 from hypothesis import strategies as st
 
-from quotient import Grammar, Nfa
+from quotient import Grammar, Nfa, earley
+
+
+def recognizes(g: Grammar, word: Sequence[str]) -> bool:
+    """Whether the reference recognizer (`quotient.earley`) accepts `word` as a sentence."""
+    state = earley.recognizer(g).scan_many(word)
+    return state is not None and state.is_complete()
+
+
+def nfa_accepts(nfa: Nfa, word: Sequence[str]) -> bool:
+    """Whether `nfa` accepts `word`, by direct simulation of its state sets."""
+    cur = nfa.epsilon_closure([nfa.start])
+    for sym in word:
+        cur = nfa.epsilon_closure(d for s in cur for t, d in nfa.edges[s] if t == sym)
+        if not cur:
+            return False
+    return bool(cur & nfa.finals)
 
 
 def _g(rules: str, start: str) -> Grammar:

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from quotient_families import _g
 
-from quotient import Grammar, earley, fast
+from quotient import Grammar, GrammarError, earley, fast, left_quotient, lr0, right_quotient
 
 FAMILIES: dict[str, Grammar] = {
     "expr": _g(
@@ -259,10 +259,10 @@ def test_terminal_used_by_no_rule_is_rejected_not_unknown() -> None:
 
 def test_extension_shares_base_tables() -> None:
     g = FAMILIES["expr"]
-    base = fast.automaton(g)
-    assert fast.automaton(g) is base
+    base = lr0.automaton(g)
+    assert lr0.automaton(g) is base
     ext = g.with_rules([("Q", ("E", ")")), ("Q", ("Q", ")"))], start="Q")
-    auto = fast.automaton(ext)
+    auto = lr0.automaton(ext)
     assert auto.base is base
     s = fast.recognizer(ext).scan_many(["x", "+", "x", ")", ")"])
     assert s is not None and s.is_complete()
@@ -275,17 +275,18 @@ def test_extension_shares_base_tables() -> None:
 
 def test_extension_cannot_redefine_base_nonterminal() -> None:
     g = FAMILIES["expr"]
-    base = fast.automaton(g)
-    with pytest.raises(ValueError, match="'E'"):
-        fast.Automaton(
-            g.symbol_names,
-            g.n_terminals,
-            [(g.symbol_ids["E"], ())],
-            g.start_id,
-            g.nullable_ids,
-            g.productive_ids,
-            base=base,
-        )
+    with pytest.raises(GrammarError, match="'E'"):
+        g.with_encoded_rules([], [(g.symbol_ids["E"], ())], g.start_id)
+
+
+def test_extension_automaton_needs_its_base_automaton() -> None:
+    g = FAMILIES["expr"]
+    ext = g.with_rules([("Q", ("E", ")"))], start="Q")
+    with pytest.raises(ValueError, match="base"):
+        lr0.Automaton(ext.analysis)  # no base automaton
+    other = FAMILIES["dyck"]
+    with pytest.raises(ValueError, match="base"):
+        lr0.Automaton(ext.analysis, lr0.automaton(other))
 
 
 def test_start_without_rules_is_the_empty_language() -> None:
@@ -305,7 +306,7 @@ def test_quotient_grammars(name: str, data: st.DataObject) -> None:
     g = FAMILIES[name]
     alpha = sorted(g.terminals)
     w = data.draw(st.lists(st.sampled_from(alpha), max_size=4))
-    q = g.left_quotient(w) if data.draw(st.booleans()) else g.right_quotient(w)
+    q = left_quotient(g, w) if data.draw(st.booleans()) else right_quotient(g, w)
     assert_agree(q, data.draw(st.lists(st.sampled_from(alpha), max_size=8)))
 
 

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks.py_terminals import PYTHON_START, file_terminals, python_lark_text, stdlib_file
-from quotient import Grammar, earley, fast
+from quotient import Grammar, earley, fast, right_quotient
 
 FILES = ["keyword.py", "bisect.py", "colorsys.py", "fnmatch.py", "textwrap.py"]
 
@@ -128,7 +128,7 @@ def test_right_quotient_of_python_by_a_file_suffix() -> None:
     as a complete sentence, and both recognizers agree along the way."""
     g = python_grammar()
     word = list(terminals_of("bisect.py"))
-    q = g.right_quotient(word[-200:])
+    q = right_quotient(g, word[-200:])
     assert q.base is not None  # an extension: the base tables are reused
     assert run_both(q, word[:-200]) == len(word) - 200
     state = fast.recognizer(q).scan_many(word[:-200])

@@ -3,10 +3,19 @@
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from quotient_families import FAMILIES, alphabet, derives, nfa_words, random_grammars, words
+from quotient_families import (
+    FAMILIES,
+    alphabet,
+    derives,
+    nfa_words,
+    random_grammars,
+    recognizes,
+    words,
+)
 
 from quotient import Grammar, Nfa
-from quotient.earley import parse_nfa, recognizer, recognizes
+from quotient.earley import recognizer
+from quotient.nfa_charts import parse_nfa
 
 NAMES = sorted(FAMILIES)
 

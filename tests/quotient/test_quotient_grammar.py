@@ -2,10 +2,9 @@
 
 import pytest
 from hypothesis import given, settings
-from quotient_families import FAMILIES, derives, random_grammars, words
+from quotient_families import FAMILIES, derives, random_grammars, recognizes, words
 
 from quotient import Grammar, GrammarError, TerminalDef
-from quotient.earley import recognizes
 
 LARK = r"""
 start: stmt+
@@ -146,11 +145,14 @@ def test_with_rules_extends_encoding():
     assert g2.start == "Top" and "Top" in g2.nullable
     assert recognizes(g2, ["x", "+", "x", "*", "+"]) and recognizes(g2, [])
     assert not recognizes(g2, ["x"])
-    # Tables of the base are extended: old prediction lists are the very same objects.
-    from quotient.earley import tables
-
-    t1, t2 = tables(g), tables(g2)
-    assert all(a is b for a, b in zip(t1.predict, t2.predict, strict=False))
+    # The base's analysis is extended, not redone: its prediction lists are the very same
+    # objects, the new rules' items come after the base's, and the base is left unchanged.
+    a1, a2 = g.analysis, g2.analysis
+    assert a2.base is a1
+    n_items = len(a1.item_next)
+    assert all(x is y for x, y in zip(a1.predict, a2.predict, strict=False))
+    assert a2.item_next[:n_items] == a1.item_next and len(a2.item_next) > n_items
+    assert len(a1.predict) == len(g.symbol_names)
 
 
 def test_with_rules_errors():

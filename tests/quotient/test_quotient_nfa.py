@@ -1,7 +1,7 @@
 """Unit tests for quotient.nfa: builders and combinators against their set semantics."""
 
 import pytest
-from quotient_families import words
+from quotient_families import nfa_accepts, words
 
 from quotient import Nfa
 
@@ -9,7 +9,7 @@ ALPHA = ["a", "b"]
 
 
 def lang(nfa: Nfa, n: int = 5) -> set[tuple[str, ...]]:
-    return {tuple(w) for w in words(ALPHA, n) if nfa.accepts(w)}
+    return {tuple(w) for w in words(ALPHA, n) if nfa_accepts(nfa, w)}
 
 
 def test_from_symbols_and_trivial():

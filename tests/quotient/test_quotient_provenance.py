@@ -10,10 +10,12 @@ exactly the derived rules that `quotients._extract` reads off the prediction ind
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from provenance_oracle import parse_nfa_provenance
 from quotient_families import FAMILIES, alphabet
 
 from quotient import Nfa
-from quotient.earley import MASK, SHIFT, parse_nfa, parse_nfa_provenance, tables
+from quotient.keys import MASK, SHIFT
+from quotient.nfa_charts import parse_nfa
 from quotient.quotients import _Derived, _extract
 
 NAMES = sorted(FAMILIES)
@@ -35,14 +37,13 @@ def _nfas(alpha):
 
 def fig2_rules(pc, end_charts) -> set[tuple[str, tuple[str, ...]]]:
     """Quotient rules by following creation methods backwards from the end charts."""
-    t = pc.t
-    g = t.grammar
-    names = g.symbol_names
+    t = pc.analysis
+    names = t.symbol_names
 
     def tail(key: int, skip: int) -> tuple[str, ...]:
         item = key & MASK
         rid = t.item_rule[item]
-        return g.rules[rid][1][item - t.rule_first[rid] + skip:]
+        return tuple(names[s] for s in t.rule_table[rid][1][item - t.rule_first[rid] + skip:])
 
     def dname(key: int) -> str:
         return f"{names[t.item_lhs[key & MASK]]}!{key >> SHIFT}"
@@ -108,7 +109,7 @@ def test_provenance_records_duplicates():
     """An item predicted by two different items keeps both creations."""
     g = FAMILIES["expr"]
     pc = parse_nfa_provenance(g, Nfa.from_symbols(["("]))
-    t = tables(g)
+    t = g.analysis
     # In chart 1 (after "("), each T item started there is predicted both by E -> . T and by
     # the left-recursive T -> . T * F; both creations are kept.
     f_items = [k for k in pc.chart(1) if g.symbol_names[t.item_lhs[k & MASK]] == "T"

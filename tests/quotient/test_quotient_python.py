@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from quotient import Grammar, Nfa
+from quotient import Grammar, Nfa, left_quotient, right_quotient, right_quotient_split
 from quotient.earley import recognizer
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
@@ -54,11 +54,11 @@ def test_whole_file_and_corruptions(py, terms):
 @pytest.mark.parametrize("cut", [10, 333, 900])
 def test_right_and_left_quotients_of_real_file(py, terms, cut):
     prefix, suffix = terms[:cut], terms[cut:]
-    rq_full = py.right_quotient(suffix)
+    rq_full = right_quotient(py, suffix)
     assert _complete(rq_full, prefix)
     assert not _complete(rq_full, prefix + ["LPAR"])  # unbalanced whatever the cut
     assert recognizer(rq_full).scan_many(prefix + ["RPAR", "RPAR", "RPAR"]) is None
-    lq = py.left_quotient(prefix)
+    lq = left_quotient(py, prefix)
     assert _complete(lq, suffix)
     assert not _complete(lq, ["LPAR"] + suffix)
 
@@ -67,7 +67,7 @@ def test_split_on_real_suffix(py, terms):
     prefix, suffix = terms[:600], terms[600:]
     common = Nfa.from_symbols(suffix[:2:-1])
     rev = common.concat(Nfa.union(*(Nfa.from_symbols(suffix[k:3][::-1]) for k in range(3))))
-    q, starts = py.right_quotient_split(rev)
+    q, starts = right_quotient_split(py, rev)
     # Each final f: branch k skips the first k terminals of the suffix; prefix + those k
     # terminals must complete it.
     for k, f in enumerate(sorted(starts)):

@@ -16,8 +16,8 @@ import pytest
 from lark.lexer import Lexer
 from lark.lexer import Token as LarkToken
 
-from tests.grammar._harness import GRAMMAR_PATH, lexers
-from tests.grammar.constructs import CONSTRUCTS, NEEDS_SEAM_LEXER
+from tests.python_language.grammar._harness import GRAMMAR_PATH, lexers
+from tests.python_language.grammar.constructs import CONSTRUCTS, NEEDS_SEAM_LEXER
 
 pytestmark = pytest.mark.slow
 
@@ -58,10 +58,7 @@ def test_detector_sees_an_ambiguity() -> None:
 
 @pytest.mark.parametrize("construct", sorted(CONSTRUCTS))
 def test_construct_programs_are_unambiguous(construct: str) -> None:
-    available = lexers()
-    if construct in NEEDS_SEAM_LEXER and "seam" not in available:
-        pytest.skip("needs Seam's lexer")
-    lex = available["seam" if construct in NEEDS_SEAM_LEXER else "tokenize"]
+    lex = lexers()["seam" if construct in NEEDS_SEAM_LEXER else "tokenize"]
     for source in CONSTRUCTS[construct][0]:
         try:
             terminals = lex(source)

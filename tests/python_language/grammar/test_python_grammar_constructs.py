@@ -1,7 +1,7 @@
 """Each construct of Python 3.12 is accepted by Seam's grammar, and its near misses rejected.
 
 Programs come from `constructs.py`. For every program the grammar's verdict (through
-`quotient.Grammar.from_lark(...).recognizer()`) must equal the table's, and so must CPython's
+`quotient.recognizer(Grammar.from_lark(...))`) must equal the table's, and so must CPython's
 parser (3.12 in a subprocess when installed; else the running interpreter where its verdict is
 the same as 3.12's). Terminal streams come from the tokenize adapter and, when it exists, from
 Seam's own lexer.
@@ -14,8 +14,17 @@ import tokenize
 
 import pytest
 
-from tests.grammar._harness import accepts, lexers, local_ast_accepts, python312_verdicts
-from tests.grammar.constructs import CONSTRUCTS, KNOWN_SEAM_LEXER_GAPS, NEEDS_SEAM_LEXER
+from tests.python_language.grammar._harness import (
+    accepts,
+    lexers,
+    local_ast_accepts,
+    python312_verdicts,
+)
+from tests.python_language.grammar.constructs import (
+    CONSTRUCTS,
+    KNOWN_SEAM_LEXER_GAPS,
+    NEEDS_SEAM_LEXER,
+)
 
 CASES = [
     pytest.param(construct, source, expected, id=f"{construct}-{'ok' if expected else 'bad'}{i}")

@@ -10,7 +10,7 @@ import tokenize
 import pytest
 import regex
 
-from tests.grammar._harness import python_grammar
+from tests.python_language.grammar._harness import python_grammar
 
 NUMBER_TERMINALS = ("DEC_NUMBER", "HEX_NUMBER", "OCT_NUMBER", "BIN_NUMBER", "FLOAT_NUMBER",
                     "IMAG_NUMBER")

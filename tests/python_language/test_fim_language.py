@@ -1,19 +1,22 @@
-"""quotient.FimLanguage: exactness against CPython's parser, scopes, windows and bad input."""
+"""python_language.FimLanguage: exactness against CPython's parser, scopes, windows, bad input."""
 
 from __future__ import annotations
 
 import random
+import sys
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lexer.cpython import parses  # ast.parse, warnings silenced
-from quotient import FimLanguage
+from python_language import FimLanguage
+from quotient import Constraint, ConstraintState, LanguageMode, Scope
+from tests.python_language.grammar._harness import python312_verdicts
 
 MODES = {"exact", "window", "prefix", "none"}
 
-FILES = [
+SHORT_FILES = [
     "import os\n\n\ndef f(a, b=1):\n    if a:\n        return os.path.join(a, 'x')\n"
     "    for i in range(b):\n        print(i, end='')\n    return None\n\n\nx = f(1)\n",
     "class A:\n    def m(self, x):\n        try:\n            y = {k: v for k, v in x}\n"
@@ -26,15 +29,61 @@ FILES = [
     "with open('f') as fh, open('g') as gh:\n    data = fh.read() + gh.read()\n",
 ]
 
+# Top-level blocks longer than the left window's inner-cut minimum, so that cursors deep in
+# them are parsed from the block's last statement under a synthetic header. No top-level
+# `try`: a middle that adds `except:` at column 0 is the synthetic header's documented
+# approximation (the decoder's final `ast.parse` covers it).
+LONG_FILES = [
+    "import os\n\n\nclass Store:\n    \"\"\"Keeps values.\"\"\"\n\n"
+    "    def __init__(self, root):\n        self.root = root\n        self.items = {}\n\n"
+    "    def get(self, key, default=None):\n        if key in self.items:\n"
+    "            return self.items[key]\n        return default\n\n"
+    "    def put(self, key, value):\n        for k in list(self.items):\n"
+    "            if k == key:\n                del self.items[k]\n"
+    "        self.items[key] = value\n\n"
+    "    def load(self, name):\n        try:\n"
+    "            with open(os.path.join(self.root, name)) as fh:\n"
+    "                return fh.read()\n        except OSError as err:\n"
+    "            raise KeyError(name) from err\n\n"
+    "    @property\n    def size(self):\n        return len(self.items)\n\n\n"
+    "store = Store('/tmp')\nprint(store.size)\n",
+    "import sys\n\nif sys.argv[1:]:\n    mode = sys.argv[1]\n"
+    "    values = [int(a) for a in sys.argv[2:]]\n    total = 0\n    for v in values:\n"
+    "        if v > 0:\n            total += v\n        else:\n            total -= v\n"
+    "    print(mode, total)\n    while total > 10:\n        total //= 2\n"
+    "    result = {'mode': mode, 'total': total}\n    print(result)\n"
+    "    names = sorted(result)\n    print(names)\n    width = max(len(n) for n in names)\n"
+    "    rows = [n.ljust(width) for n in names]\n    label = f'{mode}: {total:>{8}}'\n"
+    "elif sys.stdin.isatty():\n    print('interactive')\nelse:\n    data = sys.stdin.read()\n"
+    "    print(len(data))\n",
+]
+FILES = {"short": SHORT_FILES, "long": LONG_FILES}
+
 
 def accepts(lang: FimLanguage, middle: str) -> bool:
     state = lang.initial().feed(middle)
     return state is not None and state.is_complete()
 
 
+def cpython312_parses(text: str) -> bool:
+    """CPython's verdict on `text` for the Python version the grammar targets (3.12).
+
+    The running interpreter answers unless it is older and disagrees with 3.12 on a construct
+    3.12 changed (a line break inside an f-string's replacement field, PEP 701): the local
+    parser's verdict is checked with a 3.12 interpreter when one is installed.
+    """
+    local = parses(text)
+    if sys.version_info >= (3, 12):
+        return local
+    verdicts = python312_verdicts([text])
+    return local if verdicts is None else verdicts[text]
+
+
+@pytest.mark.parametrize("kind", sorted(FILES))
 @settings(max_examples=40, deadline=None)
-@given(st.sampled_from(FILES), st.integers(0, 10**6), st.integers(0, 60))
-def test_true_middle_accepted_at_every_character(src: str, a: int, length: int) -> None:
+@given(data=st.data(), a=st.integers(0, 10**6), length=st.integers(0, 60))
+def test_true_middle_accepted_at_every_character(kind: str, data, a: int, length: int) -> None:
+    src = data.draw(st.sampled_from(FILES[kind]))
     i = a % (len(src) + 1)
     j = min(len(src), i + length)
     left, middle, right = src[:i], src[i:j], src[j:]
@@ -50,10 +99,12 @@ def test_true_middle_accepted_at_every_character(src: str, a: int, length: int) 
 ALPHABET = "ab1 ()[]{}:.,='\"\n#\\"
 
 
+@pytest.mark.parametrize("kind", sorted(FILES))
 @settings(max_examples=60, deadline=None)
-@given(st.sampled_from(FILES), st.integers(0, 10**6), st.integers(0, 40),
-       st.lists(st.tuples(st.integers(0, 100), st.sampled_from(ALPHABET)), max_size=3))
-def test_is_complete_agrees_with_cpython(src: str, a: int, length: int, edits) -> None:
+@given(data=st.data(), a=st.integers(0, 10**6), length=st.integers(0, 40),
+       edits=st.lists(st.tuples(st.integers(0, 100), st.sampled_from(ALPHABET)), max_size=3))
+def test_is_complete_agrees_with_cpython(kind: str, data, a: int, length: int, edits) -> None:
+    src = data.draw(st.sampled_from(FILES[kind]))
     i = a % (len(src) + 1)
     j = min(len(src), i + length)
     left, middle, right = src[:i], src[i:j], src[j:]
@@ -61,7 +112,27 @@ def test_is_complete_agrees_with_cpython(src: str, a: int, length: int, edits) -
         pos = min(pos, len(middle))
         middle = middle[:pos] + ch + middle[pos + 1:]
     lang = FimLanguage.for_python(left, right)
-    assert accepts(lang, middle) == parses(left + middle + right)
+    ours = accepts(lang, middle)
+    if ours != parses(left + middle + right):
+        assert ours == cpython312_parses(left + middle + right)
+
+
+@pytest.mark.parametrize("src, anchor", [(LONG_FILES[0], "return len(self.items)"),
+                                         (LONG_FILES[1], "label = ")], ids=["class", "if"])
+def test_long_files_are_cut_inside_their_block(src: str, anchor: str) -> None:
+    """The property tests above reach the inner cut: a cursor deep in a long file's block is
+    parsed under a synthetic header, and the answers stay exact there."""
+    cursor = src.index(anchor)
+    line_end = src.index("\n", cursor) + 1
+    left, right = src[:cursor], src[line_end:]
+    lang = FimLanguage.for_python(left, right)
+    assert lang.mode == "exact"
+    assert lang.left_window.startswith(("class _:\n", "if 1:\n", "while 1:\n"))
+    assert len(lang.left_window) < cursor - lang.left_start
+    indent = left[left.rindex("\n") + 1:]
+    for middle in [src[cursor:line_end], "pass\n", "", "x = (\n", f"print(1)\n{indent}pass\n"]:
+        assert accepts(lang, middle) == parses(left + middle + right), middle
+    assert accepts(lang, src[cursor:line_end])
 
 
 def test_viability_rejects_dead_prefixes() -> None:
@@ -115,6 +186,16 @@ def test_right_context_layout_follows_the_middle() -> None:
 def test_scopes(scope: str, middle: str, ok: bool) -> None:
     lang = FimLanguage.for_python("def f():\n    y = ", "\n", scope=scope)
     assert accepts(lang, middle) == ok
+
+
+def test_the_language_implements_the_constraint_protocol() -> None:
+    lang = FimLanguage.for_python("x = ", "\n", scope=Scope.STATEMENT)
+    assert isinstance(lang, Constraint) and isinstance(lang.initial(), ConstraintState)
+    assert lang.mode is LanguageMode.EXACT and lang.mode == "exact" and lang.reason == ""
+    assert lang.scope is Scope.STATEMENT
+    assert FimLanguage.for_python("x = ", "\n", scope="statement").scope is Scope.STATEMENT
+    broken = FimLanguage.for_python(*BAD["cursor in a broken statement"])
+    assert broken.mode is LanguageMode.NONE and isinstance(broken.initial(), ConstraintState)
 
 
 def test_unknown_scope_is_a_clear_error() -> None:
@@ -236,17 +317,17 @@ def test_indentation_split_between_middle_and_right_context() -> None:
 
 
 def test_outside_text_is_parsed_once_per_content():
-    from quotient import fim_language
+    from python_language import fallback
 
     body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(400))
     left = body + "def g(y):\n    z = y"
-    fim_language._outside_parses.cache_clear()
+    fallback.outside_parses.cache_clear()
     modes = []
     for tail in ("\n    return z\n", "\n    return -z\n"):  # two right contexts, two languages
         lang = FimLanguage.for_python(left, tail + body, scope="statement")
         assert lang.left_start > len(body) // 2  # a window: most of the file lies outside
         modes.append(lang.mode)
-    info = fim_language._outside_parses.cache_info()
+    info = fallback.outside_parses.cache_info()
     assert modes == ["exact", "exact"]
     assert info.hits >= 1 and info.misses <= 2
 

@@ -24,7 +24,12 @@ the next candidate or to no window (`FimLanguage.mode` says which).
 
 from __future__ import annotations
 
+import functools
+from typing import NamedTuple
+
 import regex
+
+from lexer.tokenizer import Lexed, Tokenizer
 
 _STATEMENT_START = regex.compile(
     r"(?:(?:async|class|def|for|from|global|if|import|nonlocal|try|while|with|assert|del|"
@@ -107,18 +112,48 @@ def right_boundaries(text: str, limit: int = 8, ambiguous: list[int] | None = No
 
 # -- windows inside a large top-level block ------------------------------------------------
 
-_LAYOUT = frozenset(("NEWLINE", "INDENT", "DEDENT"))
-_CLAUSES = frozenset(("ELSE", "ELIF", "EXCEPT", "FINALLY", "CASE"))
+
+class InnerCut(NamedTuple):
+    """A window cut again inside a large top-level block (see `inner_cut`)."""
+
+    offset: int  # where the kept text begins in the window
+    header: str  # the synthetic one-line header put before it
+    column: int  # the indentation of the block's body
 
 
-def inner_cut(text: str, tokens: list[str], starts: list[int], cursor_col: int | None = None
-              ) -> tuple[int, str, int] | None:
+class _Words(NamedTuple):
+    """Terminal names `inner_cut` reasons about, read from the tokenizer's configuration."""
+
+    layout: frozenset[str]
+    indent: str
+    dedent: str
+    clauses: frozenset[str]  # else, elif, except, finally, case
+    at: str
+    if_like: frozenset[str]  # headers that accept elif/else: if, elif
+    loops: frozenset[str]  # headers that accept else: for, while
+    match: str
+
+
+@functools.lru_cache(maxsize=4)
+def _words(tokenizer: Tokenizer) -> _Words:
+    lit = tokenizer.table.literals
+    lt = tokenizer.layout_terminals
+    return _Words(
+        layout=frozenset(lt), indent=lt.indent, dedent=lt.dedent,
+        clauses=frozenset(lit[w] for w in ("else", "elif", "except", "finally", "case")),
+        at=lit["@"], if_like=frozenset((lit["if"], lit["elif"])),
+        loops=frozenset((lit["for"], lit["while"])), match=lit["match"],
+    )
+
+
+def inner_cut(text: str, lexed: Lexed, tokenizer: Tokenizer, cursor_col: int | None = None
+              ) -> InnerCut | None:
     """Cut a top-level window again at the last statement of the block's own body.
 
-    `tokens`/`starts` are the lexed window `text` (which begins at a clean top-level
-    boundary); `cursor_col` is the indentation of the cursor's line when the cursor is still
-    in its leading white space. Returns (offset of the cut, synthetic header, the body's
-    column) or None when the cursor is not inside the block's body.
+    `lexed` is the window `text` (which begins at a clean top-level boundary) lexed by
+    `tokenizer`; `cursor_col` is the indentation of the cursor's line when the cursor is still
+    in its leading white space. Returns the cut, or None when the cursor is not inside the
+    block's body.
 
     The header is one line that opens a block at column 0, so that the kept text (statements
     at the body's indentation) lexes and parses as it did under the real header. The real
@@ -133,6 +168,7 @@ def inner_cut(text: str, tokens: list[str], starts: list[int], cursor_col: int |
     the parser needs only to open the block. The approximation is in the clauses a middle
     adds at column 0 (see above); the decoder's final check with CPython's parser covers it.
     """
+    w = _words(tokenizer)
     levels = 1
     at_line_start = True
     last_top: str | None = None
@@ -140,11 +176,11 @@ def inner_cut(text: str, tokens: list[str], starts: list[int], cursor_col: int |
     best: int | None = None
     best_header: str | None = None
     best_col = 0
-    for tok, pos in zip(tokens, starts, strict=True):
-        if tok in _LAYOUT:
-            if tok == "INDENT":
+    for tok, pos in zip(lexed.terminals, lexed.starts, strict=True):
+        if tok in w.layout:
+            if tok == w.indent:
                 levels += 1
-            elif tok == "DEDENT":
+            elif tok == w.dedent:
                 levels -= 1
             else:
                 at_line_start = True
@@ -154,25 +190,26 @@ def inner_cut(text: str, tokens: list[str], starts: list[int], cursor_col: int |
         at_line_start = False
         if levels == 1:
             last_top = tok
-        elif levels == 2 and tok not in _CLAUSES and prev_first != "AT" and last_top is not None:
+        elif levels == 2 and tok not in w.clauses and prev_first != w.at \
+                and last_top is not None:
             line_start = text.rfind("\n", 0, pos) + 1
             ws = text[line_start:pos]
             if ws and ws.strip(" ") == "":
-                best, best_header, best_col = line_start, _header_for(last_top), len(ws)
+                best, best_header, best_col = line_start, _header_for(last_top, w), len(ws)
         prev_first = tok
     if best is None or best_header is None or levels < 2:
         return None
     if cursor_col is not None and cursor_col < best_col:
         return None  # the cursor's line has left the body
-    return best, best_header, best_col
+    return InnerCut(best, best_header, best_col)
 
 
-def _header_for(first: str) -> str | None:
-    if first in ("IF", "ELIF"):
+def _header_for(first: str, w: _Words) -> str | None:
+    if first in w.if_like:
         return "if 1:\n"
-    if first in ("FOR", "WHILE"):
+    if first in w.loops:
         return "while 1:\n"
-    if first == "MATCH":
+    if first == w.match:
         return None
     return "class _:\n"
 

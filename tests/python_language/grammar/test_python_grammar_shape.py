@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.grammar._harness import accepts, lexers, local_ast_accepts, python_grammar
+from tests.python_language.grammar._harness import (
+    accepts,
+    lexers,
+    local_ast_accepts,
+    python_grammar,
+)
 
 
 def test_every_rule_is_productive_and_reachable() -> None:

@@ -1,9 +1,9 @@
 """Shared machinery of the grammar tests: the loaded grammar, terminal streams, the oracle.
 
 `accepts(source, lexer)` feeds a program's terminal stream to the recognizer of Seam's own
-Python grammar (`quotient.Grammar.from_lark(...).recognizer()`) and says whether the whole
+Python grammar (`quotient.recognizer(Grammar.from_lark(...))`) and says whether the whole
 program is a sentence. Streams come from the `tokenize` adapter (`_tokenize.py`) and from Seam's
-lexer (`quotient.python_grammar.lex_python`, whose `LexError` is re-raised as `SyntaxError`).
+lexer (`python_language.lex_python`, whose `LexError` is re-raised as `SyntaxError`).
 
 The oracle is CPython's parser: `python3.12` in a subprocess when it is installed (the grammar
 targets 3.12), else the running interpreter's `ast.parse` for sources whose verdict did not
@@ -22,10 +22,12 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 
-from quotient import Grammar
-from tests.grammar._tokenize import tokenize_terminals
+from lexer.tokenizer import LexError
+from python_language.grammar import lex_python
+from quotient import Grammar, recognizer
+from tests.python_language.grammar._tokenize import tokenize_terminals
 
-GRAMMAR_PATH = Path(__file__).resolve().parents[2] / "quotient" / "grammars" / "python.lark"
+GRAMMAR_PATH = Path(__file__).resolve().parents[3] / "python_language" / "python.lark"
 PYENV_VERSIONS = Path("/root/.pyenv/versions")
 
 
@@ -46,34 +48,21 @@ def _tokenize_lexer(source: str) -> list[str]:
     return [t.type for t in tokenize_terminals(source, literal_names())]
 
 
-def _seam_lexer() -> Callable[[str], list[str]] | None:
+def _seam_lexer(source: str) -> list[str]:
     try:
-        from lexer.tokenizer import LexError
-        from quotient.python_grammar import lex_python
-    except ImportError:
-        return None
-
-    def lex(source: str) -> list[str]:
-        try:
-            return lex_python(source)
-        except LexError as exc:
-            raise SyntaxError(str(exc)) from exc
-
-    return lex
+        return lex_python(source)
+    except LexError as exc:
+        raise SyntaxError(str(exc)) from exc
 
 
 def lexers() -> dict[str, Callable[[str], list[str]]]:
-    """The available terminal-stream producers by name: always "tokenize", "seam" when it exists."""
-    out: dict[str, Callable[[str], list[str]]] = {"tokenize": _tokenize_lexer}
-    seam = _seam_lexer()
-    if seam is not None:
-        out["seam"] = seam
-    return out
+    """The terminal-stream producers by name: CPython's "tokenize" (adapted) and "seam"."""
+    return {"tokenize": _tokenize_lexer, "seam": _seam_lexer}
 
 
 def recognizes(terminals: Iterable[str]) -> bool:
     """Whether the terminal sequence is a whole sentence of the grammar."""
-    state = python_grammar().recognizer().scan_many(list(terminals))
+    state = recognizer(python_grammar()).scan_many(list(terminals))
     return state is not None and state.is_complete()
 
 

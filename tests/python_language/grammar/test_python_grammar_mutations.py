@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.grammar._harness import accepts, lexers, local_ast_accepts
+from tests.python_language.grammar._harness import accepts, lexers, local_ast_accepts
 
 MODULES = ("textwrap.py", "argparse.py", "dataclasses.py", "asyncio/tasks.py", "re/_parser.py",
            "json/decoder.py", "inspect.py", "typing.py")

@@ -1,0 +1,49 @@
+"""Loading a model spec with the engine that runs it, importing only that engine.
+
+``fim.model_specs`` says what a spec names and which engine runs it; this module imports the
+chosen engine (llama.cpp or transformers with torch) and returns its ``fim.backend.Backend``.
+Kept apart from the records in ``fim.backend`` so that the engines, which build those records,
+and this module, which imports the engines, do not import each other.
+"""
+
+from __future__ import annotations
+
+from fim.backend import Backend, Progress
+from fim.model_specs import EngineKind, choose_engine, classify_spec, normalize_spec
+
+
+def load_backend(
+    spec: str,
+    engine: EngineKind | str | None = "auto",
+    device: str = "auto",
+    dtype: str = "auto",
+    trust_remote_code: bool = False,
+    progress: Progress | None = None,
+    *,
+    slots: int = 4,
+    context: int | None = None,
+    threads: int | None = None,
+) -> Backend:
+    """Load ``spec`` with the chosen engine (see ``fim.model_specs``).
+
+    ``slots`` is how many token sequences the step model keeps cached; ``context`` bounds the
+    positions per sequence (llama.cpp allocates ``slots * context`` cells up front);
+    ``threads`` is llama.cpp's thread count (default: the CPUs this process may use, at
+    most 8).
+    """
+    spec = normalize_spec(spec)
+    kind = classify_spec(spec)
+    chosen = choose_engine(kind, engine, device)
+    if chosen is EngineKind.LLAMA_CPP:
+        if dtype not in (None, "", "auto"):
+            raise ValueError("--dtype applies to the transformers engine; a GGUF file carries "
+                             "its own quantization (use --engine transformers to set it)")
+        from fim.llama_engine import load_llama_backend
+
+        return load_llama_backend(spec, kind, progress=progress, slots=slots,
+                                  context=context, threads=threads)
+    # transformers dequantizes GGUF weights (the bundled model: once, into a safetensors cache).
+    from fim.transformers_engine import load_transformers_backend
+
+    return load_transformers_backend(spec, kind, device, dtype, trust_remote_code, progress,
+                                     slots=slots)
