@@ -38,7 +38,7 @@ from fim.templates import (
     project_context,
     stop_ids,
 )
-from quotient.constraint import Constraint
+from quotient.constraint import Constraint, ConstraintState
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ SCOPES = ("line", "statement", "block", "free")
 DEGRADED_MODES = ("prefix", "none")
 STOPS = ("eos", "best_complete", "budget", "no_candidate", "cancelled", "time")
 
-LanguageFactory = Callable[[str, str, str], object]
+LanguageFactory = Callable[[str, str, str], Constraint]
 
 
 class ConstraintUnavailable(RuntimeError):
@@ -159,8 +159,8 @@ class _LanguageEntry:
     left: str
     right: str
     scope: str
-    language: object
-    initial: object
+    language: Constraint
+    initial: ConstraintState
     cache: FeedCache = field(default_factory=FeedCache)
 
 
@@ -318,12 +318,31 @@ class Engine:
             return self._setup.step_model.prefill(prompt.ids, cancel) is not None
 
     @staticmethod
-    def _partial_sink(req: CompletionRequest, on_partial: Callable[[str], None]
-                      ) -> Callable[[str], None]:
-        """Pass on only partial middles with which the whole file parses (the same final
-        check every returned middle gets)."""
+    def _contexts_to_check(req: CompletionRequest, entry: _LanguageEntry | None
+                           ) -> tuple[str, str] | None:
+        """The parts of the contexts that decide whether a middle makes the file parse: the
+        constraint's check region where it has one (a 5 MB file is not re-read per middle),
+        else all of them; ``None`` in mode ``window``, where the text outside the windows is
+        broken, so the file cannot parse whatever the middle (the constraint is exact within
+        the windows)."""
+        if entry is None:
+            return req.left, req.right
+        if entry.language.mode == "window":
+            return None
+        region = entry.language.check_region()
+        if region is None:
+            return req.left, req.right
+        return req.left[region[0]:], req.right[:region[1]]
+
+    def _partial_sink(self, req: CompletionRequest, entry: _LanguageEntry | None,
+                      on_partial: Callable[[str], None]) -> Callable[[str], None]:
+        """Pass on only partial middles with which the file parses (the same final check
+        every returned middle gets)."""
+        contexts = self._contexts_to_check(req, entry)
+
         def sink(middle: str) -> None:
-            if middle and decoding.parses(req.left + middle + req.right):
+            if middle and (contexts is None
+                           or decoding.parses(contexts[0] + middle + contexts[1])):
                 on_partial(middle)
         return sink
 
@@ -345,7 +364,7 @@ class Engine:
             temperature=req.temperature, seed=req.seed,
             state=state, cache=entry.cache if entry else None,
             cancel=cancel, deadline=deadline, line_stop=req.line_stop,
-            on_line=self._partial_sink(req, on_partial) if on_partial else None,
+            on_line=self._partial_sink(req, entry, on_partial) if on_partial else None,
             progress=progress,
         )
         middle, stop, constraint_ms = out.middle, out.stop, out.constraint_ms
@@ -354,8 +373,9 @@ class Engine:
         # Checked mode always takes the longest prefix that parses; constrained mode falls back
         # to it when the whole file does not parse with its middle.
         cut = req.mode == "checked" and middle is not None and out.stop != "cancelled"
+        contexts = self._contexts_to_check(req, entry)
         if req.mode != "checked" and middle is not None:
-            parses = decoding.parses(req.left + middle + req.right)
+            parses = contexts is not None and decoding.parses(contexts[0] + middle + contexts[1])
             if req.mode == "constrained" and not parses:
                 if lang_mode == "exact":
                     # The constraint accepted a middle that Python rejects: a bug to surface
@@ -373,7 +393,8 @@ class Engine:
                 cut = lang_mode == "exact" or lang_mode in DEGRADED_MODES
         if cut:
             t0 = time.perf_counter()
-            middle, stop = decoding.checked_cut(req.left, middle, req.right, stop)
+            check_left, check_right = contexts or (req.left, req.right)
+            middle, stop = decoding.checked_cut(check_left, middle, check_right, stop)
             constraint_ms += (time.perf_counter() - t0) * 1e3
             parses = middle is not None
         return CompletionResult(

@@ -57,7 +57,8 @@ class FimLanguage:
 
     def __init__(self, *, left: str, right: str, scope: Scope, rules: MiddleRules,
                  base_mode: LanguageMode, reason: str, left_start: int, left_window: str,
-                 right_window: str, outside_right: int, initial: FimState) -> None:
+                 right_window: str, outside_right: int, initial: FimState,
+                 skipped: str = "", body_column: int | None = None) -> None:
         self.left = left
         self.right = right
         self.scope = scope
@@ -69,6 +70,8 @@ class FimLanguage:
         self._base_mode = base_mode  # EXACT, PREFIX or NONE; WINDOW is decided lazily
         self._outside_right = outside_right  # where the text outside R's window begins
         self._initial = initial
+        self._skipped = skipped  # the block's start an inner cut left out (see LeftWindow)
+        self._body_column = body_column
         self._checked_mode: LanguageMode | None = None  # memo of `mode` for the exact case
 
     @classmethod
@@ -102,10 +105,28 @@ class FimLanguage:
         if self._base_mode is not LanguageMode.EXACT:
             return self._base_mode
         if self._checked_mode is None:
-            outside = (self.left[: self.left_start], self.right[self._outside_right:])
+            outside = [self.left[: self.left_start], self.right[self._outside_right:]]
+            if self._skipped:
+                # An inner cut assumes the block's header and the body statements it left out
+                # are complete: they must parse as a block of their own.
+                outside.append(self._skipped + " " * (self._body_column or 1) + "pass\n")
             self._checked_mode = LanguageMode.EXACT if all(map(outside_parses, outside)) \
                 else LanguageMode.WINDOW
         return self._checked_mode
+
+    def check_region(self) -> tuple[int, int] | None:
+        """Where a middle's validity is decided (see `quotient.Constraint`): from the left
+        window's top-level boundary to the first top-level boundary after the right window.
+
+        Exact only in mode EXACT: both cuts then lie at clean top-level statement boundaries
+        whose outside parts parse on their own (checked once per text, cached), and a Python
+        module parses exactly when the statements on each side of such a boundary do (the
+        parser keeps no state across a top-level NEWLINE at column 0; `ast.parse` checks
+        nothing across statements, e.g. not where `from __future__` stands).
+        """
+        if self.mode is not LanguageMode.EXACT:
+            return None
+        return self.left_start, self._outside_right
 
     @property
     def indent_width(self) -> int | None:
@@ -132,7 +153,8 @@ def _build(tok: Tokenizer, left: str, right: str, scope: Scope, windowing: bool
         return FimLanguage(
             left=left, right=right, scope=scope, rules=rules, base_mode=LanguageMode.EXACT,
             reason=reason, left_start=lw.start, left_window=lw.text, right_window=window.text,
-            outside_right=outside_right, initial=initial,
+            outside_right=outside_right, initial=initial, skipped=lw.skipped,
+            body_column=lw.body_column,
         )
     # No branch fits: only ask that left + middle + R's window stays a valid prefix.
     right_window = right[: cuts.ends[0]]

@@ -17,7 +17,7 @@ from lexer.tokenizer import Lexed, LexError, Tokenizer, Until
 from quotient import RecognizerState, recognizer
 
 from .grammar import python_grammar
-from .windows import inner_cut, left_boundaries
+from .windows import comment_resync_starts, inner_cut, left_boundaries
 
 #: Characters: smaller top-level windows are not cut again inside their block.
 INNER_CUT_MIN = 400
@@ -44,6 +44,9 @@ class LeftWindow:
     pending: str  # the uncertain tail at the cursor (not yet scanned)
     state: RecognizerState  # the grammar's recognizer after `lexed.terminals`
     body_column: int | None  # the block body's indentation when cut inside a block
+    #: when cut inside a block: the block's header and body statements the cut left out
+    #: (from `start`), which the window assumes complete; "" otherwise
+    skipped: str = ""
 
     @property
     def layout(self) -> Layout:
@@ -68,6 +71,14 @@ def find_left_window(tokenizer: Tokenizer, left: str, windowing: bool) -> LeftWi
         # window that agrees the cursor is not in a string.
         if "\n" not in got.pending:
             return got
+    if found is None and windowing:
+        # Nothing parses from any clean boundary: the text before the cursor is broken.
+        # Pick up again at a column-0 comment after the breakage, as an error-recovering
+        # reader would (the language then reports mode "window": the outside is broken).
+        for start in comment_resync_starts(left)[:MAX_LEFT_CANDIDATES]:
+            got = _window_from(tokenizer, left, start, windowing)
+            if got is not None and "\n" not in got.pending:
+                return got
     return found
 
 
@@ -81,6 +92,7 @@ def _window_from(tokenizer: Tokenizer, left: str, start: int, windowing: bool
     except LexError:
         return None
     column = None
+    skipped = ""
     if windowing and len(text) > INNER_CUT_MIN:
         layout = lexed.layout
         cut = inner_cut(text, lexed, tokenizer, layout.col if layout.bol else None)
@@ -88,6 +100,7 @@ def _window_from(tokenizer: Tokenizer, left: str, start: int, windowing: bool
             inner_text = cut.header + text[cut.offset:]
             try:
                 inner = tokenizer.lex(inner_text, 0, len(inner_text), Layout(), Until.CERTAIN)
+                skipped = text[:cut.offset]
                 text, lexed, column = inner_text, inner, cut.column
             except LexError:
                 pass
@@ -99,4 +112,4 @@ def _window_from(tokenizer: Tokenizer, left: str, start: int, windowing: bool
     state = recognizer(python_grammar()).scan_many(lexed.terminals)
     if state is None:
         return None
-    return LeftWindow(start, text, lexed, text[lexed.tail:], state, column)
+    return LeftWindow(start, text, lexed, text[lexed.tail:], state, column, skipped)

@@ -82,6 +82,35 @@ def left_boundaries(text: str, limit: int = 8) -> list[int]:
     return out
 
 
+def comment_resync_starts(text: str) -> list[int]:
+    """Where to resynchronise when no clean boundary gives a valid window: the starts of the
+    column-0 comment lines in the run of comment and blank lines that holds the end of
+    `text` (the cursor), nearest first.
+
+    After a broken statement (``def broken(:``) every clean boundary before it includes the
+    breakage; a comment at column 0 after it is where an error-recovering reader picks up
+    again.  Only a last resort: the window found there is exact about its own text, and the
+    language says (mode ``window``) that the text before it does not parse.
+    """
+    out: list[int] = []
+    end = len(text)
+    begin = text.rfind("\n", 0, end) + 1  # the cursor's own line
+    while True:
+        line = text[begin:end]
+        if line.startswith("#"):
+            out.append(begin)
+        elif line.strip():
+            if begin != text.rfind("\n", 0, len(text)) + 1:  # code above the run: stop
+                break
+            if out:
+                break
+        if begin == 0:
+            break
+        end = begin - 1
+        begin = text.rfind("\n", 0, end) + 1
+    return out
+
+
 _DEFINITION = regex.compile(r"(?:@|def\b|class\b|async\b)")
 
 

@@ -77,3 +77,10 @@ class Constraint(Protocol):
     def initial(self) -> ConstraintState:
         """The state after the left context, before any middle."""
         ...
+
+    def check_region(self) -> tuple[int, int] | None:
+        """Offsets ``(a, b)`` such that ``left + middle + right`` is valid exactly when
+        ``left[a:] + middle + right[:b]`` is, for every middle; ``None`` when the constraint
+        cannot promise that (the caller then checks the whole text).  Lets a caller verify a
+        middle in a large file without re-reading all of it."""
+        ...

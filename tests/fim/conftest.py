@@ -35,6 +35,9 @@ class ReferenceLanguage:
     def for_python(cls, left: str, right: str, scope: str = "free") -> ReferenceLanguage:
         return cls(left, right, scope)
 
+    def check_region(self) -> None:
+        return None  # decide on the whole text
+
     def initial(self) -> ReferenceState:
         return ReferenceState(self, "")
 

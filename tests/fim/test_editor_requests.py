@@ -160,6 +160,9 @@ def test_line_stop_also_when_the_constraint_forbids_the_newline(random_loaded):
         def initial(self):
             return NoNewlineState(self.ref.initial())
 
+        def check_region(self):
+            return None
+
     engine.language_factory = Language
     res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=20, scope="statement",
                                             line_stop=True))

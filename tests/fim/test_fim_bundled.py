@@ -6,6 +6,7 @@ import pytest
 from conftest import real_fim_language
 
 from fim import bundled
+from fim.model_specs import llama_cpp_available
 
 pytestmark = [
     pytest.mark.bundled,
@@ -18,17 +19,25 @@ LEFT = ("def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n"
 RIGHT = "\n\n\nprint(fibonacci(10))\n"
 
 
-@pytest.fixture(scope="module")
-def qwen():
+ENGINES = [
+    pytest.param("llama.cpp", marks=pytest.mark.skipif(
+        not llama_cpp_available(), reason="llama-cpp-python is not installed")),
+    "transformers",
+]
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def qwen(request):
     from fim.api import Engine
 
-    return Engine.load("bundled:qwen2.5-coder-1.5b", device="cpu", dtype="fp32")
+    dtype = "fp32" if request.param == "transformers" else "auto"
+    return Engine.load("bundled:qwen2.5-coder-1.5b", device="cpu", dtype=dtype,
+                       engine=request.param, slots=1)
 
 
 def test_bundled_template_and_stops(qwen):
     assert qwen.template.name == "qwen2.5-coder"
-    vocab = qwen.tokenizer.get_vocab()
-    assert vocab["<|endoftext|>"] in qwen._setup.stop_ids
+    assert qwen.tokenizer.token_id("<|endoftext|>") in qwen._setup.stop_ids
 
 
 def test_bundled_unconstrained_completes_the_call(qwen):
@@ -42,7 +51,8 @@ def test_bundled_unconstrained_completes_the_call(qwen):
     assert res.parses
 
 
-@pytest.mark.skipif(real_fim_language() is None, reason="quotient.FimLanguage not available")
+@pytest.mark.skipif(real_fim_language() is None,
+                    reason="python_language.FimLanguage not available")
 def test_bundled_constrained(qwen):
     from fim.api import CompletionRequest
 
@@ -50,7 +60,7 @@ def test_bundled_constrained(qwen):
     assert res.middle is not None and res.parses
 
 
-def test_bundled_cache_tokenizer_matches_auto_tokenizer(qwen):
+def test_bundled_cache_tokenizer_matches_auto_tokenizer():
     """The fast tokenizer path gives Qwen's exact tokenization, specials and vocabulary."""
     from pathlib import Path
 

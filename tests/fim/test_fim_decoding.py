@@ -45,6 +45,9 @@ class DigitsLanguage:
     def __init__(self, *args) -> None:
         DigitsLanguage.built += 1
 
+    def check_region(self) -> None:
+        return None  # decide on the whole text
+
     def initial(self) -> DigitsState:
         return DigitsState(self)
 
@@ -251,6 +254,9 @@ class AnythingState:
 class AnythingLanguage:
     def __init__(self, mode: str) -> None:
         self.mode = mode
+
+    def check_region(self) -> None:
+        return None  # decide on the whole text
 
     def initial(self) -> AnythingState:
         return AnythingState()
