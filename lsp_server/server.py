@@ -285,11 +285,14 @@ class SeamServer(LanguageServer):
         def begin(*_: Any) -> None:
             if self._progress_token != token:
                 return
+            if self.host.state.state in ("ready", "error"):
+                # The load finished before the client answered: seam/status (and, for an
+                # error, showMessage) already said how. A begin now would make clients show
+                # "loading" and then read the end as success, hiding an error.
+                self._progress_token = None
+                return
             self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
                 title="Seam", message=f"loading {model}", percentage=0, cancellable=False))
-            state = self.host.state
-            if state.state in ("ready", "error"):  # loading finished before the client answered
-                self._end_progress(state)
 
         try:
             self.work_done_progress.create(token, callback=begin)

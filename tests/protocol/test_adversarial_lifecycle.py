@@ -99,3 +99,24 @@ def test_unknown_methods(tmp_path) -> None:
         assert srv.alive()
         assert not [m for m in srv.shown_messages() if "Error" in m]
         no_traceback(srv.stderr, srv.log_text())
+
+
+def test_a_load_that_fails_before_the_progress_token_is_granted_stays_an_error(tmp_path) -> None:
+    """A client slow to grant the progress token must not see a progress begin/end pair after
+    the load already failed: clients read a progress end as "loaded" and hid the error."""
+    with SeamProcess(tmp_path) as srv:
+        srv.initialize({"seam": {"model": str(tmp_path / "no-such-model")}},
+                       capabilities={"window": {"workDoneProgress": True}})
+        srv.notify("initialized", {})
+        create = srv.wait_for(lambda got: [m for m in got
+                                           if m.get("method") == "window/workDoneProgress/create"],
+                              what="a progress token request")[0]
+        # Only after the failure has been reported does the client grant the token.
+        srv.wait_for(lambda _: [n for n in srv.notifications("seam/status")
+                                if n["params"]["state"] == "error"], what="the error status")
+        srv.send({"jsonrpc": "2.0", "id": create["id"], "result": None})
+        assert srv.status()["state"] == "error"  # a round trip after the grant was handled
+        kinds = [n["params"]["value"]["kind"] for n in srv.notifications("$/progress")]
+        assert kinds == [], kinds
+        assert any("no-such-model" in m for m in srv.shown_messages())
+        assert srv.shutdown_and_exit() == 0
