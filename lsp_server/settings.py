@@ -36,6 +36,8 @@ from fim.options import (
     canonical_model,
 )
 
+from .project_context import ContextSources
+
 SECTION = "seam"
 
 #: Policies chosen by "auto": (scope, max tokens, time budget in ms).  Mid-line: one statement
@@ -56,6 +58,16 @@ RIGHT_TOKENS = 128
 #: Left-context tokens of a request in a region of the file the cache does not hold yet:
 #: what the first request there must run before its first token.
 LEFT_FIRST_TOKENS = 256
+
+#: "auto" project context (``contextBudgetTokens``) in tokens, out of the left context's
+#: share of the window: chosen by benchmarks/usefulness.py (docs/usefulness.md).  On a GPU,
+#: whose window is the model's whole window, "auto" is ``GPU_CONTEXT_BUDGET_TOKENS``
+#: (not measured here: no GPU on the project's machine).
+CONTEXT_BUDGET_TOKENS = 512
+GPU_CONTEXT_BUDGET_TOKENS = 2048
+MAX_CONTEXT_BUDGET_TOKENS = 1 << 16
+#: The smallest project context worth having (a few definitions).
+MIN_CONTEXT_BUDGET_TOKENS = 64
 
 #: The smallest context worth prompting with, and the part of any context kept for the prompt
 #: (FIM sentinels plus a few lines around the cursor) whatever ``maxTokens`` asks.
@@ -82,6 +94,11 @@ class Settings:
     languages: tuple[str, ...] = ("python",)
     trust_remote_code: bool = False
     engine: str = "auto"
+    #: project context: its budget in tokens (``None``: "auto") and its sources
+    context_budget: int | None = None
+    context_definitions: bool = True
+    context_open_files: bool = True
+    context_recent_edits: bool = True
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -146,6 +163,16 @@ def _context_tokens(value: Any) -> int | None:
         return None
     if not _is_int(value) or not MIN_CONTEXT_TOKENS <= value <= 1 << 20:
         raise Rejected(f'a whole number of tokens, at least {MIN_CONTEXT_TOKENS}, or "auto"')
+    return int(value)
+
+
+def _context_budget(value: Any) -> int | None:
+    if _auto(value):
+        return None
+    if not _is_int(value) or not MIN_CONTEXT_BUDGET_TOKENS <= value <= MAX_CONTEXT_BUDGET_TOKENS:
+        raise Rejected(f"a whole number of tokens from {MIN_CONTEXT_BUDGET_TOKENS} to "
+                       f'{MAX_CONTEXT_BUDGET_TOKENS}, or "auto" (turn sources off with '
+                       "contextDefinitions, contextOpenFiles, contextRecentEdits)")
     return int(value)
 
 
@@ -220,6 +247,10 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "languages": ("languages", _languages),
     "trustRemoteCode": ("trust_remote_code", _bool),
     "engine": ("engine", _engine),
+    "contextBudgetTokens": ("context_budget", _context_budget),
+    "contextDefinitions": ("context_definitions", _bool),
+    "contextOpenFiles": ("context_open_files", _bool),
+    "contextRecentEdits": ("context_recent_edits", _bool),
 }
 KEYS = tuple(_KEYS)
 
@@ -343,3 +374,13 @@ def policy_for(settings: Settings, line_before: str, line_after: str,
         line_stop=not empty_line,
         early=empty_line,
     )
+
+
+def context_sources(settings: Settings, device_type: str = "cpu") -> ContextSources:
+    """The project context's sources and budget ("auto" resolved for the device)."""
+    budget = settings.context_budget
+    if budget is None:
+        budget = CONTEXT_BUDGET_TOKENS if device_type == "cpu" else GPU_CONTEXT_BUDGET_TOKENS
+    return ContextSources(definitions=settings.context_definitions,
+                          open_files=settings.context_open_files,
+                          recent_edits=settings.context_recent_edits, budget=budget)
