@@ -1,0 +1,429 @@
+"""Would a user keep the suggestions?  Quality and latency at the IDE's own settings, on real
+packages, with project context on and off, and each context source alone, in one run.
+
+A *project* here is one package folder (a standard-library package such as ``email`` or
+``asyncio``, or an installed one such as ``lark``), which plays the workspace folder the
+editor announced.  In a seeded choice of its files, the script makes the two kinds of cursor
+the server distinguishes, inside function bodies, on single-line statements:
+
+* **mid-line**: the line cut at a random column (at least two characters typed, at least two
+  left); the truth is the rest of the line, the suggestion is what the server shows there
+  (one statement that ends with its line);
+* **empty line**: the line's text removed, its indentation kept (the user pressed Enter);
+  the truth is the removed line; the suggestion is the server's early answer, the first line
+  end where the file parses, and it is judged on its first line.
+
+Each request is built by ``lsp_server.request_plan.RequestPlanner``, the function the server
+plans with, from ``lsp_server.settings`` (scope, token budgets, prompt window, project context
+budget), so the benchmark cannot drift from the server.  What the server would know is
+modelled as follows (modelling choices, stated in the output):
+
+* workspace: the package folder; the document's path is relative to it, the repository
+  name is the folder's name; definitions come from imports resolved inside the folder;
+* open documents: ``--open`` other modules of the package, chosen by a seeded draw per file,
+  opened before the file; the user has not visited them, so each shows as its outline;
+* recent edits: the ring holds one-line edits at two function-body lines of the file itself
+  above the prompt's start (when there are any) and at one in each open document, made
+  before the request, as a user who touched those places would leave it;
+* the prompt's start: a fresh anchor per case (the first request at a new place in the
+  file, ``LEFT_FIRST_TOKENS`` above the cursor), or with ``--widened`` the anchor the server
+  widens to while the cursor rests (the whole left share of the window);
+* cache and latency: the project context is in the model's cache (the server uses it only
+  once it is, see ``CONTEXT_SLACK_TOKENS`` in the server), the cursor rested ``--pause``
+  seconds (the server warms the prompt then), and latency is the time from the request to
+  the suggestion (the early answer on an empty line);
+* time budgets are off by default (``--time-budgets`` keeps the server's), so that the
+  quality figures do not depend on the machine's load.
+
+Variants: ``off`` (no project context), ``all`` (every source), and each source alone
+(``definitions``, ``open_files``, ``recent_edits``) at the same budget.  Reported per variant
+and kind of cursor: success (the file parses with the suggestion), exact match, edit
+similarity, the share a user would accept whole (exact, or the truth starts with it and it
+ends at a line end), p50/p90 latency, and unparsable constrained middles (must be 0).
+
+    .venv/bin/python benchmarks/usefulness.py --packages email,asyncio,lark --cases 8 \\
+        --figures docs/usefulness.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import json
+import random
+import statistics
+import sys
+import sysconfig
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
+from fim.api import CompletionRequest, Engine  # noqa: E402
+from fim.datasets import python_files, read_python  # noqa: E402
+from fim.evaluation import edit_similarity  # noqa: E402
+from lsp_server.project_context import SOURCES, ContextCollector, OpenDocument  # noqa: E402
+from lsp_server.recent_edits import EditRing  # noqa: E402
+from lsp_server.request_plan import RequestPlanner  # noqa: E402
+from lsp_server.settings import (  # noqa: E402
+    LEFT_FIRST_TOKENS,
+    MAX_TIME_BUDGET_MS,
+    Settings,
+)
+from lsp_server.workspace import MAX_FILE_BYTES, Workspace  # noqa: E402
+
+VARIANTS = ("off", "all", *SOURCES)
+KINDS = ("mid_line", "empty_line")
+_SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Raise,
+           ast.Assert, ast.Delete)
+
+
+# ----- projects and cases ---------------------------------------------------------------------
+
+def package_folder(name: str) -> Path:
+    """A package by name (standard library first, then the venv's site-packages) or path."""
+    for base in (sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"]):
+        folder = Path(base) / name
+        if (folder / "__init__.py").is_file():
+            return folder
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        return folder.resolve()
+    raise SystemExit(f"no package {name!r} in the standard library or site-packages")
+
+
+def statement_lines(text: str) -> list[int]:
+    """0-based lines holding one whole simple statement inside a function body."""
+    tree = ast.parse(text)
+    lines = text.split("\n")
+    out = set()
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if not isinstance(node, _SIMPLE) or node.lineno != node.end_lineno:
+                continue
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+                continue  # docstrings and bare constants
+            line = lines[node.lineno - 1]
+            content = line.strip()
+            if len(content) < 10 or ";" in line or content.startswith("#") or \
+                    len(line) - len(line.lstrip()) != node.col_offset:
+                continue
+            out.add(node.lineno - 1)
+    return sorted(out)
+
+
+@dataclasses.dataclass
+class Case:
+    id: str
+    kind: str
+    path: Path
+    text: str  # the file with the hole
+    offset: int  # the cursor
+    truth: str
+    line: int
+    source: str  # the file without the hole
+
+
+def cases_of(path: Path, folder: Path, text: str, per_kind: int, seed: int) -> list[Case]:
+    """``per_kind`` cursors of each kind in one file, in the order they appear in it."""
+    rel = path.relative_to(folder).as_posix()
+    rng = random.Random(f"{seed}:{folder.name}/{rel}")
+    spots = statement_lines(text)
+    if len(spots) < 2 * per_kind:
+        return []
+    chosen = rng.sample(spots, 2 * per_kind)
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    out = []
+    for k, n in enumerate(chosen):
+        line = lines[n]
+        indent = len(line) - len(line.lstrip())
+        if k < per_kind:
+            cut = rng.randrange(indent + 2, len(line) - 1)
+            kind, truth = "mid_line", line[cut:]
+        else:
+            cut, kind, truth = indent, "empty_line", line[indent:]
+        at = starts[n] + cut
+        hole = text[:at] + text[starts[n] + len(line):]
+        out.append(Case(f"{folder.name}/{rel}:{n + 1}:{kind}", kind, path, hole, at, truth, n,
+                        text))
+    return sorted(out, key=lambda c: c.offset)
+
+
+def project_files(folder: Path, seed: int) -> list[tuple[Path, str]]:
+    files = []
+    for p in python_files(folder):
+        if p.stat().st_size > MAX_FILE_BYTES:
+            continue
+        text = read_python(p)
+        if text is not None and text.count("\n") >= 30:
+            files.append((p, text))
+    random.Random(f"{seed}:files:{folder.name}").shuffle(files)
+    return files
+
+
+# ----- what the server would know -------------------------------------------------------------
+
+def open_documents(path: Path, files: list[tuple[Path, str]], n: int, seed: int
+                   ) -> list[OpenDocument]:
+    """``n`` other modules of the package (a seeded draw), then the file itself."""
+    others = [(p, t) for p, t in files if p != path]
+    picked = random.Random(f"{seed}:open:{path}").sample(others, min(n, len(others)))
+    return [OpenDocument(p.as_uri(), t) for p, t in picked]
+
+
+def edit_ring(case: Case, others: list[OpenDocument], anchor_line: int, seed: int
+              ) -> EditRing:
+    """Recent edits: two lines of the file above the prompt's start, one per open document."""
+    rng = random.Random(f"{seed}:edits:{case.id}")
+    ring = EditRing()
+    for doc in others:
+        try:
+            spots = statement_lines(doc.text)
+        except SyntaxError:
+            continue
+        if spots:
+            n = rng.choice(spots)
+            ring.record(doc.uri, doc.text, n, n + 1, n + 1)
+    # Lines above the hole are the same in the file with and without it.
+    above = [n for n in statement_lines(case.source) if n + 4 < anchor_line]
+    for n in sorted(rng.sample(above, min(2, len(above)))):
+        ring.record(case.path.as_uri(), case.text, n, n + 1, n + 1)
+    return ring
+
+
+def settings_for(variant: str, args) -> Settings:
+    flags = {f"context_{s}": variant in ("all", s) for s in SOURCES}
+    return Settings(model=args.model, engine=args.engine,
+                    context_tokens=args.context_tokens, context_budget=args.budget,
+                    time_budget_ms=None if args.time_budgets else MAX_TIME_BUDGET_MS, **flags)
+
+
+# ----- running a case ---------------------------------------------------------------------------
+
+def first_line(text: str | None) -> str | None:
+    return None if text is None else text.split("\n", 1)[0]
+
+
+def accepted_whole(shown: str | None, truth: str) -> bool:
+    """Exact, or the truth starts with the suggestion and the suggestion ends at a line end."""
+    if not shown:
+        return False
+    if shown == truth:
+        return True
+    rest = truth[len(shown):] if truth.startswith(shown) else None
+    return rest is not None and (rest == "" or rest.startswith("\n"))
+
+
+def ask(engine: Engine, request: CompletionRequest, kind: str, pause: float) -> dict:
+    """Rest ``pause`` seconds (the server warms the prompt), then request as the server does:
+    mid-line, the whole middle; on an empty line, the first line end where the file parses."""
+    until = time.perf_counter() + pause
+    engine.warm(request, lambda: time.perf_counter() > until)
+    first: dict = {}
+    done = threading.Event()
+
+    def partial(middle: str) -> None:
+        if "middle" not in first:
+            first.update(middle=middle, at=time.perf_counter())
+            done.set()
+
+    early = kind == "empty_line"
+    t0 = time.perf_counter()
+    res = engine.complete(request, cancel=done.is_set if early else None,
+                          on_partial=partial if early else None)
+    t1 = time.perf_counter()
+    if early and "middle" in first:
+        return {"middle": first["middle"], "seconds": first["at"] - t0, "stop": "early",
+                "parses": True, "error": None, "tokens": res.tokens,
+                "prompt_tokens": res.prompt_tokens, "context_tokens": res.context_tokens,
+                "cached_tokens": engine.step_model.reused}
+    return {"middle": res.middle, "seconds": t1 - t0, "stop": res.stop, "parses": res.parses,
+            "error": res.error, "tokens": res.tokens, "prompt_tokens": res.prompt_tokens,
+            "context_tokens": res.context_tokens, "cached_tokens": engine.step_model.reused}
+
+
+def run_project(engine: Engine, folder: Path, args, rows: list[dict]) -> None:
+    files = project_files(folder, args.seed)
+    workspace = Workspace()
+    workspace.add(folder.as_uri(), folder.name)
+    wanted = {k: args.cases for k in KINDS}
+    for path, text in files:
+        if not any(wanted.values()):
+            break
+        cases = [c for c in cases_of(path, folder, text, args.per_file, args.seed)
+                 if wanted[c.kind] > 0]
+        if not cases:
+            continue
+        for c in cases:
+            wanted[c.kind] -= 1
+        others = open_documents(path, files, args.open, args.seed)
+        uri = path.as_uri()
+        for variant in args.variants:
+            settings = settings_for(variant, args)
+            engine.step_model.reset()  # each file and variant starts from an empty cache
+            planner = RequestPlanner(ContextCollector(workspace), left_first=args.left_first,
+                                     right_tokens=args.right_tokens)
+            warmed = False
+            for case in cases:
+                docs = others + [OpenDocument(uri, case.text)]
+                planner.forget(uri)  # a new place in the file: a fresh prompt start
+                probe = planner.plan(engine, settings, uri, case.text, case.offset, docs)
+                start = probe.request.left_start
+                if args.widened:
+                    anchors = planner.anchors(engine, probe.policy, probe.context.budget)
+                    wider = anchors.wider(uri, probe.request.left, len(probe.request.left)) \
+                        if anchors else None
+                    start = wider if wider is not None else start
+                left_text = case.text[:case.offset]
+                anchor_line = left_text.count("\n", 0, start)
+                planner.collector.ring = edit_ring(case, others, anchor_line, args.seed)
+                planned = planner.plan(engine, settings, uri, case.text, case.offset, docs,
+                                       left_start=start)
+                request = planned.request
+                if not warmed and request.context_budget:
+                    # The server runs the project context into the cache in idle time and
+                    # uses it only once it is there.
+                    engine.warm(dataclasses.replace(request, left="", right="", left_start=0))
+                    warmed = True
+                out = ask(engine, request, case.kind, args.pause)
+                truth = case.truth
+                shown = first_line(out["middle"]) if case.kind == "empty_line" else out["middle"]
+                rows.append({
+                    "id": case.id, "package": folder.name, "kind": case.kind,
+                    "variant": variant, "truth": truth, "shown": shown, **out,
+                    "exact": shown == truth, "edit_similarity": edit_similarity(shown, truth),
+                    "accepted": accepted_whole(shown, truth),
+                    "unparsable": out["middle"] is not None and out["parses"] is False,
+                    "success": out["middle"] is not None and out["parses"] is not False,
+                    "context_by_source": dict(planned.context.tokens),
+                })
+                if args.progress:
+                    r = rows[-1]
+                    print(f"{variant:13} {case.id:50} {r['seconds']:6.1f}s "
+                          f"{'=' if r['exact'] else ' '} {shown!r:.60} | {truth!r:.40}",
+                          file=sys.stderr, flush=True)
+
+
+# ----- reporting ---------------------------------------------------------------------------------
+
+def _p(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def summarize(rows: list[dict], variants: list[str]) -> dict:
+    out = {}
+    for kind in KINDS:
+        for variant in variants:
+            rs = [r for r in rows if r["kind"] == kind and r["variant"] == variant]
+            if not rs:
+                continue
+            secs = [r["seconds"] for r in rs]
+            out[f"{kind}/{variant}"] = {
+                "cases": len(rs),
+                "success": statistics.fmean(r["success"] for r in rs),
+                "exact": statistics.fmean(r["exact"] for r in rs),
+                "edit_similarity": statistics.fmean(r["edit_similarity"] for r in rs),
+                "accepted": statistics.fmean(r["accepted"] for r in rs),
+                "p50_s": statistics.median(secs), "p90_s": _p(secs, 0.9),
+                "context_tokens": statistics.fmean(r["context_tokens"] for r in rs),
+                "prompt_tokens": statistics.fmean(r["prompt_tokens"] for r in rs),
+                "unparsable": sum(r["unparsable"] for r in rs),
+            }
+    return out
+
+
+def by_package(rows: list[dict], variants: list[str]) -> dict:
+    out = {}
+    for pkg in dict.fromkeys(r["package"] for r in rows):
+        for variant in variants:
+            rs = [r for r in rows if r["package"] == pkg and r["variant"] == variant]
+            if rs:
+                out[f"{pkg}/{variant}"] = {
+                    "cases": len(rs), "exact": statistics.fmean(r["exact"] for r in rs),
+                    "edit_similarity": statistics.fmean(r["edit_similarity"] for r in rs)}
+    return out
+
+
+def table(summary: dict, packages: dict) -> str:
+    lines = ["| cursor | context | cases | success | exact | edit sim. | accepted whole | "
+             "p50 / p90 s | context tok. | prompt tok. | unparsable |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for key, s in summary.items():
+        kind, variant = key.split("/")
+        lines.append(
+            f"| {kind.replace('_', '-')} | {variant} | {s['cases']} | {s['success']:.0%} | "
+            f"{s['exact']:.0%} | {s['edit_similarity']:.3f} | {s['accepted']:.0%} | "
+            f"{s['p50_s']:.1f} / {s['p90_s']:.1f} | {s['context_tokens']:.0f} | "
+            f"{s['prompt_tokens']:.0f} | {s['unparsable']} |")
+    lines += ["", "| package / context | cases | exact | edit sim. |", "| --- | --- | --- | --- |"]
+    for key, s in packages.items():
+        lines.append(f"| {key} | {s['cases']} | {s['exact']:.0%} | "
+                     f"{s['edit_similarity']:.3f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--packages", default="email,asyncio,lark")
+    p.add_argument("--cases", type=int, default=8, help="cases per kind per package")
+    p.add_argument("--per-file", type=int, default=1, help="cases per kind per file")
+    p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--open", type=int, default=3, help="other open documents per file")
+    p.add_argument("--model", default="bundled:qwen2.5-coder-1.5b")
+    p.add_argument("--engine", default="llama.cpp")
+    p.add_argument("--context-tokens", type=int, default=None,
+                   help="the contextTokens setting (default: auto)")
+    p.add_argument("--budget", type=int, default=None,
+                   help="the contextBudgetTokens setting (default: auto)")
+    p.add_argument("--right-tokens", type=int, default=None,
+                   help="the right context's share (default: the server's RIGHT_TOKENS)")
+    p.add_argument("--left-first", type=int, default=LEFT_FIRST_TOKENS,
+                   help="left tokens at a new prompt start (default: the server's)")
+    p.add_argument("--widened", action="store_true",
+                   help="the anchor the server widens to while the cursor rests")
+    p.add_argument("--pause", type=float, default=1.0, help="cursor rest before asking (s)")
+    p.add_argument("--time-budgets", action="store_true",
+                   help="keep the server's time budgets (quality then depends on load)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--figures", type=Path, default=None,
+                   help="write the table into this page's section (see --section)")
+    p.add_argument("--section", default="usefulness")
+    p.add_argument("--progress", action="store_true")
+    args = p.parse_args(argv)
+    args.variants = [v for v in args.variants.split(",") if v]
+    unknown = set(args.variants) - set(VARIANTS)
+    if unknown:
+        raise SystemExit(f"unknown variants {sorted(unknown)}; known: {', '.join(VARIANTS)}")
+    record = RunRecord(command_line())
+    engine = Engine.load(args.model, engine=args.engine)
+    rows: list[dict] = []
+    for name in [x for x in args.packages.split(",") if x]:
+        run_project(engine, package_folder(name), args, rows)
+    record.finish()
+    summary = summarize(rows, args.variants)
+    packages = by_package(rows, args.variants)
+    body = table(summary, packages)
+    print(body)
+    print()
+    print(record.markdown())
+    if args.figures:
+        write_section(args.figures, args.section, body + "\n\n" + record.markdown())
+    if args.json:
+        args.json.write_text(json.dumps({"run": record.as_dict(), "summary": summary,
+                                         "packages": packages, "rows": rows}, indent=1),
+                             encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
