@@ -381,7 +381,7 @@ class DefinitionIndex:
         touch the imports cost a scan of the text, not a look at the disk.
         """
         wanted = self._wanted(text)
-        key = (document, wanted)
+        key = (document, wanted, self.workspace.generation)
         now = time.monotonic()
         hit = self._answers.get(key)
         if hit is not None and now - hit[0] < self.refresh_s:

@@ -18,13 +18,22 @@ Custom messages, for editor status bars and benchmarks:
   (``total_ms``, ``queue_ms``, ``setup_ms``, ``model_ms``, ``constraint_ms``, ``overhead_ms`` =
   total minus model time, ``resume_ms`` = from the worker's finish to the handler running
   again, ``tokens``, ``stop``, ``source`` = ``model``, ``early`` (answered with the first line
-  while the rest is decoded), ``typed-through`` or ``prefetched`` (from the suggestion cache))
+  while the rest is decoded), ``typed-through`` or ``prefetched`` (from the suggestion cache)),
+  and for model answers the project context: ``context_files`` (the paths it held),
+  ``context_sources`` (tokens per source), ``context_tokens`` (in the prompt) and
+  ``context_deferred`` (not in the model's cache yet: answered without it, warmed after)
   and ``decodes``: what the worker did with recent jobs (``stop``, ``tokens``, ``background``,
   and ``after_cancel_ms`` when it was cancelled), and ``running``: the documents being
   decoded now;
 * notification ``seam/cursor`` (client -> server): ``{"textDocument": {"uri"}, "position"}``
   when the cursor moves or rests.  The server uses idle time to get the prompt there into the
   model's cache (and to widen its context), so that the request that follows only decodes.
+
+Project context (``project_context``, planned in ``request_plan``): the definitions of the
+names a document imports from the workspace folders the client announced
+(``workspaceFolders``/``rootUri``, ``workspace/didChangeWorkspaceFolders``; nothing outside
+them is read, see ``workspace``), the other open documents and the recently edited regions
+go before the file in the prompt, steadiest first, so that the model's cache keeps them.
 
 How requests stay fast on a CPU: prompts keep a stable start per document
 (``context_plan``), so the model's cache holds most of every prompt; the cursor's resting
@@ -686,7 +695,9 @@ class SeamServer(LanguageServer):
         resume_ms = (time.perf_counter() - outcome.finished_at) * 1000.0
         if deferred is not None:
             self._warm_later(engine, uri, deferred)
-        context = {"context_files": len(request.context_files),
+        # What the project context held (the planned one, also when it was deferred).
+        context = {"context_files": [f.path for f in planned.request.context_files],
+                   "context_sources": dict(planned.context.tokens),
                    "context_deferred": deferred is not None}
         if outcome.partial is not None:
             middle = outcome.partial

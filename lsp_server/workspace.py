@@ -74,6 +74,8 @@ class Workspace:
 
     def __init__(self) -> None:
         self._folders: dict[str, Folder] = {}  # by URI, in the order announced
+        #: changes whenever the folders do (what was found in them may be stale)
+        self.generation = 0
 
     @property
     def folders(self) -> tuple[Folder, ...]:
@@ -88,15 +90,18 @@ class Workspace:
         label = name if isinstance(name, str) and name.strip() else root.name
         folder = Folder(label or str(root), uri, root)
         self._folders[uri] = folder
+        self.generation += 1
         return folder
 
     def remove(self, uri: str) -> None:
-        self._folders.pop(uri, None)
+        if self._folders.pop(uri, None) is not None:
+            self.generation += 1
 
     def announce(self, workspace_folders: list | None, root_uri: str | None,
                  root_path: str | None) -> None:
         """The folders of ``initialize``: ``workspaceFolders`` when given, else the root."""
         self._folders.clear()
+        self.generation += 1
         if workspace_folders:
             for f in workspace_folders:
                 uri = getattr(f, "uri", None)
