@@ -15,6 +15,9 @@ the model has loaded.
 ``0`` and ``null`` mean the same), which picks an IDE-friendly policy from the cursor's line:
 mid-line a short single-statement completion, on an empty line a longer one that may fill a
 whole block; "auto" context is small on a CPU and the model's whole window on a GPU.
+Project context (``project_context``): ``contextBudgetTokens`` is its budget ("auto": 512 on
+a CPU), taken out of the left context's share of ``contextTokens``; ``contextDefinitions``,
+``contextOpenFiles`` and ``contextRecentEdits`` turn each source on or off.
 ``model: "bundled"`` names the default bundled model. Keys the server does not know (a client's
 own settings such as VS Code's ``seam.server.*``) are ignored.
 """

@@ -17,6 +17,10 @@ export interface ServerSettings {
   constrained: boolean;
   languages: string[];
   trustRemoteCode: boolean;
+  contextBudgetTokens: number | "auto";
+  contextDefinitions: boolean;
+  contextOpenFiles: boolean;
+  contextRecentEdits: boolean;
 }
 
 /** Settings whose change needs a new server process rather than a notification. */
@@ -42,6 +46,10 @@ export function serverSettings(): ServerSettings {
     constrained: cfg.get<boolean>("constrained", true),
     languages: languages(),
     trustRemoteCode: cfg.get<boolean>("trustRemoteCode", false),
+    contextBudgetTokens: autoWhenZero(cfg.get<number>("contextBudgetTokens", 0)),
+    contextDefinitions: cfg.get<boolean>("contextDefinitions", true),
+    contextOpenFiles: cfg.get<boolean>("contextOpenFiles", true),
+    contextRecentEdits: cfg.get<boolean>("contextRecentEdits", true),
   };
 }
 

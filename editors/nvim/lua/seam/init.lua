@@ -19,7 +19,8 @@ M.defaults = {
   filetypes = nil,
   root_markers = { "pyproject.toml", "setup.py", "setup.cfg", ".git" },
   -- The server's settings (section `seam`): model, device, dtype, maxTokens, timeBudgetMs,
-  -- contextTokens, scope, topK, constrained, languages.
+  -- contextTokens, scope, topK, constrained, languages, contextBudgetTokens,
+  -- contextDefinitions, contextOpenFiles, contextRecentEdits.
   settings = {},
   -- Insert-mode keys. `accept` falls back to the key itself when no suggestion is shown.
   -- Set a key to false to leave it unmapped.
