@@ -199,10 +199,44 @@ def edit_ring(case: Case, others: list[OpenDocument], anchor_line: int, seed: in
     return ring
 
 
-def settings_for(variant: str, args) -> Settings:
-    flags = {f"context_{s}": variant in ("all", s) for s in SOURCES}
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """One measured configuration: the context's sources (a variant) and the window split."""
+
+    name: str
+    variant: str
+    budget: int | None = None  # contextBudgetTokens (None: auto)
+    context: int | None = None  # contextTokens (None: auto)
+    right: int | None = None  # the right context's share (None: the server's)
+    left: int = LEFT_FIRST_TOKENS  # left tokens at a new prompt start
+    widened: bool = False  # the anchor the server widens to while the cursor rests
+
+
+def parse_splits(spec: str, base: Config) -> list[Config]:
+    """``name:key=value,...;...`` with keys budget, context, right, left, widened, variant."""
+    out = []
+    for item in [x for x in spec.split(";") if x.strip()]:
+        name, _, body = item.partition(":")
+        fields: dict = {"name": name.strip()}
+        for pair in [x for x in body.split(",") if x.strip()]:
+            key, _, value = pair.partition("=")
+            key = key.strip()
+            if key == "variant":
+                fields["variant"] = value.strip()
+            elif key == "widened":
+                fields["widened"] = value.strip() not in ("0", "false", "")
+            elif key in ("budget", "context", "right", "left"):
+                fields[key] = int(value)
+            else:
+                raise SystemExit(f"unknown split key {key!r} in {item!r}")
+        out.append(dataclasses.replace(base, **{"variant": "all", **fields}))
+    return out
+
+
+def settings_for(config: Config, args) -> Settings:
+    flags = {f"context_{s}": config.variant in ("all", s) for s in SOURCES}
     return Settings(model=args.model, engine=args.engine,
-                    context_tokens=args.context_tokens, context_budget=args.budget,
+                    context_tokens=config.context, context_budget=config.budget,
                     time_budget_ms=None if args.time_budgets else MAX_TIME_BUDGET_MS, **flags)
 
 
@@ -266,18 +300,19 @@ def run_project(engine: Engine, folder: Path, args, rows: list[dict]) -> None:
             wanted[c.kind] -= 1
         others = open_documents(path, files, args.open, args.seed)
         uri = path.as_uri()
-        for variant in args.variants:
-            settings = settings_for(variant, args)
+        for config in args.configs:
+            variant = config.name
+            settings = settings_for(config, args)
             engine.step_model.reset()  # each file and variant starts from an empty cache
-            planner = RequestPlanner(ContextCollector(workspace), left_first=args.left_first,
-                                     right_tokens=args.right_tokens)
+            planner = RequestPlanner(ContextCollector(workspace), left_first=config.left,
+                                     right_tokens=config.right)
             warmed = False
             for case in cases:
                 docs = others + [OpenDocument(uri, case.text)]
                 planner.forget(uri)  # a new place in the file: a fresh prompt start
                 probe = planner.plan(engine, settings, uri, case.text, case.offset, docs)
                 start = probe.request.left_start
-                if args.widened:
+                if config.widened:
                     anchors = planner.anchors(engine, probe.policy, probe.context.budget)
                     wider = anchors.wider(uri, probe.request.left, len(probe.request.left)) \
                         if anchors else None
@@ -371,6 +406,17 @@ def table(summary: dict, packages: dict) -> str:
     return "\n".join(lines)
 
 
+def describe(configs: list[Config]) -> str:
+    """What each row's configuration is, as the server would have it."""
+    lines = ["| context | sources | budget (tokens) | window | right | left at a new place |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for c in configs:
+        lines.append(
+            f"| {c.name} | {c.variant} | {c.budget or 'auto'} | {c.context or 'auto'} | "
+            f"{c.right or 'server'} | {'widened' if c.widened else c.left} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--packages", default="email,asyncio,lark")
@@ -390,6 +436,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="left tokens at a new prompt start (default: the server's)")
     p.add_argument("--widened", action="store_true",
                    help="the anchor the server widens to while the cursor rests")
+    p.add_argument("--splits", default="",
+                   help="more configurations, measured beside the variants: "
+                        "'name:key=value,...;...' with keys budget, context, right, left, "
+                        "widened, variant (default all), e.g. 'b1024:budget=1024;r64:right=64'")
     p.add_argument("--pause", type=float, default=1.0, help="cursor rest before asking (s)")
     p.add_argument("--time-budgets", action="store_true",
                    help="keep the server's time budgets (quality then depends on load)")
@@ -400,19 +450,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--section", default="usefulness")
     p.add_argument("--progress", action="store_true")
     args = p.parse_args(argv)
-    args.variants = [v for v in args.variants.split(",") if v]
-    unknown = set(args.variants) - set(VARIANTS)
+    variants = [v for v in args.variants.split(",") if v]
+    base = Config("", "off", args.budget, args.context_tokens, args.right_tokens,
+                  args.left_first, args.widened)
+    args.configs = [dataclasses.replace(base, name=v, variant=v) for v in variants] + \
+        parse_splits(args.splits, base)
+    unknown = {c.variant for c in args.configs} - set(VARIANTS)
     if unknown:
         raise SystemExit(f"unknown variants {sorted(unknown)}; known: {', '.join(VARIANTS)}")
+    names = [c.name for c in args.configs]
+    if len(set(names)) != len(names) or not names:
+        raise SystemExit(f"configuration names must be distinct and given: {names}")
     record = RunRecord(command_line())
     engine = Engine.load(args.model, engine=args.engine)
     rows: list[dict] = []
     for name in [x for x in args.packages.split(",") if x]:
         run_project(engine, package_folder(name), args, rows)
     record.finish()
-    summary = summarize(rows, args.variants)
-    packages = by_package(rows, args.variants)
-    body = table(summary, packages)
+    summary = summarize(rows, names)
+    packages = by_package(rows, names)
+    body = describe(args.configs) + "\n\n" + table(summary, packages)
     print(body)
     print()
     print(record.markdown())
