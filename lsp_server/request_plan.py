@@ -31,6 +31,7 @@ from .settings import (
     EMPTY_LINE_POLICY,
     LEFT_FIRST_TOKENS,
     MID_LINE_POLICY,
+    MIN_CONTEXT_BUDGET_TOKENS,
     Policy,
     Settings,
     context_sources,
@@ -73,13 +74,15 @@ def _room(policy: Policy) -> int | None:
 def context_budget(policy: Policy, sources: ContextSources,
                    left_first: int = LEFT_FIRST_TOKENS) -> int:
     """Tokens of project context a request gets: the setting, but never so many that the
-    left context would hold fewer than ``left_first`` tokens."""
+    left context would hold fewer than ``left_first`` tokens (and none when what is left is
+    less than ``MIN_CONTEXT_BUDGET_TOKENS``: a small window is better spent on the file)."""
     if not sources.active:
         return 0
     room = _room(policy)
     if room is None:
         return sources.budget
-    return max(0, min(sources.budget, room - left_first))
+    budget = min(sources.budget, room - left_first)
+    return budget if budget >= MIN_CONTEXT_BUDGET_TOKENS else 0
 
 
 class RequestPlanner:
