@@ -444,6 +444,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-budgets", action="store_true",
                    help="keep the server's time budgets (quality then depends on load)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--baseline", default="",
+                   help="FILE.json:off,all adds an earlier run's rows of those variants for "
+                        "the same cases to the tables (splits measured without re-running "
+                        "the baselines)")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--figures", type=Path, default=None,
                    help="write the table into this page's section (see --section)")
@@ -459,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"unknown variants {sorted(unknown)}; known: {', '.join(VARIANTS)}")
     names = [c.name for c in args.configs]
-    if len(set(names)) != len(names) or not names:
+    if len(set(names)) != len(names) or not (names or args.baseline):
         raise SystemExit(f"configuration names must be distinct and given: {names}")
     record = RunRecord(command_line())
     engine = Engine.load(args.model, engine=args.engine)
@@ -467,9 +471,25 @@ def main(argv: list[str] | None = None) -> int:
     for name in [x for x in args.packages.split(",") if x]:
         run_project(engine, package_folder(name), args, rows)
     record.finish()
+    note = ""
+    if args.baseline:
+        # Earlier rows of the same cases (greedy decoding: the same prompt gives the same
+        # middle), shown beside this run's configurations.
+        path, _, wanted = args.baseline.partition(":")
+        earlier = json.loads(Path(path).read_text(encoding="utf-8"))
+        ids = {r["id"] for r in rows}
+        picked = [r for r in earlier["rows"]
+                  if r["variant"] in wanted.split(",") and r["id"] in ids]
+        rows = picked + rows
+        names = [n for n in wanted.split(",") if n] + names
+        note = (f"\n\nRows {wanted} are the same cases from an earlier run "
+                f"(`{earlier['run']['command']}`, commit `{earlier['run']['commit']}`): "
+                "decoding is greedy, so the same prompts give the same middles as long as "
+                "the prompt-building code is the same at both commits; their latency is "
+                "that run's.")
     summary = summarize(rows, names)
     packages = by_package(rows, names)
-    body = describe(args.configs) + "\n\n" + table(summary, packages)
+    body = describe(args.configs) + "\n\n" + table(summary, packages) + note
     print(body)
     print()
     print(record.markdown())
