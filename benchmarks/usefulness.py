@@ -372,8 +372,20 @@ def summarize(rows: list[dict], variants: list[str]) -> dict:
                 "context_tokens": statistics.fmean(r["context_tokens"] for r in rs),
                 "prompt_tokens": statistics.fmean(r["prompt_tokens"] for r in rs),
                 "unparsable": sum(r["unparsable"] for r in rs),
+                **_against_off(rows, rs, kind),
             }
     return out
+
+
+def _against_off(rows: list[dict], rs: list[dict], kind: str) -> dict:
+    """Cases this configuration got exactly right and ``off`` did not ("won"), and the
+    other way round ("lost"): the paired view of a gain on the same cursors."""
+    off = {r["id"]: r["exact"] for r in rows if r["variant"] == "off" and r["kind"] == kind}
+    paired = [(r["exact"], off[r["id"]]) for r in rs if r["id"] in off]
+    if not paired or rs[0]["variant"] == "off":
+        return {"won": None, "lost": None}
+    return {"won": sum(a and not b for a, b in paired),
+            "lost": sum(b and not a for a, b in paired)}
 
 
 def by_package(rows: list[dict], variants: list[str]) -> dict:
@@ -390,13 +402,15 @@ def by_package(rows: list[dict], variants: list[str]) -> dict:
 
 def table(summary: dict, packages: dict) -> str:
     lines = ["| cursor | context | cases | success | exact | edit sim. | accepted whole | "
-             "p50 / p90 s | context tok. | prompt tok. | unparsable |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "exact vs off: won / lost | p50 / p90 s | context tok. | prompt tok. | "
+             "unparsable |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for key, s in summary.items():
         kind, variant = key.split("/")
+        vs = "-" if s.get("won") is None else f"{s['won']} / {s['lost']}"
         lines.append(
             f"| {kind.replace('_', '-')} | {variant} | {s['cases']} | {s['success']:.0%} | "
-            f"{s['exact']:.0%} | {s['edit_similarity']:.3f} | {s['accepted']:.0%} | "
+            f"{s['exact']:.0%} | {s['edit_similarity']:.3f} | {s['accepted']:.0%} | {vs} | "
             f"{s['p50_s']:.1f} / {s['p90_s']:.1f} | {s['context_tokens']:.0f} | "
             f"{s['prompt_tokens']:.0f} | {s['unparsable']} |")
     lines += ["", "| package / context | cases | exact | edit sim. |", "| --- | --- | --- | --- |"]
@@ -415,6 +429,28 @@ def describe(configs: list[Config]) -> str:
             f"| {c.name} | {c.variant} | {c.budget or 'auto'} | {c.context or 'auto'} | "
             f"{c.right or 'server'} | {'widened' if c.widened else c.left} |")
     return "\n".join(lines)
+
+
+def report_only(args) -> int:
+    """The tables of an earlier run's ``--json`` (e.g. after adding a column)."""
+    if args.json is None:
+        raise SystemExit("--report-only needs --json FILE")
+    data = json.loads(args.json.read_text(encoding="utf-8"))
+    rows = data["rows"]
+    names = list(dict.fromkeys(r["variant"] for r in rows))
+    configs = [Config(**c) for c in data.get("configs", [])]
+    body = (describe(configs) + "\n\n" if configs else "") + \
+        table(summarize(rows, names), by_package(rows, names))
+    # The run's own provenance, as it was recorded (not re-read from this machine).
+    record = RunRecord.__new__(RunRecord)
+    record.__dict__.update(data["run"])
+    paragraph = record.markdown()
+    print(body)
+    print()
+    print(paragraph)
+    if args.figures:
+        write_section(args.figures, args.section, body + "\n\n" + paragraph)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -453,7 +489,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="write the table into this page's section (see --section)")
     p.add_argument("--section", default="usefulness")
     p.add_argument("--progress", action="store_true")
+    p.add_argument("--report-only", action="store_true",
+                   help="render the tables from the rows in --json (no model runs)")
     args = p.parse_args(argv)
+    if args.report_only:
+        return report_only(args)
     variants = [v for v in args.variants.split(",") if v]
     base = Config("", "off", args.budget, args.context_tokens, args.right_tokens,
                   args.left_first, args.widened)
@@ -497,6 +537,8 @@ def main(argv: list[str] | None = None) -> int:
         write_section(args.figures, args.section, body + "\n\n" + record.markdown())
     if args.json:
         args.json.write_text(json.dumps({"run": record.as_dict(), "summary": summary,
+                                         "configs": [dataclasses.asdict(c)
+                                                     for c in args.configs],
                                          "packages": packages, "rows": rows}, indent=1),
                              encoding="utf-8")
     return 0
