@@ -49,9 +49,12 @@ from __future__ import annotations
 
 import argparse
 import ast
+import builtins
 import dataclasses
 import json
+import keyword
 import random
+import re
 import statistics
 import sys
 import sysconfig
@@ -284,11 +287,27 @@ def ask(engine: Engine, request: CompletionRequest, kind: str, pause: float) -> 
             "context_tokens": res.context_tokens, "cached_tokens": engine.step_model.reused}
 
 
-def run_project(engine: Engine, folder: Path, args, rows: list[dict]) -> None:
+@dataclasses.dataclass
+class FileCases:
+    """A file's cases and what the server would know while the user works in it."""
+
+    path: Path
+    cases: list[Case]
+    others: list[OpenDocument]  # the other open documents
+    workspace: Workspace
+
+    @property
+    def uri(self) -> str:
+        return self.path.as_uri()
+
+
+def project_cases(folder: Path, args) -> list[FileCases]:
+    """``args.cases`` cursors of each kind from the package, ``args.per_file`` per file."""
     files = project_files(folder, args.seed)
     workspace = Workspace()
     workspace.add(folder.as_uri(), folder.name)
     wanted = {k: args.cases for k in KINDS}
+    out = []
     for path, text in files:
         if not any(wanted.values()):
             break
@@ -298,30 +317,70 @@ def run_project(engine: Engine, folder: Path, args, rows: list[dict]) -> None:
             continue
         for c in cases:
             wanted[c.kind] -= 1
-        others = open_documents(path, files, args.open, args.seed)
-        uri = path.as_uri()
+        out.append(FileCases(path, cases, open_documents(path, files, args.open, args.seed),
+                             workspace))
+    return out
+
+
+def plan_case(engine: Engine, planner: RequestPlanner, config: Config, fc: FileCases,
+              case: Case, args):
+    """The request the server would make at the case's cursor under ``config``."""
+    settings = settings_for(config, args)
+    docs = fc.others + [OpenDocument(fc.uri, case.text)]
+    planner.forget(fc.uri)  # a new place in the file: a fresh prompt start
+    probe = planner.plan(engine, settings, fc.uri, case.text, case.offset, docs)
+    start = probe.request.left_start
+    if config.widened:
+        anchors = planner.anchors(engine, probe.policy, probe.context.budget)
+        wider = anchors.wider(fc.uri, probe.request.left, len(probe.request.left)) \
+            if anchors else None
+        start = wider if wider is not None else start
+    anchor_line = case.text.count("\n", 0, start)
+    planner.collector.ring = edit_ring(case, fc.others, anchor_line, args.seed)
+    return planner.plan(engine, settings, fc.uri, case.text, case.offset, docs,
+                        left_start=start)
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_COMMON = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"self", "cls"}
+
+
+def _has_word(text: str, word: str) -> bool:
+    return re.search(rf"\b{re.escape(word)}\b", text) is not None
+
+
+def context_flags(engine: Engine, fc: FileCases, case: Case, args) -> dict:
+    """Whether the truth names something the file's prompt window does not show
+    (``outside``: only context could tell the model), and whether the project context (all
+    sources, the run's budget) holds one of those names (``in_context``)."""
+    base = Config("off", "off", args.budget, args.context_tokens, args.right_tokens,
+                  args.left_first)
+    req = plan_case(engine, RequestPlanner(ContextCollector(fc.workspace),
+                                           left_first=base.left, right_tokens=base.right),
+                    base, fc, case, args).request
+    prompt = engine.prompt_for(req)
+    window = req.left[req.left_start:] + req.right[:len(req.right) - prompt.right_chars_dropped]
+    missing = [w for w in dict.fromkeys(_NAME.findall(case.truth))
+               if w not in _COMMON and not _has_word(window, w)]
+    every = dataclasses.replace(base, name="all", variant="all")
+    ctx = plan_case(engine, RequestPlanner(ContextCollector(fc.workspace),
+                                           left_first=base.left, right_tokens=base.right),
+                    every, fc, case, args).request
+    text = "\n".join(f.text for f in ctx.context_files)
+    return {"outside": bool(missing),
+            "in_context": any(_has_word(text, w) for w in missing)}
+
+
+def run_project(engine: Engine, folder: Path, args, rows: list[dict]) -> None:
+    for fc in project_cases(folder, args):
+        flags = {c.id: context_flags(engine, fc, c, args) for c in fc.cases}
         for config in args.configs:
-            variant = config.name
-            settings = settings_for(config, args)
             engine.step_model.reset()  # each file and variant starts from an empty cache
-            planner = RequestPlanner(ContextCollector(workspace), left_first=config.left,
+            planner = RequestPlanner(ContextCollector(fc.workspace), left_first=config.left,
                                      right_tokens=config.right)
             warmed = False
-            for case in cases:
-                docs = others + [OpenDocument(uri, case.text)]
-                planner.forget(uri)  # a new place in the file: a fresh prompt start
-                probe = planner.plan(engine, settings, uri, case.text, case.offset, docs)
-                start = probe.request.left_start
-                if config.widened:
-                    anchors = planner.anchors(engine, probe.policy, probe.context.budget)
-                    wider = anchors.wider(uri, probe.request.left, len(probe.request.left)) \
-                        if anchors else None
-                    start = wider if wider is not None else start
-                left_text = case.text[:case.offset]
-                anchor_line = left_text.count("\n", 0, start)
-                planner.collector.ring = edit_ring(case, others, anchor_line, args.seed)
-                planned = planner.plan(engine, settings, uri, case.text, case.offset, docs,
-                                       left_start=start)
+            for case in fc.cases:
+                planned = plan_case(engine, planner, config, fc, case, args)
                 request = planned.request
                 if not warmed and request.context_budget:
                     # The server runs the project context into the cache in idle time and
@@ -333,16 +392,16 @@ def run_project(engine: Engine, folder: Path, args, rows: list[dict]) -> None:
                 shown = first_line(out["middle"]) if case.kind == "empty_line" else out["middle"]
                 rows.append({
                     "id": case.id, "package": folder.name, "kind": case.kind,
-                    "variant": variant, "truth": truth, "shown": shown, **out,
+                    "variant": config.name, "truth": truth, "shown": shown, **out,
                     "exact": shown == truth, "edit_similarity": edit_similarity(shown, truth),
                     "accepted": accepted_whole(shown, truth),
                     "unparsable": out["middle"] is not None and out["parses"] is False,
                     "success": out["middle"] is not None and out["parses"] is not False,
-                    "context_by_source": dict(planned.context.tokens),
+                    "context_by_source": dict(planned.context.tokens), **flags[case.id],
                 })
                 if args.progress:
                     r = rows[-1]
-                    print(f"{variant:13} {case.id:50} {r['seconds']:6.1f}s "
+                    print(f"{config.name:13} {case.id:50} {r['seconds']:6.1f}s "
                           f"{'=' if r['exact'] else ' '} {shown!r:.60} | {truth!r:.40}",
                           file=sys.stderr, flush=True)
 
@@ -420,6 +479,29 @@ def table(summary: dict, packages: dict) -> str:
     return "\n".join(lines)
 
 
+def subset_table(rows: list[dict], names: list[str]) -> str:
+    """Exact match on the cursors where the file's window alone cannot tell the answer."""
+    if not rows or "outside" not in rows[0]:
+        return ""
+    lines = ["Cursors whose true text names something the file's prompt window does not show "
+             "(*outside*), and of those, the ones where the project context (all sources) "
+             "holds that name (*in context*): exact match per configuration.", "",
+             "| cursor | subset | cases | " + " | ".join(names) + " |",
+             "| --- | --- | --- | " + " | ".join("---" for _ in names) + " |"]
+    for kind in KINDS:
+        for flag in ("outside", "in_context"):
+            ids = {r["id"] for r in rows if r["kind"] == kind and r.get(flag)}
+            if not ids:
+                continue
+            cells = []
+            for name in names:
+                rs = [r for r in rows if r["variant"] == name and r["id"] in ids]
+                cells.append(f"{statistics.fmean(r['exact'] for r in rs):.0%}" if rs else "-")
+            lines.append(f"| {kind.replace('_', '-')} | {flag.replace('_', ' ')} | {len(ids)} | "
+                         + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def describe(configs: list[Config]) -> str:
     """What each row's configuration is, as the server would have it."""
     lines = ["| context | sources | budget (tokens) | window | right | left at a new place |",
@@ -439,8 +521,24 @@ def report_only(args) -> int:
     rows = data["rows"]
     names = list(dict.fromkeys(r["variant"] for r in rows))
     configs = [Config(**c) for c in data.get("configs", [])]
+    if rows and "outside" not in rows[0]:
+        # An earlier run without the flags: rebuild its cases (the same --packages, --cases,
+        # --seed, ... must be given) and flag them; planning only, no decoding.
+        engine = Engine.load(args.model, engine=args.engine)
+        flags = {}
+        for name in [x for x in args.packages.split(",") if x]:
+            for fc in project_cases(package_folder(name), args):
+                for c in fc.cases:
+                    flags[c.id] = context_flags(engine, fc, c, args)
+        if not {r["id"] for r in rows} <= set(flags):
+            raise SystemExit("the given --packages/--cases/--seed do not rebuild this run's "
+                             "cases")
+        rows = [{**r, **flags[r["id"]]} for r in rows]
     body = (describe(configs) + "\n\n" if configs else "") + \
         table(summarize(rows, names), by_package(rows, names))
+    subset = subset_table(rows, names)
+    if subset:
+        body += "\n\n" + subset
     # The run's own provenance, as it was recorded (not re-read from this machine).
     record = RunRecord.__new__(RunRecord)
     record.__dict__.update(data["run"])
@@ -530,6 +628,9 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(rows, names)
     packages = by_package(rows, names)
     body = describe(args.configs) + "\n\n" + table(summary, packages) + note
+    subset = subset_table(rows, names)
+    if subset:
+        body += "\n\n" + subset
     print(body)
     print()
     print(record.markdown())
