@@ -69,6 +69,7 @@ from fim.api import CompletionRequest, Engine  # noqa: E402
 from fim.datasets import python_files, read_python  # noqa: E402
 from fim.evaluation import edit_similarity  # noqa: E402
 from lsp_server.project_context import SOURCES, ContextCollector, OpenDocument  # noqa: E402
+from lsp_server.python_definitions import DefinitionIndex, imports_of  # noqa: E402
 from lsp_server.recent_edits import EditRing  # noqa: E402
 from lsp_server.request_plan import RequestPlanner  # noqa: E402
 from lsp_server.settings import (  # noqa: E402
@@ -132,11 +133,33 @@ class Case:
     source: str  # the file without the hole
 
 
-def cases_of(path: Path, folder: Path, text: str, per_kind: int, seed: int) -> list[Case]:
-    """``per_kind`` cursors of each kind in one file, in the order they appear in it."""
+def lines_using_package_imports(path: Path, text: str, workspace: Workspace
+                                 ) -> dict[int, int]:
+    """0-based lines that use a name the file imports from its own package (the cursors
+    where the definitions source has something to say), each with the last column a
+    mid-line cut may take so that the rest of the line still holds part of that name."""
+    index = DefinitionIndex(workspace)
+    names = {imp.alias for imp in imports_of(text)
+             if index.resolve(imp.module, imp.level, path) is not None or
+             index.resolve(f"{imp.module}.{imp.name}" if imp.module else imp.name or "",
+                           imp.level, path) is not None}
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names))) + r")\b") \
+        if names else None
+    out = {}
+    for n, line in enumerate(text.split("\n")):
+        m = pattern.search(line) if pattern else None
+        if m:
+            out[n] = m.end() - 1
+    return out
+
+
+def cases_of(path: Path, folder: Path, text: str, per_kind: int, seed: int,
+             only: dict[int, int] | None = None) -> list[Case]:
+    """``per_kind`` cursors of each kind in one file, in the order they appear in it
+    (``only``: on these lines only, mid-line cuts at most at the column given)."""
     rel = path.relative_to(folder).as_posix()
     rng = random.Random(f"{seed}:{folder.name}/{rel}")
-    spots = statement_lines(text)
+    spots = [n for n in statement_lines(text) if only is None or n in only]
     if len(spots) < 2 * per_kind:
         return []
     chosen = rng.sample(spots, 2 * per_kind)
@@ -149,7 +172,11 @@ def cases_of(path: Path, folder: Path, text: str, per_kind: int, seed: int) -> l
         line = lines[n]
         indent = len(line) - len(line.lstrip())
         if k < per_kind:
-            cut = rng.randrange(indent + 2, len(line) - 1)
+            if only is None:
+                cut = rng.randrange(indent + 2, len(line) - 1)
+            else:  # keep part of the imported name in the truth
+                hi = min(len(line) - 1, only[n] + 1)
+                cut = rng.randrange(indent + 1, hi) if hi > indent + 1 else indent + 1
             kind, truth = "mid_line", line[cut:]
         else:
             cut, kind, truth = indent, "empty_line", line[indent:]
@@ -311,7 +338,9 @@ def project_cases(folder: Path, args) -> list[FileCases]:
     for path, text in files:
         if not any(wanted.values()):
             break
-        cases = [c for c in cases_of(path, folder, text, args.per_file, args.seed)
+        only = (lines_using_package_imports(path, text, workspace)
+                if args.cursors == "package-imports" else None)
+        cases = [c for c in cases_of(path, folder, text, args.per_file, args.seed, only)
                  if wanted[c.kind] > 0]
         if not cases:
             continue
@@ -556,6 +585,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--packages", default="email,asyncio,lark")
     p.add_argument("--cases", type=int, default=8, help="cases per kind per package")
     p.add_argument("--per-file", type=int, default=1, help="cases per kind per file")
+    p.add_argument("--cursors", choices=("any", "package-imports"), default="any",
+                   help="any function-body statement line, or only lines that use a name "
+                        "the file imports from its own package")
     p.add_argument("--variants", default=",".join(VARIANTS))
     p.add_argument("--open", type=int, default=3, help="other open documents per file")
     p.add_argument("--model", default="bundled:qwen2.5-coder-1.5b")
