@@ -647,9 +647,10 @@ def main(argv: list[str] | None = None) -> int:
         # middle), shown beside this run's configurations.
         path, _, wanted = args.baseline.partition(":")
         earlier = json.loads(Path(path).read_text(encoding="utf-8"))
-        ids = {r["id"] for r in rows}
-        picked = [r for r in earlier["rows"]
-                  if r["variant"] in wanted.split(",") and r["id"] in ids]
+        flags = {r["id"]: {k: r[k] for k in ("outside", "in_context") if k in r}
+                 for r in rows}
+        picked = [{**r, **flags[r["id"]]} for r in earlier["rows"]
+                  if r["variant"] in wanted.split(",") and r["id"] in flags]
         rows = picked + rows
         names = [n for n in wanted.split(",") if n] + names
         note = (f"\n\nRows {wanted} are the same cases from an earlier run "
