@@ -51,7 +51,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.lsp_session import LspSession  # noqa: E402
-from benchmarks.report import RunRecord, command_line  # noqa: E402
+from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
 
 FILES = ("shlex.py", "textwrap.py", "gettext.py", "calendar.py", "ftplib.py", "statistics.py")
 KINDS = ("first", "typing", "accepted", "new_position")
@@ -281,6 +281,21 @@ async def run_llama_server(files: list[Path], args) -> Result:
     return result
 
 
+def markdown_table(summaries: list[dict]) -> str:
+    """The per-kind p50/p90 table, and how many answers carried project context."""
+    lines = ["| session | ready s | RSS MB | " + " | ".join(f"{k} p50 / p90 s" for k in KINDS)
+             + " | answers with context / deferred |",
+             "| --- | --- | --- | " + " | ".join("---" for _ in KINDS) + " | --- |"]
+    for s in summaries:
+        cells = " | ".join(f"{s[k]['p50']:.2f} / {s[k]['p90']:.2f}" if k in s else "-"
+                           for k in KINDS)
+        c = s.get("context") or {}
+        ctx = f"{c['with_context']} of {c['answers']} / {c['deferred']}" if c else "-"
+        lines.append(f"| {s['engine']} | {s['ready_s']:.1f} | {s['peak_rss_mb']} | {cells} | "
+                     f"{ctx} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--engines", default="llama.cpp,transformers,llama-server")
@@ -296,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workspace", action="store_true",
                    help="open the files under their real paths, the stdlib as workspace")
     p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--figures", type=Path, default=None,
+                   help="write the table into this page's section (see --section)")
+    p.add_argument("--section", default="latency")
     p.add_argument("--progress", action="store_true")
     args = p.parse_args(argv)
     stdlib = Path(sysconfig.get_paths()["stdlib"])
@@ -332,6 +350,9 @@ def main(argv: list[str] | None = None) -> int:
                           and by["llama.cpp"][k]["p50"] > 0}
                 print(f"p50 {other} / llama.cpp: {ratios}")
     print(record.markdown())
+    if args.figures:
+        write_section(args.figures, args.section, markdown_table(summaries) + "\n\n"
+                      + record.markdown())
     if args.json:
         args.json.write_text(json.dumps({"run": record.as_dict(), "summaries": summaries,
                                          "suggestions": {r.engine: r.suggestions
