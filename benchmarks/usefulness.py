@@ -389,7 +389,9 @@ def context_flags(engine: Engine, fc: FileCases, case: Case, args) -> dict:
                     base, fc, case, args).request
     prompt = engine.prompt_for(req)
     window = req.left[req.left_start:] + req.right[:len(req.right) - prompt.right_chars_dropped]
-    missing = [w for w in dict.fromkeys(_NAME.findall(case.truth))
+    # A mid-line cut inside a name: the whole name counts, not its typed-out tail.
+    typed = re.search(r"[A-Za-z0-9_]*$", case.text[:case.offset]).group(0)
+    missing = [w for w in dict.fromkeys(_NAME.findall(typed + case.truth))
                if w not in _COMMON and not _has_word(window, w)]
     every = dataclasses.replace(base, name="all", variant="all")
     ctx = plan_case(engine, RequestPlanner(ContextCollector(fc.workspace),
