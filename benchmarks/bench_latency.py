@@ -26,6 +26,11 @@ and the same session for every ``--engines`` entry in one run:
   the same requests (it has no cursor notifications and no suggestion cache).
 
     .venv/bin/python benchmarks/bench_latency.py --engines llama.cpp,transformers,llama-server
+
+Project context (issue 12): with ``--workspace`` the files are opened under their real paths
+and the standard library is the workspace folder, so definitions of imported names are found;
+``--contexts on,off`` runs each ``seam serve`` session with the context's sources on (the
+defaults) and off, in one run.
 """
 
 from __future__ import annotations
@@ -102,10 +107,12 @@ class Result:
     peak_rss_mb: float = 0.0
     latency: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in KINDS})
     suggestions: list[dict] = field(default_factory=list)
+    #: model answers (seam/status recent): with project context in the prompt, and deferred
+    context: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> dict:
         out = {"engine": self.engine, "ready_s": round(self.ready_s, 2),
-               "peak_rss_mb": round(self.peak_rss_mb)}
+               "peak_rss_mb": round(self.peak_rss_mb), "context": self.context}
         for kind, xs in self.latency.items():
             if xs:
                 out[kind] = {"n": len(xs), "p50": round(statistics.median(xs), 3),
@@ -186,7 +193,7 @@ async def replay(client, result: Result, files: list[Path], args) -> None:
         original = path.read_text(encoding="utf-8")
         edit = pick_edit(original, args.seed)
         text = original[:edit.cut_start] + original[edit.cut_end:]
-        uri = f"file:///bench/{n}/{path.name}"
+        uri = path.as_uri() if args.workspace else f"file:///bench/{n}/{path.name}"
         cursor = edit.cut_start
         client.open(uri, text, cursor)
         await asyncio.sleep(args.pause)
@@ -240,14 +247,24 @@ async def step(client, result: Result, uri: str, cursor: int, kind: str, args,
                                "seconds": round(took, 3)})
 
 
-async def run_seam(engine: str, files: list[Path], args, workdir: Path) -> Result:
-    result = Result(engine)
+async def run_seam(engine: str, files: list[Path], args, workdir: Path,
+                   context: str = "on") -> Result:
+    result = Result(engine if context == "on" else f"{engine}/no-context")
     settings = {"model": args.model, "engine": engine}
-    session = LspSession(settings, workdir / f"server-{engine}.log")
+    if context == "off":
+        settings.update(contextDefinitions=False, contextOpenFiles=False,
+                        contextRecentEdits=False)
+    root = Path(sysconfig.get_paths()["stdlib"]).as_uri() if args.workspace else None
+    session = LspSession(settings, workdir / f"server-{engine}-{context}.log", root_uri=root)
     result.ready_s = await session.start()
     try:
         await replay(SeamClient(session), result, files, args)
         result.peak_rss_mb = session.peak_rss_mb()
+        recent = (await session.request("seam/status", {}))["recent"]
+        answers = [r for r in recent if r.get("source") in ("model", "early")]
+        result.context = {"answers": len(answers),
+                          "with_context": sum(bool(r.get("context_tokens")) for r in answers),
+                          "deferred": sum(bool(r.get("context_deferred")) for r in answers)}
     finally:
         await session.close()
     return result
@@ -270,23 +287,26 @@ async def run_llama_server(files: list[Path], args) -> Result:
 
 
 def markdown_tables(summaries: list[dict]) -> str:
-    """Per engine: ready time, peak RSS, p50 / p90 seconds per kind; then p50 ratios."""
-    head = "| engine | model ready (s) | peak RSS (MB) | " + " | ".join(
-        f"{k} p50 / p90 (s)" for k in KINDS) + " |"
-    rows = [head, "|---|---:|---:|" + "---:|" * len(KINDS)]
+    """Per session: ready time, peak RSS, p50 / p90 seconds per kind and how many answers
+    carried project context; then the p50 ratios against Seam with llama.cpp."""
+    head = "| session | model ready (s) | peak RSS (MB) | " + " | ".join(
+        f"{k} p50 / p90 (s)" for k in KINDS) + " | answers with context / deferred |"
+    rows = [head, "|---|---:|---:|" + "---:|" * len(KINDS) + "---|"]
     for s in summaries:
         cells = " | ".join(f"{s[k]['p50']:.2f} / {s[k]['p90']:.2f} (n={s[k]['n']})"
                            if k in s else "–" for k in KINDS)
-        rows.append(f"| {s['engine']} | {s['ready_s']:.1f} | {s['peak_rss_mb']} | {cells} |")
+        c = s.get("context") or {}
+        ctx = f"{c['with_context']} of {c['answers']} / {c['deferred']}" if c else "–"
+        rows.append(f"| {s['engine']} | {s['ready_s']:.1f} | {s['peak_rss_mb']} | {cells} | "
+                    f"{ctx} |")
     by = {s["engine"]: s for s in summaries}
     out = "\n".join(rows) + "\n"
     if "llama.cpp" in by:
-        for other in ("transformers", "llama-server"):
-            if other in by:
-                ratios = ", ".join(
-                    f"{k} {by[other][k]['p50'] / max(by['llama.cpp'][k]['p50'], 1e-3):.1f}x"
-                    for k in KINDS if k in by[other] and k in by["llama.cpp"])
-                out += f"\np50 of {other} over Seam with llama.cpp: {ratios}.\n"
+        for other in [e for e in by if e != "llama.cpp"]:
+            ratios = ", ".join(
+                f"{k} {by[other][k]['p50'] / max(by['llama.cpp'][k]['p50'], 1e-3):.1f}x"
+                for k in KINDS if k in by[other] and k in by["llama.cpp"])
+            out += f"\np50 of {other} over Seam with llama.cpp: {ratios}.\n"
     return out
 
 
@@ -300,9 +320,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keystroke", type=float, default=0.15, help="between keystrokes (s)")
     p.add_argument("--think", type=float, default=1.0, help="reading before accepting (s)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--contexts", default="on",
+                   help="project context per seam session: on, off or on,off")
+    p.add_argument("--workspace", action="store_true",
+                   help="open the files under their real paths, the stdlib as workspace")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--figures", type=Path, default=None,
-                   help="write the tables into this page's latency section (docs/latency.md)")
+                   help="write the tables into this page's section (see --section)")
+    p.add_argument("--section", default="latency")
     p.add_argument("--progress", action="store_true")
     args = p.parse_args(argv)
     stdlib = Path(sysconfig.get_paths()["stdlib"])
@@ -316,14 +341,19 @@ def main(argv: list[str] | None = None) -> int:
             if engine == "llama-server":
                 results.append(asyncio.run(run_llama_server(files, args)))
             else:
-                results.append(asyncio.run(run_seam(engine, files, args, Path(tmp))))
+                for context in [c for c in args.contexts.split(",") if c]:
+                    results.append(asyncio.run(run_seam(engine, files, args, Path(tmp),
+                                                        context)))
     record.finish()
     summaries = [r.summary() for r in results]
     table = markdown_tables(summaries)
     print(table)
+    for s in summaries:
+        if s["context"]:
+            print(f"{s['engine']}: project context {s['context']}")
     print(record.markdown())
     if args.figures:
-        write_section(args.figures, "latency", table + "\n" + record.markdown())
+        write_section(args.figures, args.section, table + "\n" + record.markdown())
     if args.json:
         args.json.write_text(json.dumps({"run": record.as_dict(), "summaries": summaries,
                                          "suggestions": {r.engine: r.suggestions

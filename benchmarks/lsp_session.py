@@ -31,8 +31,9 @@ class LspSession:
     """One ``seam serve`` subprocess and its documents."""
 
     def __init__(self, settings: dict[str, Any], log_file: Path,
-                 extra_args: list[str] | None = None) -> None:
+                 extra_args: list[str] | None = None, root_uri: str | None = None) -> None:
         self.settings = settings
+        self.root_uri = root_uri
         self.log_file = log_file
         self.extra_args = extra_args or []
         self.proc: asyncio.subprocess.Process | None = None
@@ -54,7 +55,7 @@ class LspSession:
             env=env, limit=1 << 24)
         self._reader = asyncio.create_task(self._read())
         await self.request("initialize", {
-            "processId": os.getpid(), "rootUri": None, "initializationOptions":
+            "processId": os.getpid(), "rootUri": self.root_uri, "initializationOptions":
                 {"seam": self.settings},
             "capabilities": {"workspace": {"configuration": True},
                              "window": {"workDoneProgress": True},

@@ -145,6 +145,7 @@ class CompletionResult:
     raw: str = ""  # everything generated (after the healed prefix), before any cut
     parses: bool | None = None  # ast.parse(left + middle + right); None when middle is None
     prompt_tokens: int = 0
+    context_tokens: int = 0  # of ``prompt_tokens``: project context before the file
     left_chars_dropped: int = 0
     right_chars_dropped: int = 0
     healed: str = ""
@@ -200,6 +201,9 @@ class Engine:
         )
         self._languages: list[_LanguageEntry] = []
         self._contexts: dict[tuple, list[int]] = {}
+        # Prompts are built on the caller's thread too (``uncached``): the remembered
+        # contexts get their own lock, not the decoding lock.
+        self._contexts_lock = threading.Lock()
         self._lock = threading.Lock()
 
     @classmethod
@@ -294,14 +298,23 @@ class Engine:
         if req.context_budget <= 0 or (not req.context_files and not req.path):
             return []
         key = (req.context_files, req.context_budget, req.repo, req.path)
-        ids = self._contexts.get(key)
+        with self._contexts_lock:
+            ids = self._contexts.get(key)
         if ids is None:
             ids = project_context(self.tokenizer, self.template, req.context_files,
                                   req.context_budget, req.repo, req.path)
-            self._contexts[key] = ids
-            while len(self._contexts) > 16:
-                self._contexts.pop(next(iter(self._contexts)))
+            with self._contexts_lock:
+                self._contexts[key] = ids
+                while len(self._contexts) > 16:
+                    self._contexts.pop(next(iter(self._contexts)))
         return ids
+
+    def uncached(self, req: CompletionRequest) -> int:
+        """How many of ``req``'s prompt tokens the model's cache does not hold: what its
+        prefill would run now.  Safe to call while another request decodes (the answer may
+        then be stale by that request's tokens)."""
+        ids = self.prompt_for(req).ids
+        return len(ids) - self.step_model.cached_prefix(ids)
 
     def warm(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None) -> bool:
         """Do everything ``complete(req)`` would do before its first token (build the
@@ -401,6 +414,7 @@ class Engine:
             middle=middle, stop=stop, tokens=out.tokens, setup_ms=setup_ms,
             model_ms=out.model_ms, constraint_ms=constraint_ms, mode=lang_mode,
             decoding=req.mode, raw=out.raw, parses=parses, prompt_tokens=len(prompt.ids),
+            context_tokens=prompt.context_tokens,
             left_chars_dropped=prompt.left_chars_dropped,
             right_chars_dropped=prompt.right_chars_dropped, healed=prompt.healed, error=error,
         )

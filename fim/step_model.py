@@ -160,6 +160,10 @@ class StepModel(ABC):
             slot.shared_until = min(slot.shared_until, keep)
         return keep
 
+    def cached_prefix(self, ids: list[int]) -> int:
+        """The longest beginning of ``ids`` some slot holds (no model work, no change)."""
+        return max((common_prefix(list(slot.tokens), ids) for slot in self.slots), default=0)
+
     def _choose(self, ids: list[int]) -> tuple[Slot, int]:
         """The slot to run ``ids`` in and how many of its tokens it keeps."""
         best, best_len = self.slots[0], -1

@@ -308,9 +308,11 @@ def build_prompt(
     if not 0 <= left_start <= len(left):
         raise ValueError("left_start must lie within the left context")
     left_text = template.left_lead + left[left_start:]
-    # Neither side can use more than the whole room, so neither is tokenized much past it.
+    # Neither side can use more than the whole room (the right side more than its own
+    # budget), so neither is tokenized much past it.
     left_ids, left_dropped = _encode_tail(tokenizer, left_text, room)
-    right_ids, right_dropped = _encode_head(tokenizer, right, room)
+    right_cap = room if right_budget is None else max(0, min(room, right_budget))
+    right_ids, right_dropped = _encode_head(tokenizer, right, right_cap)
     if right_budget is not None and len(right_ids) > right_budget:
         kept = right[: len(right) - right_dropped]
         right_ids, cut = _fit_right(tokenizer, kept, right_budget)

@@ -183,5 +183,9 @@ class DocumentStore:
     def get(self, uri: str) -> Document | None:
         return self._docs.get(uri)
 
+    def all(self) -> list[Document]:
+        """The open documents, in the order they were opened."""
+        return list(self._docs.values())
+
     def __len__(self) -> int:
         return len(self._docs)

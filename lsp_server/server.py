@@ -18,13 +18,22 @@ Custom messages, for editor status bars and benchmarks:
   (``total_ms``, ``queue_ms``, ``setup_ms``, ``model_ms``, ``constraint_ms``, ``overhead_ms`` =
   total minus model time, ``resume_ms`` = from the worker's finish to the handler running
   again, ``tokens``, ``stop``, ``source`` = ``model``, ``early`` (answered with the first line
-  while the rest is decoded), ``typed-through`` or ``prefetched`` (from the suggestion cache))
+  while the rest is decoded), ``typed-through`` or ``prefetched`` (from the suggestion cache)),
+  and for model answers the project context: ``context_files`` (the paths it held),
+  ``context_sources`` (tokens per source), ``context_tokens`` (in the prompt) and
+  ``context_deferred`` (not in the model's cache yet: answered without it, warmed after)
   and ``decodes``: what the worker did with recent jobs (``stop``, ``tokens``, ``background``,
   and ``after_cancel_ms`` when it was cancelled), and ``running``: the documents being
   decoded now;
 * notification ``seam/cursor`` (client -> server): ``{"textDocument": {"uri"}, "position"}``
   when the cursor moves or rests.  The server uses idle time to get the prompt there into the
   model's cache (and to widen its context), so that the request that follows only decodes.
+
+Project context (``project_context``, planned in ``request_plan``): the definitions of the
+names a document imports from the workspace folders the client announced
+(``workspaceFolders``/``rootUri``, ``workspace/didChangeWorkspaceFolders``; nothing outside
+them is read, see ``workspace``), the other open documents and the recently edited regions
+go before the file in the prompt, steadiest first, so that the model's cache keeps them.
 
 How requests stay fast on a CPU: prompts keep a stable start per document
 (``context_plan``), so the model's cache holds most of every prompt; the cursor's resting
@@ -49,8 +58,6 @@ from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
 from pygls.lsp.server import LanguageServer
 
-from fim.editor_policy import EMPTY_LINE, LEFT_FIRST_TOKENS, MID_LINE
-
 from . import text as model_text
 from .context_plan import ContextPlanner
 from .decoding import Decoder
@@ -59,17 +66,22 @@ from .framing import DEFAULT_MAX_CONTENT_BYTES, FrameError, FrameErrorKind
 from .jsonrpc import ErrorCode
 from .logs import EditorLogHandler
 from .model_host import HostState, ModelHost
+from .project_context import ContextCollector, OpenDocument
 from .protocol import SeamProtocol
+from .recent_edits import EditRing
+from .request_plan import Planned, RequestPlanner, context_budget
+from .request_plan import device_type as _device_type
 from .settings import (
     Policy,
     Settings,
     SettingsShapeError,
     check_budget,
+    context_sources,
     merge,
-    policy_for,
     section_of,
 )
-from .suggestions import SuggestionCache, digest
+from .suggestions import SuggestionCache
+from .workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -86,9 +98,10 @@ REMOTE_CODE_REFUSED = (
 )
 
 
-def _device_type(engine) -> str:
-    """``"cpu"``, ``"cuda"`` or ``"metal"``: where the engine's model runs."""
-    return engine.backend.device
+#: Extra prompt tokens a request may run to include the project context; when the context
+#: would cost more (it is not in the model's cache yet), the request goes without it and the
+#: context is run into the cache in the background, so it never delays a suggestion.
+CONTEXT_SLACK_TOKENS = 16
 
 
 def _cursor_params(params: Any) -> tuple[str | None, types.Position | None]:
@@ -141,8 +154,9 @@ class SeamServer(LanguageServer):
         self.host = host or ModelHost()
         self.host.set_listeners(self._state_changed, self._load_progress)
         self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT_TIMINGS)
-        self._planner: ContextPlanner | None = None
-        self._planner_for: tuple | None = None  # (engine, left budget) the planner was made for
+        self.folders = Workspace()
+        self.context = ContextCollector(self.folders, EditRing())
+        self.requests = RequestPlanner(self.context)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._progress_token: str | None = None
         self._load_started = False  # settings that arrive before `initialized` load nothing
@@ -232,6 +246,8 @@ class SeamServer(LanguageServer):
                      types.InlineCompletionOptions())(plain(self.on_inline_completion))
         self.feature(types.TEXT_DOCUMENT_COMPLETION,
                      types.CompletionOptions(resolve_provider=False))(plain(self.on_completion))
+        self.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(
+            plain(self.on_workspace_folders))
         self.feature("seam/status")(plain(self.on_status))
         self.feature("seam/cursor")(plain(self.on_cursor))
 
@@ -241,8 +257,17 @@ class SeamServer(LanguageServer):
         self._loop = asyncio.get_running_loop()
         encoding = ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities)
         self.documents.encoding = encoding
+        self.folders.announce(params.workspace_folders, params.root_uri, params.root_path)
         self._receive_settings(params.initialization_options)
-        log.info("initialized: encoding %s, settings %s", encoding, self._settings_json())
+        log.info("initialized: encoding %s, settings %s, workspace %s", encoding,
+                 self._settings_json(), [str(f.root) for f in self.folders.folders])
+
+    def on_workspace_folders(self, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        for folder in params.event.removed or []:
+            self.folders.remove(folder.uri)
+        for folder in params.event.added or []:
+            if self.folders.add(folder.uri, folder.name) is None:
+                log.warning("workspace folder %s is not a local directory; ignored", folder.uri)
 
     async def on_initialized(self, params: types.InitializedParams) -> None:
         await self._pull_configuration()
@@ -342,7 +367,10 @@ class SeamServer(LanguageServer):
                 "contextTokens": s.context_tokens or "auto",
                 "scope": s.scope or "auto", "topK": s.top_k, "constrained": s.constrained,
                 "languages": list(s.languages), "trustRemoteCode": s.trust_remote_code,
-                "engine": s.engine}
+                "engine": s.engine, "contextBudgetTokens": s.context_budget or "auto",
+                "contextDefinitions": s.context_definitions,
+                "contextOpenFiles": s.context_open_files,
+                "contextRecentEdits": s.context_recent_edits}
 
     def _receive_settings(self, payload: Any) -> bool:
         """Apply settings from any source; ``False`` when the payload held none."""
@@ -432,6 +460,8 @@ class SeamServer(LanguageServer):
 
     def on_change(self, params: types.DidChangeTextDocumentParams) -> None:
         uri = params.text_document.uri
+        before = self.documents.get(uri)
+        old_text = before.text if before is not None else None
         try:
             doc = self.documents.change(params)
         except PositionError as exc:
@@ -441,13 +471,29 @@ class SeamServer(LanguageServer):
             return
         if doc is None:
             log.warning("change to a document that is not open: %s", uri)
+        elif old_text is not None:
+            self._remember_edit(doc, old_text, params.content_changes)
+
+    def _remember_edit(self, doc: Document, old_text: str, changes: Any) -> None:
+        """Put the edited lines into the ring of recent edits (project context)."""
+        if doc.language_id not in self.settings.languages:
+            return
+        new_text = model_text.for_model(doc.text)
+        if len(changes) == 1 and isinstance(changes[0], types.TextDocumentContentChangePartial):
+            change = changes[0]
+            first = change.range.start.line
+            old_end = max(first, change.range.end.line) + 1
+            new_end = first + len(model_text.for_model(change.text).split("\n"))
+            self.context.ring.record(doc.uri, new_text, first, old_end, new_end)
+        else:
+            self.context.ring.record_text_change(doc.uri, model_text.for_model(old_text),
+                                                 new_text)
 
     def on_close(self, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri
         self.decoder.supersede(uri)
         self.suggestions.forget(uri)
-        if self._planner is not None:
-            self._planner.forget(uri)
+        self.requests.forget(uri)
         self.documents.close(uri)
 
     # ----- completions ---------------------------------------------------------------------
@@ -505,43 +551,20 @@ class SeamServer(LanguageServer):
 
     def _planner_of(self, engine: Any, policy: Policy) -> ContextPlanner | None:
         """The per-document prompt starts, for this engine and the context in force."""
-        if policy.context_tokens is None:
-            return None
-        # One budget for both kinds of cursor, so that both share a document's anchor.
-        longest = max(MID_LINE.max_tokens, EMPTY_LINE.max_tokens, policy.max_tokens)
-        budget = max(16, policy.context_tokens - longest - (policy.right_tokens or 0) - 4)
-        key = (id(engine), budget)
-        if self._planner is None or self._planner_for != key:
-            tokenizer = engine.tokenizer
-            self._planner = ContextPlanner(lambda t: len(tokenizer.encode(t)), budget,
-                                           min(budget, LEFT_FIRST_TOKENS))
-            self._planner_for = key
-        return self._planner
+        sources = context_sources(self.settings, _device_type(engine))
+        return self.requests.anchors(engine, policy, context_budget(policy, sources))
 
-    def _plan(self, engine: Any, uri: str, text: str, offset: int
-              ) -> tuple[Any, Policy, tuple]:
-        """The request a completion at ``offset`` of ``text`` makes, its policy, and the key
-        under which identical requests share one decode."""
-        from fim.api import CompletionRequest
+    def _open_documents(self) -> list[OpenDocument]:
+        """The open documents of completed languages, in the order they were opened."""
+        languages = self.settings.languages
+        return [OpenDocument(d.uri, model_text.for_model(d.text), d.language_id)
+                for d in self.documents.all() if d.language_id in languages]
 
-        line_start = text.rfind("\n", 0, offset) + 1
-        line_end = text.find("\n", offset)
-        line_end = len(text) if line_end < 0 else line_end
-        policy = policy_for(self.settings, text[line_start:offset], text[offset:line_end],
-                            device_type=_device_type(engine),
-                            model_window=getattr(engine, "window", None))
-        # The model gets the text without lone surrogates and with \n line breaks; the
-        # document keeps its own text (see `text`).
-        left = model_text.for_model(text[:offset])
-        right = model_text.for_model(text[offset:])
-        planner = self._planner_of(engine, policy)
-        start = planner.left_start(uri, left, len(left)) if planner is not None else 0
-        request = CompletionRequest(
-            left, right, mode=policy.mode, max_tokens=policy.max_tokens, top_k=policy.top_k,
-            scope=policy.scope, temperature=0.0, time_budget_ms=policy.time_budget_ms,
-            context_tokens=policy.context_tokens, right_tokens=policy.right_tokens,
-            line_stop=policy.line_stop, left_start=start)
-        return request, policy, (uri, digest(left), digest(right), policy)
+    def _plan(self, engine: Any, uri: str, text: str, offset: int,
+              left_start: int | None = None) -> Planned:
+        """The request a completion at ``offset`` of ``text`` makes (``request_plan``)."""
+        return self.requests.plan(engine, self.settings, uri, text, offset,
+                                  self._open_documents(), left_start=left_start)
 
     def on_cursor(self, params: Any) -> None:
         """The cursor moved or rests: warm the prompt there while the worker is idle, then
@@ -557,10 +580,17 @@ class SeamServer(LanguageServer):
         except PositionError:
             return
         text = doc.text
+        self.context.visit(uri, cur.line)
         if self.suggestions.lookup(uri, text[:cur.offset], text[cur.offset:]) is not None:
             return  # answered from the suggestion cache already
-        request, policy, _ = self._plan(engine, uri, text, cur.offset)
-        planner = self._planner_of(engine, policy)
+        planned = self._plan(engine, uri, text, cur.offset)
+        request = planned.request
+        planner = self._planner_of(engine, planned.policy)
+        wider = planner.wider(uri, request.left, len(request.left)) if planner else None
+        # The widened prompt starts higher, which can change what the project context
+        # leaves out: plan it as the request that will be made there.
+        widened = (self._plan(engine, uri, text, cur.offset, left_start=wider).request
+                   if wider is not None else None)
 
         def warm(cancel) -> None:
             if not engine.warm(request, cancel.is_set):
@@ -569,10 +599,8 @@ class SeamServer(LanguageServer):
                      position.character + 1)
             if planner is None:
                 return
-            wider = planner.wider(uri, request.left, len(request.left))
-            if wider is None or cancel.is_set():
+            if widened is None or cancel.is_set():
                 return
-            widened = dataclasses.replace(request, left_start=wider)
             if engine.warm(widened, cancel.is_set):
                 self.call_in_loop(lambda: planner.adopt(uri, request.left, wider))
 
@@ -584,7 +612,8 @@ class SeamServer(LanguageServer):
         comes while it runs adopts it."""
         after = text[:offset] + middle + text[offset:]
         cursor = offset + len(middle)
-        request, _, share_key = self._plan(engine, uri, after, cursor)
+        planned = self._plan(engine, uri, after, cursor)
+        request, share_key = planned.request, planned.share_key
         left_doc, right_doc = after[:cursor], after[cursor:]
 
         def prefetch(cancel) -> Any:
@@ -615,6 +644,7 @@ class SeamServer(LanguageServer):
             log.warning("no completion for %s: %s", uri, exc)
             return None
         text = doc.text
+        self.context.visit(uri, cur.line)
         left, right = text[:cur.offset], text[cur.offset:]
         cached = self.suggestions.lookup(uri, left, right)
         if cached is not None:
@@ -627,7 +657,14 @@ class SeamServer(LanguageServer):
             state = self.host.state
             log.info("no completion yet: model is %s (%s)", state.state, state.message)
             return None
-        request, policy, share_key = self._plan(engine, uri, text, cur.offset)
+        planned = self._plan(engine, uri, text, cur.offset)
+        request, policy, share_key = planned.request, planned.policy, planned.share_key
+        deferred = None
+        if request.context_budget and engine.uncached(request) > \
+                engine.uncached(planned.without_context()) + CONTEXT_SLACK_TOKENS:
+            # The project context is not in the model's cache: answer without it now, and
+            # run it into the cache in the background once this answer is out.
+            deferred, request = request, planned.without_context()
         line_break = model_text.line_break_of(text)
 
         def store(middle: str) -> None:  # partial middles and final results, on the loop
@@ -654,10 +691,16 @@ class SeamServer(LanguageServer):
             self._record(uri, t0, source="model", stop="error", error=type(exc).__name__)
             return None
         resume_ms = (time.perf_counter() - outcome.finished_at) * 1000.0
+        if deferred is not None:
+            self._warm_later(engine, uri, deferred)
+        # What the project context held (the planned one, also when it was deferred).
+        context = {"context_files": [f.path for f in planned.request.context_files],
+                   "context_sources": dict(planned.context.tokens),
+                   "context_deferred": deferred is not None}
         if outcome.partial is not None:
             middle = outcome.partial
             self._record(uri, t0, source="early", queue_ms=outcome.queue_ms, stop="line",
-                         resume_ms=resume_ms, scope=policy.scope)
+                         resume_ms=resume_ms, scope=policy.scope, **context)
         else:
             res = outcome.result
             if res is None:
@@ -670,7 +713,8 @@ class SeamServer(LanguageServer):
                          constraint_ms=res.constraint_ms, tokens=res.tokens, stop=res.stop,
                          resume_ms=resume_ms, mode=res.mode, scope=policy.scope,
                          prompt_tokens=res.prompt_tokens,
-                         cached_tokens=engine.step_model.reused)
+                         cached_tokens=engine.step_model.reused,
+                         context_tokens=res.context_tokens, **context)
             if not middle or res.stop == "cancelled":
                 if res.stop not in ("cancelled", "time"):
                     self.suggestions.put(uri, left, right, "")  # asked again: no model work
@@ -684,6 +728,12 @@ class SeamServer(LanguageServer):
         if not policy.early:
             self._prefetch(engine, uri, text, cur.offset, middle)
         return doc, Suggestion(middle, cur.offset, cur.line_end)
+
+    def _warm_later(self, engine: Any, uri: str, request: Any) -> None:
+        """Run ``request``'s prompt (with its project context) into the model's cache when
+        the worker is idle."""
+        self.decoder.background(uri, ("warm", uri),
+                                lambda cancel: engine.warm(request, cancel.is_set))
 
     def _record(self, uri: str, t0: float, **fields: Any) -> None:
         total = (time.perf_counter() - t0) * 1000.0

@@ -15,6 +15,9 @@ the model has loaded.
 ``0`` and ``null`` mean the same), which picks an IDE-friendly policy from the cursor's line:
 mid-line a short single-statement completion, on an empty line a longer one that may fill a
 whole block; "auto" context is small on a CPU and the model's whole window on a GPU.
+Project context (``project_context``): ``contextBudgetTokens`` is its budget ("auto": 512 on
+a CPU), taken out of the left context's share of ``contextTokens``; ``contextDefinitions``,
+``contextOpenFiles`` and ``contextRecentEdits`` turn each source on or off.
 ``model: "bundled"`` names the default bundled model. Keys the server does not know (a client's
 own settings such as VS Code's ``seam.server.*``) are ignored.
 """
@@ -43,10 +46,22 @@ from fim.options import (
     canonical_model,
 )
 
+from .project_context import ContextSources
+
 SECTION = "seam"
 
 # The "auto" policies (mid-line vs empty line, the CPU context, the right window) are fim's
 # editor policy, shared with `seam eval --policy ide`.
+
+#: "auto" project context (``contextBudgetTokens``) in tokens, out of the left context's
+#: share of the window: chosen by benchmarks/usefulness.py (docs/usefulness.md).  On a GPU,
+#: whose window is the model's whole window, "auto" is ``GPU_CONTEXT_BUDGET_TOKENS``
+#: (not measured here: no GPU on the project's machine).
+CONTEXT_BUDGET_TOKENS = 512
+GPU_CONTEXT_BUDGET_TOKENS = 2048
+MAX_CONTEXT_BUDGET_TOKENS = 1 << 16
+#: The smallest project context worth having (a few definitions).
+MIN_CONTEXT_BUDGET_TOKENS = 64
 
 #: The smallest context worth prompting with, and the part of any context kept for the prompt
 #: (FIM sentinels plus a few lines around the cursor) whatever ``maxTokens`` asks.
@@ -73,6 +88,11 @@ class Settings:
     languages: tuple[str, ...] = ("python",)
     trust_remote_code: bool = False
     engine: str = "auto"
+    #: project context: its budget in tokens (``None``: "auto") and its sources
+    context_budget: int | None = None
+    context_definitions: bool = True
+    context_open_files: bool = True
+    context_recent_edits: bool = True
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -137,6 +157,16 @@ def _context_tokens(value: Any) -> int | None:
         return None
     if not _is_int(value) or not MIN_CONTEXT_TOKENS <= value <= 1 << 20:
         raise Rejected(f'a whole number of tokens, at least {MIN_CONTEXT_TOKENS}, or "auto"')
+    return int(value)
+
+
+def _context_budget(value: Any) -> int | None:
+    if _auto(value):
+        return None
+    if not _is_int(value) or not MIN_CONTEXT_BUDGET_TOKENS <= value <= MAX_CONTEXT_BUDGET_TOKENS:
+        raise Rejected(f"a whole number of tokens from {MIN_CONTEXT_BUDGET_TOKENS} to "
+                       f'{MAX_CONTEXT_BUDGET_TOKENS}, or "auto" (turn sources off with '
+                       "contextDefinitions, contextOpenFiles, contextRecentEdits)")
     return int(value)
 
 
@@ -211,6 +241,10 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "languages": ("languages", _languages),
     "trustRemoteCode": ("trust_remote_code", _bool),
     "engine": ("engine", _engine),
+    "contextBudgetTokens": ("context_budget", _context_budget),
+    "contextDefinitions": ("context_definitions", _bool),
+    "contextOpenFiles": ("context_open_files", _bool),
+    "contextRecentEdits": ("context_recent_edits", _bool),
 }
 KEYS = tuple(_KEYS)
 
@@ -337,3 +371,13 @@ def policy_for(settings: Settings, line_before: str, line_after: str,
         early=auto.early,
         kind=kind,
     )
+
+
+def context_sources(settings: Settings, device_type: str = "cpu") -> ContextSources:
+    """The project context's sources and budget ("auto" resolved for the device)."""
+    budget = settings.context_budget
+    if budget is None:
+        budget = CONTEXT_BUDGET_TOKENS if device_type == "cpu" else GPU_CONTEXT_BUDGET_TOKENS
+    return ContextSources(definitions=settings.context_definitions,
+                          open_files=settings.context_open_files,
+                          recent_edits=settings.context_recent_edits, budget=budget)

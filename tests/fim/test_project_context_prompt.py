@@ -71,3 +71,19 @@ def test_engine_requests_carry_the_context_and_share_its_cache(random_loaded):
     engine.complete(CompletionRequest("import os\nx = ", "\n", **common))
     engine.complete(CompletionRequest("import sys\ny = ", "\n", **common))
     assert engine.step_model.reused >= n  # the context came from the cache the second time
+
+
+def test_uncached_counts_what_a_prefill_would_run(random_loaded):
+    engine = Engine(backend_from_loaded(random_loaded))
+    common = dict(mode="unconstrained", max_tokens=2, context_files=FILES,
+                  context_budget=200, path="pkg/main.py")
+    req = CompletionRequest("import os\nx = ", "\n", **common)
+    total = len(engine.prompt_for(req).ids)
+    assert engine.uncached(req) == total  # nothing cached yet
+    engine.warm(req)
+    assert engine.uncached(req) == 0
+    # Another cursor in the same file: only what follows the shared beginning would run.
+    moved = CompletionRequest("import os\nx = 1\ny = ", "\n", **common)
+    assert 0 < engine.uncached(moved) < len(engine.prompt_for(moved).ids)
+    plain = CompletionRequest("import os\nx = ", "\n", mode="unconstrained", max_tokens=2)
+    assert engine.uncached(plain) == len(engine.prompt_for(plain).ids)

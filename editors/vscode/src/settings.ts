@@ -35,6 +35,10 @@ export interface ServerSettings {
   topK: number;
   constrained: boolean;
   languages: string[];
+  contextBudgetTokens: number | "auto";
+  contextDefinitions: boolean;
+  contextOpenFiles: boolean;
+  contextRecentEdits: boolean;
 }
 
 /** Settings whose change needs a new server process rather than a notification. */
@@ -60,6 +64,10 @@ export function serverSettings(): ServerSettings {
     topK: cfg.get<number>("topK", 50),
     constrained: cfg.get<boolean>("constrained", true),
     languages: languages(),
+    contextBudgetTokens: autoWhenZero(cfg.get<number>("contextBudgetTokens", 0)),
+    contextDefinitions: cfg.get<boolean>("contextDefinitions", true),
+    contextOpenFiles: cfg.get<boolean>("contextOpenFiles", true),
+    contextRecentEdits: cfg.get<boolean>("contextRecentEdits", true),
   };
 }
 

@@ -1,0 +1,684 @@
+"""Would a user keep the suggestions?  Quality and latency at the IDE's own settings, on real
+packages, with project context on and off, and each context source alone, in one run.
+
+A *project* here is one package folder (a standard-library package such as ``email`` or
+``asyncio``, or an installed one such as ``lark``), which plays the workspace folder the
+editor announced.  In a seeded choice of its files, the script makes the two kinds of cursor
+the server distinguishes, inside function bodies, on single-line statements:
+
+* **mid-line**: the line cut at a random column (at least two characters typed, at least two
+  left); the truth is the rest of the line, the suggestion is what the server shows there
+  (one statement that ends with its line);
+* **empty line**: the line's text removed, its indentation kept (the user pressed Enter);
+  the truth is the removed line; the suggestion is the server's early answer, the first line
+  end where the file parses, and it is judged on its first line.
+
+Each request is built by ``lsp_server.request_plan.RequestPlanner``, the function the server
+plans with, from ``lsp_server.settings`` (scope, token budgets, prompt window, project context
+budget), so the benchmark cannot drift from the server.  What the server would know is
+modelled as follows (modelling choices, stated in the output):
+
+* workspace: the package folder; the document's path is relative to it, the repository
+  name is the folder's name; definitions come from imports resolved inside the folder;
+* open documents: ``--open`` other modules of the package, chosen by a seeded draw per file,
+  opened before the file; the user has not visited them, so each shows as its outline;
+* recent edits: the ring holds one-line edits at two function-body lines of the file itself
+  above the prompt's start (when there are any) and at one in each open document, made
+  before the request, as a user who touched those places would leave it;
+* the prompt's start: a fresh anchor per case (the first request at a new place in the
+  file, ``LEFT_FIRST_TOKENS`` above the cursor), or with ``--widened`` the anchor the server
+  widens to while the cursor rests (the whole left share of the window);
+* cache and latency: the project context is in the model's cache (the server uses it only
+  once it is, see ``CONTEXT_SLACK_TOKENS`` in the server), the cursor rested ``--pause``
+  seconds (the server warms the prompt then), and latency is the time from the request to
+  the suggestion (the early answer on an empty line);
+* time budgets are off by default (``--time-budgets`` keeps the server's), so that the
+  quality figures do not depend on the machine's load.
+
+Variants: ``off`` (no project context), ``all`` (every source), and each source alone
+(``definitions``, ``open_files``, ``recent_edits``) at the same budget.  Reported per variant
+and kind of cursor: success (the file parses with the suggestion), exact match, edit
+similarity, the share a user would accept whole (exact, or the truth starts with it and it
+ends at a line end), p50/p90 latency, and unparsable constrained middles (must be 0).
+
+    .venv/bin/python benchmarks/usefulness.py --packages email,asyncio,lark --cases 8 \\
+        --figures docs/usefulness.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import builtins
+import dataclasses
+import json
+import keyword
+import random
+import re
+import statistics
+import sys
+import sysconfig
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
+from fim.api import CompletionRequest, Engine  # noqa: E402
+from fim.datasets import python_files, read_python  # noqa: E402
+from fim.editor_policy import LEFT_FIRST_TOKENS  # noqa: E402
+from fim.evaluation import edit_similarity  # noqa: E402
+from lsp_server.project_context import SOURCES, ContextCollector, OpenDocument  # noqa: E402
+from lsp_server.python_definitions import DefinitionIndex, imports_of  # noqa: E402
+from lsp_server.recent_edits import EditRing  # noqa: E402
+from lsp_server.request_plan import RequestPlanner  # noqa: E402
+from lsp_server.settings import (  # noqa: E402
+    MAX_TIME_BUDGET_MS,
+    Settings,
+)
+from lsp_server.workspace import MAX_FILE_BYTES, Workspace  # noqa: E402
+
+VARIANTS = ("off", "all", *SOURCES)
+KINDS = ("mid_line", "empty_line")
+_SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Raise,
+           ast.Assert, ast.Delete)
+
+
+# ----- projects and cases ---------------------------------------------------------------------
+
+def package_folder(name: str) -> Path:
+    """A package by name (standard library first, then the venv's site-packages) or path."""
+    for base in (sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"]):
+        folder = Path(base) / name
+        if (folder / "__init__.py").is_file():
+            return folder
+    folder = Path(name).expanduser()
+    if folder.is_dir():
+        return folder.resolve()
+    raise SystemExit(f"no package {name!r} in the standard library or site-packages")
+
+
+def statement_lines(text: str) -> list[int]:
+    """0-based lines holding one whole simple statement inside a function body."""
+    tree = ast.parse(text)
+    lines = text.split("\n")
+    out = set()
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if not isinstance(node, _SIMPLE) or node.lineno != node.end_lineno:
+                continue
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+                continue  # docstrings and bare constants
+            line = lines[node.lineno - 1]
+            content = line.strip()
+            if len(content) < 10 or ";" in line or content.startswith("#") or \
+                    len(line) - len(line.lstrip()) != node.col_offset:
+                continue
+            out.add(node.lineno - 1)
+    return sorted(out)
+
+
+@dataclasses.dataclass
+class Case:
+    id: str
+    kind: str
+    path: Path
+    text: str  # the file with the hole
+    offset: int  # the cursor
+    truth: str
+    line: int
+    source: str  # the file without the hole
+
+
+def lines_using_package_imports(path: Path, text: str, workspace: Workspace
+                                 ) -> dict[int, int]:
+    """0-based lines that use a name the file imports from its own package (the cursors
+    where the definitions source has something to say), each with the last column a
+    mid-line cut may take so that the rest of the line still holds part of that name."""
+    index = DefinitionIndex(workspace)
+    names = {imp.alias for imp in imports_of(text)
+             if index.resolve(imp.module, imp.level, path) is not None or
+             index.resolve(f"{imp.module}.{imp.name}" if imp.module else imp.name or "",
+                           imp.level, path) is not None}
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names))) + r")\b") \
+        if names else None
+    out = {}
+    for n, line in enumerate(text.split("\n")):
+        m = pattern.search(line) if pattern else None
+        if m:
+            out[n] = m.end() - 1
+    return out
+
+
+def cases_of(path: Path, folder: Path, text: str, per_kind: int, seed: int,
+             only: dict[int, int] | None = None) -> list[Case]:
+    """``per_kind`` cursors of each kind in one file, in the order they appear in it
+    (``only``: on these lines only, mid-line cuts at most at the column given)."""
+    rel = path.relative_to(folder).as_posix()
+    rng = random.Random(f"{seed}:{folder.name}/{rel}")
+    spots = [n for n in statement_lines(text) if only is None or n in only]
+    if len(spots) < 2 * per_kind:
+        return []
+    chosen = rng.sample(spots, 2 * per_kind)
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    out = []
+    for k, n in enumerate(chosen):
+        line = lines[n]
+        indent = len(line) - len(line.lstrip())
+        if k < per_kind:
+            if only is None:
+                cut = rng.randrange(indent + 2, len(line) - 1)
+            else:  # keep part of the imported name in the truth
+                hi = min(len(line) - 1, only[n] + 1)
+                cut = rng.randrange(indent + 1, hi) if hi > indent + 1 else indent + 1
+            kind, truth = "mid_line", line[cut:]
+        else:
+            cut, kind, truth = indent, "empty_line", line[indent:]
+        at = starts[n] + cut
+        hole = text[:at] + text[starts[n] + len(line):]
+        out.append(Case(f"{folder.name}/{rel}:{n + 1}:{kind}", kind, path, hole, at, truth, n,
+                        text))
+    return sorted(out, key=lambda c: c.offset)
+
+
+def project_files(folder: Path, seed: int) -> list[tuple[Path, str]]:
+    files = []
+    for p in python_files(folder):
+        if p.stat().st_size > MAX_FILE_BYTES:
+            continue
+        text = read_python(p)
+        if text is not None and text.count("\n") >= 30:
+            files.append((p, text))
+    random.Random(f"{seed}:files:{folder.name}").shuffle(files)
+    return files
+
+
+# ----- what the server would know -------------------------------------------------------------
+
+def open_documents(path: Path, files: list[tuple[Path, str]], n: int, seed: int
+                   ) -> list[OpenDocument]:
+    """``n`` other modules of the package (a seeded draw), then the file itself."""
+    others = [(p, t) for p, t in files if p != path]
+    picked = random.Random(f"{seed}:open:{path}").sample(others, min(n, len(others)))
+    return [OpenDocument(p.as_uri(), t) for p, t in picked]
+
+
+def edit_ring(case: Case, others: list[OpenDocument], anchor_line: int, seed: int
+              ) -> EditRing:
+    """Recent edits: two lines of the file above the prompt's start, one per open document."""
+    rng = random.Random(f"{seed}:edits:{case.id}")
+    ring = EditRing()
+    for doc in others:
+        try:
+            spots = statement_lines(doc.text)
+        except SyntaxError:
+            continue
+        if spots:
+            n = rng.choice(spots)
+            ring.record(doc.uri, doc.text, n, n + 1, n + 1)
+    # Lines above the hole are the same in the file with and without it.
+    above = [n for n in statement_lines(case.source) if n + 4 < anchor_line]
+    for n in sorted(rng.sample(above, min(2, len(above)))):
+        ring.record(case.path.as_uri(), case.text, n, n + 1, n + 1)
+    return ring
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """One measured configuration: the context's sources (a variant) and the window split."""
+
+    name: str
+    variant: str
+    budget: int | None = None  # contextBudgetTokens (None: auto)
+    context: int | None = None  # contextTokens (None: auto)
+    right: int | None = None  # the right context's share (None: the server's)
+    left: int = LEFT_FIRST_TOKENS  # left tokens at a new prompt start
+    widened: bool = False  # the anchor the server widens to while the cursor rests
+
+
+def parse_splits(spec: str, base: Config) -> list[Config]:
+    """``name:key=value,...;...`` with keys budget, context, right, left, widened, variant."""
+    out = []
+    for item in [x for x in spec.split(";") if x.strip()]:
+        name, _, body = item.partition(":")
+        fields: dict = {"name": name.strip()}
+        for pair in [x for x in body.split(",") if x.strip()]:
+            key, _, value = pair.partition("=")
+            key = key.strip()
+            if key == "variant":
+                fields["variant"] = value.strip()
+            elif key == "widened":
+                fields["widened"] = value.strip() not in ("0", "false", "")
+            elif key in ("budget", "context", "right", "left"):
+                fields[key] = int(value)
+            else:
+                raise SystemExit(f"unknown split key {key!r} in {item!r}")
+        out.append(dataclasses.replace(base, **{"variant": "all", **fields}))
+    return out
+
+
+def settings_for(config: Config, args) -> Settings:
+    flags = {f"context_{s}": config.variant in ("all", s) for s in SOURCES}
+    return Settings(model=args.model, engine=args.engine,
+                    context_tokens=config.context, context_budget=config.budget,
+                    time_budget_ms=None if args.time_budgets else MAX_TIME_BUDGET_MS, **flags)
+
+
+# ----- running a case ---------------------------------------------------------------------------
+
+def first_line(text: str | None) -> str | None:
+    return None if text is None else text.split("\n", 1)[0]
+
+
+def accepted_whole(shown: str | None, truth: str) -> bool:
+    """Exact, or the truth starts with the suggestion and the suggestion ends at a line end."""
+    if not shown:
+        return False
+    if shown == truth:
+        return True
+    rest = truth[len(shown):] if truth.startswith(shown) else None
+    return rest is not None and (rest == "" or rest.startswith("\n"))
+
+
+def ask(engine: Engine, request: CompletionRequest, kind: str, pause: float) -> dict:
+    """Rest ``pause`` seconds (the server warms the prompt), then request as the server does:
+    mid-line, the whole middle; on an empty line, the first line end where the file parses."""
+    until = time.perf_counter() + pause
+    engine.warm(request, lambda: time.perf_counter() > until)
+    first: dict = {}
+    done = threading.Event()
+
+    def partial(middle: str) -> None:
+        if "middle" not in first:
+            first.update(middle=middle, at=time.perf_counter())
+            done.set()
+
+    early = kind == "empty_line"
+    t0 = time.perf_counter()
+    res = engine.complete(request, cancel=done.is_set if early else None,
+                          on_partial=partial if early else None)
+    t1 = time.perf_counter()
+    if early and "middle" in first:
+        return {"middle": first["middle"], "seconds": first["at"] - t0, "stop": "early",
+                "parses": True, "error": None, "tokens": res.tokens,
+                "prompt_tokens": res.prompt_tokens, "context_tokens": res.context_tokens,
+                "cached_tokens": engine.step_model.reused}
+    return {"middle": res.middle, "seconds": t1 - t0, "stop": res.stop, "parses": res.parses,
+            "error": res.error, "tokens": res.tokens, "prompt_tokens": res.prompt_tokens,
+            "context_tokens": res.context_tokens, "cached_tokens": engine.step_model.reused}
+
+
+@dataclasses.dataclass
+class FileCases:
+    """A file's cases and what the server would know while the user works in it."""
+
+    path: Path
+    cases: list[Case]
+    others: list[OpenDocument]  # the other open documents
+    workspace: Workspace
+
+    @property
+    def uri(self) -> str:
+        return self.path.as_uri()
+
+
+def project_cases(folder: Path, args) -> list[FileCases]:
+    """``args.cases`` cursors of each kind from the package, ``args.per_file`` per file."""
+    files = project_files(folder, args.seed)
+    workspace = Workspace()
+    workspace.add(folder.as_uri(), folder.name)
+    wanted = {k: args.cases for k in KINDS}
+    out = []
+    for path, text in files:
+        if not any(wanted.values()):
+            break
+        only = (lines_using_package_imports(path, text, workspace)
+                if args.cursors == "package-imports" else None)
+        cases = [c for c in cases_of(path, folder, text, args.per_file, args.seed, only)
+                 if wanted[c.kind] > 0]
+        if not cases:
+            continue
+        for c in cases:
+            wanted[c.kind] -= 1
+        out.append(FileCases(path, cases, open_documents(path, files, args.open, args.seed),
+                             workspace))
+    return out
+
+
+def plan_case(engine: Engine, planner: RequestPlanner, config: Config, fc: FileCases,
+              case: Case, args):
+    """The request the server would make at the case's cursor under ``config``."""
+    settings = settings_for(config, args)
+    docs = fc.others + [OpenDocument(fc.uri, case.text)]
+    planner.forget(fc.uri)  # a new place in the file: a fresh prompt start
+    probe = planner.plan(engine, settings, fc.uri, case.text, case.offset, docs)
+    start = probe.request.left_start
+    if config.widened:
+        anchors = planner.anchors(engine, probe.policy, probe.context.budget)
+        wider = anchors.wider(fc.uri, probe.request.left, len(probe.request.left)) \
+            if anchors else None
+        start = wider if wider is not None else start
+    anchor_line = case.text.count("\n", 0, start)
+    planner.collector.ring = edit_ring(case, fc.others, anchor_line, args.seed)
+    return planner.plan(engine, settings, fc.uri, case.text, case.offset, docs,
+                        left_start=start)
+
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_COMMON = frozenset(keyword.kwlist) | frozenset(dir(builtins)) | {"self", "cls"}
+
+
+def _has_word(text: str, word: str) -> bool:
+    return re.search(rf"\b{re.escape(word)}\b", text) is not None
+
+
+def context_flags(engine: Engine, fc: FileCases, case: Case, args) -> dict:
+    """Whether the truth names something the file's prompt window does not show
+    (``outside``: only context could tell the model), and whether the project context (all
+    sources, the run's budget) holds one of those names (``in_context``)."""
+    base = Config("off", "off", args.budget, args.context_tokens, args.right_tokens,
+                  args.left_first)
+    req = plan_case(engine, RequestPlanner(ContextCollector(fc.workspace),
+                                           left_first=base.left, right_tokens=base.right),
+                    base, fc, case, args).request
+    prompt = engine.prompt_for(req)
+    window = req.left[req.left_start:] + req.right[:len(req.right) - prompt.right_chars_dropped]
+    # A mid-line cut inside a name: the whole name counts, not its typed-out tail.
+    typed = re.search(r"[A-Za-z0-9_]*$", case.text[:case.offset]).group(0)
+    missing = [w for w in dict.fromkeys(_NAME.findall(typed + case.truth))
+               if w not in _COMMON and not _has_word(window, w)]
+    every = dataclasses.replace(base, name="all", variant="all")
+    ctx = plan_case(engine, RequestPlanner(ContextCollector(fc.workspace),
+                                           left_first=base.left, right_tokens=base.right),
+                    every, fc, case, args).request
+    text = "\n".join(f.text for f in ctx.context_files)
+    return {"outside": bool(missing),
+            "in_context": any(_has_word(text, w) for w in missing)}
+
+
+def run_project(engine: Engine, folder: Path, args, rows: list[dict]) -> None:
+    for fc in project_cases(folder, args):
+        flags = {c.id: context_flags(engine, fc, c, args) for c in fc.cases}
+        for config in args.configs:
+            engine.step_model.reset()  # each file and variant starts from an empty cache
+            planner = RequestPlanner(ContextCollector(fc.workspace), left_first=config.left,
+                                     right_tokens=config.right)
+            warmed = False
+            for case in fc.cases:
+                planned = plan_case(engine, planner, config, fc, case, args)
+                request = planned.request
+                if not warmed and request.context_budget:
+                    # The server runs the project context into the cache in idle time and
+                    # uses it only once it is there.
+                    engine.warm(dataclasses.replace(request, left="", right="", left_start=0))
+                    warmed = True
+                out = ask(engine, request, case.kind, args.pause)
+                truth = case.truth
+                shown = first_line(out["middle"]) if case.kind == "empty_line" else out["middle"]
+                rows.append({
+                    "id": case.id, "package": folder.name, "kind": case.kind,
+                    "variant": config.name, "truth": truth, "shown": shown, **out,
+                    "exact": shown == truth, "edit_similarity": edit_similarity(shown, truth),
+                    "accepted": accepted_whole(shown, truth),
+                    "unparsable": out["middle"] is not None and out["parses"] is False,
+                    "success": out["middle"] is not None and out["parses"] is not False,
+                    "context_by_source": dict(planned.context.tokens), **flags[case.id],
+                })
+                if args.progress:
+                    r = rows[-1]
+                    print(f"{config.name:13} {case.id:50} {r['seconds']:6.1f}s "
+                          f"{'=' if r['exact'] else ' '} {shown!r:.60} | {truth!r:.40}",
+                          file=sys.stderr, flush=True)
+
+
+# ----- reporting ---------------------------------------------------------------------------------
+
+def _p(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def summarize(rows: list[dict], variants: list[str]) -> dict:
+    out = {}
+    for kind in KINDS:
+        for variant in variants:
+            rs = [r for r in rows if r["kind"] == kind and r["variant"] == variant]
+            if not rs:
+                continue
+            secs = [r["seconds"] for r in rs]
+            out[f"{kind}/{variant}"] = {
+                "cases": len(rs),
+                "success": statistics.fmean(r["success"] for r in rs),
+                "exact": statistics.fmean(r["exact"] for r in rs),
+                "edit_similarity": statistics.fmean(r["edit_similarity"] for r in rs),
+                "accepted": statistics.fmean(r["accepted"] for r in rs),
+                "p50_s": statistics.median(secs), "p90_s": _p(secs, 0.9),
+                "context_tokens": statistics.fmean(r["context_tokens"] for r in rs),
+                "prompt_tokens": statistics.fmean(r["prompt_tokens"] for r in rs),
+                "unparsable": sum(r["unparsable"] for r in rs),
+                **_against_off(rows, rs, kind),
+            }
+    return out
+
+
+def _against_off(rows: list[dict], rs: list[dict], kind: str) -> dict:
+    """Cases this configuration got exactly right and ``off`` did not ("won"), and the
+    other way round ("lost"): the paired view of a gain on the same cursors."""
+    off = {r["id"]: r["exact"] for r in rows if r["variant"] == "off" and r["kind"] == kind}
+    paired = [(r["exact"], off[r["id"]]) for r in rs if r["id"] in off]
+    if not paired or rs[0]["variant"] == "off":
+        return {"won": None, "lost": None}
+    return {"won": sum(a and not b for a, b in paired),
+            "lost": sum(b and not a for a, b in paired)}
+
+
+def by_package(rows: list[dict], variants: list[str]) -> dict:
+    out = {}
+    for pkg in dict.fromkeys(r["package"] for r in rows):
+        for variant in variants:
+            rs = [r for r in rows if r["package"] == pkg and r["variant"] == variant]
+            if rs:
+                out[f"{pkg}/{variant}"] = {
+                    "cases": len(rs), "exact": statistics.fmean(r["exact"] for r in rs),
+                    "edit_similarity": statistics.fmean(r["edit_similarity"] for r in rs)}
+    return out
+
+
+def table(summary: dict, packages: dict) -> str:
+    lines = ["| cursor | context | cases | success | exact | edit sim. | accepted whole | "
+             "exact vs off: won / lost | p50 / p90 s | context tok. | prompt tok. | "
+             "unparsable |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for key, s in summary.items():
+        kind, variant = key.split("/")
+        vs = "-" if s.get("won") is None else f"{s['won']} / {s['lost']}"
+        lines.append(
+            f"| {kind.replace('_', '-')} | {variant} | {s['cases']} | {s['success']:.0%} | "
+            f"{s['exact']:.0%} | {s['edit_similarity']:.3f} | {s['accepted']:.0%} | {vs} | "
+            f"{s['p50_s']:.1f} / {s['p90_s']:.1f} | {s['context_tokens']:.0f} | "
+            f"{s['prompt_tokens']:.0f} | {s['unparsable']} |")
+    lines += ["", "| package / context | cases | exact | edit sim. |", "| --- | --- | --- | --- |"]
+    for key, s in packages.items():
+        lines.append(f"| {key} | {s['cases']} | {s['exact']:.0%} | "
+                     f"{s['edit_similarity']:.3f} |")
+    return "\n".join(lines)
+
+
+def subset_table(rows: list[dict], names: list[str]) -> str:
+    """Exact match on the cursors where the file's window alone cannot tell the answer."""
+    if not rows or "outside" not in rows[0]:
+        return ""
+    lines = ["Cursors whose true text names something the file's prompt window does not show "
+             "(*outside*), and of those, the ones where the project context (all sources) "
+             "holds that name (*in context*): exact match per configuration.", "",
+             "| cursor | subset | cases | " + " | ".join(names) + " |",
+             "| --- | --- | --- | " + " | ".join("---" for _ in names) + " |"]
+    for kind in KINDS:
+        for flag in ("outside", "in_context"):
+            ids = {r["id"] for r in rows if r["kind"] == kind and r.get(flag)}
+            if not ids:
+                continue
+            cells = []
+            for name in names:
+                rs = [r for r in rows if r["variant"] == name and r["id"] in ids]
+                cells.append(f"{statistics.fmean(r['exact'] for r in rs):.0%}" if rs else "-")
+            lines.append(f"| {kind.replace('_', '-')} | {flag.replace('_', ' ')} | {len(ids)} | "
+                         + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def describe(configs: list[Config]) -> str:
+    """What each row's configuration is, as the server would have it."""
+    lines = ["| context | sources | budget (tokens) | window | right | left at a new place |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for c in configs:
+        lines.append(
+            f"| {c.name} | {c.variant} | {c.budget or 'auto'} | {c.context or 'auto'} | "
+            f"{c.right or 'server'} | {'widened' if c.widened else c.left} |")
+    return "\n".join(lines)
+
+
+def report_only(args) -> int:
+    """The tables of an earlier run's ``--json`` (e.g. after adding a column)."""
+    if args.json is None:
+        raise SystemExit("--report-only needs --json FILE")
+    data = json.loads(args.json.read_text(encoding="utf-8"))
+    rows = data["rows"]
+    names = list(dict.fromkeys(r["variant"] for r in rows))
+    configs = [Config(**c) for c in data.get("configs", [])]
+    if rows and "outside" not in rows[0]:
+        # An earlier run without the flags: rebuild its cases (the same --packages, --cases,
+        # --seed, ... must be given) and flag them; planning only, no decoding.
+        engine = Engine.load(args.model, engine=args.engine)
+        flags = {}
+        for name in [x for x in args.packages.split(",") if x]:
+            for fc in project_cases(package_folder(name), args):
+                for c in fc.cases:
+                    flags[c.id] = context_flags(engine, fc, c, args)
+        if not {r["id"] for r in rows} <= set(flags):
+            raise SystemExit("the given --packages/--cases/--seed do not rebuild this run's "
+                             "cases")
+        rows = [{**r, **flags[r["id"]]} for r in rows]
+    body = (describe(configs) + "\n\n" if configs else "") + \
+        table(summarize(rows, names), by_package(rows, names))
+    subset = subset_table(rows, names)
+    if subset:
+        body += "\n\n" + subset
+    # The run's own provenance, as it was recorded (not re-read from this machine).
+    record = RunRecord.__new__(RunRecord)
+    record.__dict__.update(data["run"])
+    paragraph = record.markdown()
+    print(body)
+    print()
+    print(paragraph)
+    if args.figures:
+        write_section(args.figures, args.section, body + "\n\n" + paragraph)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--packages", default="email,asyncio,lark")
+    p.add_argument("--cases", type=int, default=8, help="cases per kind per package")
+    p.add_argument("--per-file", type=int, default=1, help="cases per kind per file")
+    p.add_argument("--cursors", choices=("any", "package-imports"), default="any",
+                   help="any function-body statement line, or only lines that use a name "
+                        "the file imports from its own package")
+    p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--open", type=int, default=3, help="other open documents per file")
+    p.add_argument("--model", default="bundled:qwen2.5-coder-1.5b")
+    p.add_argument("--engine", default="llama.cpp")
+    p.add_argument("--context-tokens", type=int, default=None,
+                   help="the contextTokens setting (default: auto)")
+    p.add_argument("--budget", type=int, default=None,
+                   help="the contextBudgetTokens setting (default: auto)")
+    p.add_argument("--right-tokens", type=int, default=None,
+                   help="the right context's share (default: the server's RIGHT_TOKENS)")
+    p.add_argument("--left-first", type=int, default=LEFT_FIRST_TOKENS,
+                   help="left tokens at a new prompt start (default: the server's)")
+    p.add_argument("--widened", action="store_true",
+                   help="the anchor the server widens to while the cursor rests")
+    p.add_argument("--splits", default="",
+                   help="more configurations, measured beside the variants: "
+                        "'name:key=value,...;...' with keys budget, context, right, left, "
+                        "widened, variant (default all), e.g. 'b1024:budget=1024;r64:right=64'")
+    p.add_argument("--pause", type=float, default=1.0, help="cursor rest before asking (s)")
+    p.add_argument("--time-budgets", action="store_true",
+                   help="keep the server's time budgets (quality then depends on load)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--baseline", default="",
+                   help="FILE.json:off,all adds an earlier run's rows of those variants for "
+                        "the same cases to the tables (splits measured without re-running "
+                        "the baselines)")
+    p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--figures", type=Path, default=None,
+                   help="write the table into this page's section (see --section)")
+    p.add_argument("--section", default="usefulness")
+    p.add_argument("--progress", action="store_true")
+    p.add_argument("--report-only", action="store_true",
+                   help="render the tables from the rows in --json (no model runs)")
+    args = p.parse_args(argv)
+    if args.report_only:
+        return report_only(args)
+    variants = [v for v in args.variants.split(",") if v]
+    base = Config("", "off", args.budget, args.context_tokens, args.right_tokens,
+                  args.left_first, args.widened)
+    args.configs = [dataclasses.replace(base, name=v, variant=v) for v in variants] + \
+        parse_splits(args.splits, base)
+    unknown = {c.variant for c in args.configs} - set(VARIANTS)
+    if unknown:
+        raise SystemExit(f"unknown variants {sorted(unknown)}; known: {', '.join(VARIANTS)}")
+    names = [c.name for c in args.configs]
+    if len(set(names)) != len(names) or not (names or args.baseline):
+        raise SystemExit(f"configuration names must be distinct and given: {names}")
+    record = RunRecord(command_line())
+    engine = Engine.load(args.model, engine=args.engine)
+    rows: list[dict] = []
+    for name in [x for x in args.packages.split(",") if x]:
+        run_project(engine, package_folder(name), args, rows)
+    record.finish()
+    note = ""
+    if args.baseline:
+        # Earlier rows of the same cases (greedy decoding: the same prompt gives the same
+        # middle), shown beside this run's configurations.
+        path, _, wanted = args.baseline.partition(":")
+        earlier = json.loads(Path(path).read_text(encoding="utf-8"))
+        flags = {r["id"]: {k: r[k] for k in ("outside", "in_context") if k in r}
+                 for r in rows}
+        picked = [{**r, **flags[r["id"]]} for r in earlier["rows"]
+                  if r["variant"] in wanted.split(",") and r["id"] in flags]
+        rows = picked + rows
+        names = [n for n in wanted.split(",") if n] + names
+        note = (f"\n\nRows {wanted} are the same cases from an earlier run "
+                f"(`{earlier['run']['command']}`, commit `{earlier['run']['commit']}`): "
+                "decoding is greedy, so the same prompts give the same middles as long as "
+                "the prompt-building code is the same at both commits; their latency is "
+                "that run's.")
+    summary = summarize(rows, names)
+    packages = by_package(rows, names)
+    body = describe(args.configs) + "\n\n" + table(summary, packages) + note
+    subset = subset_table(rows, names)
+    if subset:
+        body += "\n\n" + subset
+    print(body)
+    print()
+    print(record.markdown())
+    if args.figures:
+        write_section(args.figures, args.section, body + "\n\n" + record.markdown())
+    if args.json:
+        args.json.write_text(json.dumps({"run": record.as_dict(), "summary": summary,
+                                         "configs": [dataclasses.asdict(c)
+                                                     for c in args.configs],
+                                         "packages": packages, "rows": rows}, indent=1),
+                             encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

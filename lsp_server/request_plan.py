@@ -1,0 +1,173 @@
+"""From a cursor in a document to the completion request the model gets: the one place that
+decides it, shared by the server and the benchmarks that measure the server's policy.
+
+A request is the cursor's policy (``settings.policy_for``: scope and budgets by the kind of
+cursor), the prompt's stable start in the document (``context_plan``), and the project
+context (``project_context``), whose tokens come out of the left context's share of the
+window: the context's budget is fixed per settings, so the prompt's start stays put whatever
+the context holds, and the left context never has to be cut again to make room (a cut that
+moved with every keystroke would empty the model's cache each time).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fim.api import CompletionRequest
+from fim.editor_policy import EMPTY_LINE, LEFT_FIRST_TOKENS, MID_LINE
+
+from . import text as model_text
+from .context_plan import ContextPlanner
+from .project_context import (
+    ContextCollector,
+    ContextSources,
+    OpenDocument,
+    ProjectContext,
+    TokenCounter,
+)
+from .settings import (
+    MIN_CONTEXT_BUDGET_TOKENS,
+    Policy,
+    Settings,
+    context_sources,
+    policy_for,
+)
+from .suggestions import digest
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A planned request, its policy, the key under which identical requests share one
+    decode, and the project context it carries."""
+
+    request: CompletionRequest
+    policy: Policy
+    share_key: tuple
+    context: ProjectContext
+
+    def without_context(self) -> CompletionRequest:
+        """The same request with no project context (the prompt's start stays)."""
+        return dataclasses.replace(self.request, context_files=(), context_budget=0,
+                                   repo="", path=None)
+
+
+def device_type(engine: Any) -> str:
+    """``"cpu"``, ``"cuda"`` or ``"metal"``: where the engine's model runs."""
+    return engine.backend.device
+
+
+def _room(policy: Policy) -> int | None:
+    """Prompt tokens of the window left for the file and the project context: the window
+    less the longest middle of either kind of cursor (one budget for both, so that both
+    share a document's prompt start), the right context and the sentinels."""
+    if policy.context_tokens is None:
+        return None
+    longest = max(MID_LINE.max_tokens, EMPTY_LINE.max_tokens, policy.max_tokens)
+    return max(16, policy.context_tokens - longest - (policy.right_tokens or 0) - 4)
+
+
+def context_budget(policy: Policy, sources: ContextSources,
+                   left_first: int = LEFT_FIRST_TOKENS) -> int:
+    """Tokens of project context a request gets: the setting, but never so many that the
+    left context would hold fewer than ``left_first`` tokens (and none when what is left is
+    less than ``MIN_CONTEXT_BUDGET_TOKENS``: a small window is better spent on the file)."""
+    if not sources.active:
+        return 0
+    room = _room(policy)
+    if room is None:
+        return sources.budget
+    budget = min(sources.budget, room - left_first)
+    return budget if budget >= MIN_CONTEXT_BUDGET_TOKENS else 0
+
+
+class RequestPlanner:
+    """Plans requests for one session; it keeps each document's prompt start.
+
+    ``left_first`` and ``right_tokens`` are the server's constants (``LEFT_FIRST_TOKENS``,
+    the policy's ``right_tokens``); benchmarks that measure other values pass them here.
+    """
+
+    def __init__(self, collector: ContextCollector | None = None, *,
+                 left_first: int = LEFT_FIRST_TOKENS, right_tokens: int | None = None) -> None:
+        self.collector = collector
+        self.left_first = left_first
+        self.right_tokens = right_tokens
+        self._anchors: ContextPlanner | None = None
+        self._anchors_for: tuple | None = None  # (engine, left budget) they were made for
+        self._counter: tuple[int, TokenCounter] | None = None  # per engine
+
+    def forget(self, uri: str) -> None:
+        if self._anchors is not None:
+            self._anchors.forget(uri)
+        if self.collector is not None:
+            self.collector.forget(uri)
+
+    def anchors(self, engine: Any, policy: Policy, extra: int) -> ContextPlanner | None:
+        """The per-document prompt starts for this engine, context and extra budget."""
+        room = _room(policy)
+        if room is None:
+            return None
+        budget = max(16, room - extra)
+        key = (id(engine), budget)
+        if self._anchors is None or self._anchors_for != key:
+            tokenizer = engine.tokenizer
+            self._anchors = ContextPlanner(lambda t: len(tokenizer.encode(t)), budget,
+                                           min(budget, self.left_first))
+            self._anchors_for = key
+        return self._anchors
+
+    def _count_with(self, engine: Any) -> TokenCounter:
+        """The engine's token counter, with its memory of counted texts."""
+        if self._counter is None or self._counter[0] != id(engine):
+            tokenizer = engine.tokenizer
+            self._counter = (id(engine), TokenCounter(lambda t: len(tokenizer.encode(t))))
+        return self._counter[1]
+
+    def policy(self, engine: Any, settings: Settings, text: str, offset: int) -> Policy:
+        line_start = text.rfind("\n", 0, offset) + 1
+        line_end = text.find("\n", offset)
+        line_end = len(text) if line_end < 0 else line_end
+        policy = policy_for(settings, text[line_start:offset], text[offset:line_end],
+                            device_type=device_type(engine),
+                            model_window=getattr(engine, "window", None))
+        if self.right_tokens is not None:
+            policy = dataclasses.replace(policy, right_tokens=self.right_tokens)
+        return policy
+
+    def plan(self, engine: Any, settings: Settings, uri: str, text: str, offset: int,
+             documents: Sequence[OpenDocument] = (), *, left_start: int | None = None
+             ) -> Planned:
+        """The request a completion at ``offset`` of ``text`` (document ``uri``) makes.
+
+        ``documents`` are the open documents for the open-files source, in the order they
+        were opened.  ``left_start`` overrides the prompt's start (a widened anchor being
+        warmed); by default it is the document's anchor.
+        """
+        policy = self.policy(engine, settings, text, offset)
+        sources = context_sources(settings, device_type(engine))
+        extra = context_budget(policy, sources, self.left_first)
+        # The model gets the text without lone surrogates and with \n line breaks; the
+        # document keeps its own text (see `text`).
+        left = model_text.for_model(text[:offset])
+        right = model_text.for_model(text[offset:])
+        anchors = self.anchors(engine, policy, extra)
+        if left_start is None:
+            left_start = anchors.left_start(uri, left, len(left)) if anchors is not None else 0
+        context = ProjectContext()
+        if self.collector is not None:
+            context = self.collector.collect(
+                uri, text, left.count("\n", 0, left_start),
+                dataclasses.replace(sources, budget=extra), documents,
+                self._count_with(engine))
+        request = CompletionRequest(
+            left, right, mode=policy.mode, max_tokens=policy.max_tokens, top_k=policy.top_k,
+            scope=policy.scope, temperature=0.0, time_budget_ms=policy.time_budget_ms,
+            context_tokens=policy.context_tokens, right_tokens=policy.right_tokens,
+            line_stop=policy.line_stop, left_start=left_start,
+            context_files=context.files, context_budget=context.budget if extra else 0,
+            repo=context.repo, path=context.path)
+        return Planned(request, policy, (uri, digest(left), digest(right), policy), context)
+

@@ -1,0 +1,110 @@
+"""Project context through a real client: the workspace the client announces, the definitions
+of what a document imports, and a request that carries them once they are in the model's
+cache (answered without them, and warmed, until then)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from seam_lsp_client import TEST_MODEL, inline, lsp_session, open_doc, status, wait_ready
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(300)]
+
+HELPERS = ('def scale(value, factor):\n    """Multiply value by factor."""\n'
+           "    return value * factor\n")
+MAIN = ("from helpers import scale\nfrom extra import shift\n\n\n"
+        "def compute(values):\n    total = 0\n    for v in values:\n"
+        "        total = total + scale(v, 2)\n        total = shift(total)\n"
+        "    return total\n")
+
+
+async def idle(lc, timeout: float = 120.0) -> dict:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        st = await status(lc)
+        if not st["running"] and st.get("idle", True):
+            return st
+        if loop.time() > deadline:
+            raise TimeoutError(st)
+        await asyncio.sleep(0.05)
+
+
+def settings(**extra) -> dict:
+    return {"seam": {"model": TEST_MODEL, "engine": "transformers", "maxTokens": 4,
+                     "contextBudgetTokens": 256, **extra}}
+
+
+async def model_entry(lc, uri: str, line: int, character: int) -> dict:
+    await inline(lc, uri, line, character)
+    entries = [r for r in (await status(lc))["recent"] if r["source"] in ("model", "early")]
+    return entries[-1]
+
+
+async def test_a_request_carries_the_context_once_it_is_cached(tmp_path: Path):
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    main = tmp_path / "main.py"
+    main.write_text(MAIN)
+    uri = main.as_uri()
+    async with lsp_session(tmp_path, settings()) as lc:
+        await wait_ready(lc)
+        open_doc(lc, uri, MAIN)
+        first = await model_entry(lc, uri, 7, 20)
+        # The context is planned (the definition of `scale` from the workspace) but not in
+        # the model's cache yet: this answer goes without it, and it is warmed afterwards.
+        assert first["context_files"] == ["helpers.py"]
+        assert first["context_sources"]["definitions"] > 0
+        assert first["context_deferred"] is True
+        await idle(lc)
+        second = await model_entry(lc, uri, 8, 15)
+        assert second["context_deferred"] is False
+        assert second["context_files"] == ["helpers.py"]
+        assert second["context_tokens"] > 0
+        assert second["cached_tokens"] >= second["context_tokens"]  # it came from the cache
+
+
+async def test_turned_off_the_context_is_not_planned(tmp_path: Path):
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    main = tmp_path / "main.py"
+    main.write_text(MAIN)
+    async with lsp_session(tmp_path, settings(contextDefinitions=False,
+                                               contextOpenFiles=False,
+                                               contextRecentEdits=False)) as lc:
+        st = await wait_ready(lc)
+        assert st["settings"]["contextDefinitions"] is False
+        open_doc(lc, main.as_uri(), MAIN)
+        entry = await model_entry(lc, main.as_uri(), 7, 20)
+        assert entry["context_files"] == [] and entry["context_tokens"] == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symbolic links here")
+async def test_only_announced_folders_are_read_and_they_can_change(tmp_path: Path):
+    project = tmp_path / "project"
+    other = tmp_path / "other"
+    project.mkdir()
+    other.mkdir()
+    (other / "extra.py").write_text("def shift(x):\n    return x + 1\n")
+    (other / "helpers.py").write_text(HELPERS)
+    # A link inside the project to a file outside it must not be followed.
+    (project / "helpers.py").symlink_to(other / "helpers.py")
+    main = project / "main.py"
+    main.write_text(MAIN)
+    uri = main.as_uri()
+    async with lsp_session(project, settings()) as lc:
+        await wait_ready(lc)
+        open_doc(lc, uri, MAIN)
+        entry = await model_entry(lc, uri, 7, 20)
+        assert entry["context_files"] == []
+        # The user adds the other folder to the workspace: its modules now count.
+        lc.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(
+                added=[types.WorkspaceFolder(uri=other.as_uri(), name="other")], removed=[])))
+        await idle(lc)
+        entry = await model_entry(lc, uri, 8, 15)
+        # extra.py resolves in the new folder, and the link's target now lies inside an
+        # announced folder too.
+        assert entry["context_files"] == ["helpers.py", "extra.py"]
