@@ -197,7 +197,8 @@ def test_the_context_comes_out_of_the_left_share_so_the_prompt_start_holds(engin
     room = 2048 - 96 - planned.policy.right_tokens - 4
     assert budget == room - LEFT_FIRST_TOKENS
     # A window too small to spare the context's minimum gets none.
-    small = dataclasses.replace(planned.policy, context_tokens=96 + planned.policy.right_tokens + 4 + 256 + 40)
+    small = dataclasses.replace(
+        planned.policy, context_tokens=96 + planned.policy.right_tokens + 4 + 256 + 40)
     assert context_budget(small, ContextSources(budget=512)) == 0
 
 
