@@ -27,6 +27,7 @@ from fim import decoding
 from fim.backend import Backend
 from fim.decoding import DecodeSetup, FeedCache, HealIndex
 from fim.loading import load_backend
+from fim.options import MODES, SCOPES, Mode, Scope, StopReason
 from fim.templates import (
     ContextFile,
     FimTemplate,
@@ -38,15 +39,12 @@ from fim.templates import (
     project_context,
     stop_ids,
 )
-from quotient.constraint import Constraint, ConstraintState
+from quotient.constraint import Constraint, ConstraintState, LanguageMode
 
 log = logging.getLogger(__name__)
 
-MODES = decoding.MODES
-SCOPES = ("line", "statement", "block", "free")
 # Language modes in which the constraint is weaker than "the file parses" near the cursor.
-DEGRADED_MODES = ("prefix", "none")
-STOPS = ("eos", "best_complete", "budget", "no_candidate", "cancelled", "time")
+DEGRADED_MODES = (LanguageMode.PREFIX, LanguageMode.NONE)
 
 LanguageFactory = Callable[[str, str, str], Constraint]
 
@@ -73,10 +71,10 @@ class CompletionRequest:
 
     left: str
     right: str
-    mode: str = "constrained"
+    mode: Mode | str = Mode.CONSTRAINED
     max_tokens: int = 64
     top_k: int = 50
-    scope: str = "statement"
+    scope: Scope | str = Scope.STATEMENT
     temperature: float = 0.0
     time_budget_ms: float | None = None
     seed: int = 0
@@ -108,6 +106,7 @@ class CompletionRequest:
             raise ValueError(f"unknown mode {self.mode!r}; expected one of {', '.join(MODES)}")
         if self.scope not in SCOPES:
             raise ValueError(f"unknown scope {self.scope!r}; expected one of {', '.join(SCOPES)}")
+        self.mode, self.scope = Mode(self.mode), Scope(self.scope)
         if not isinstance(self.max_tokens, int) or self.max_tokens < 0:
             raise ValueError("max_tokens must be a non-negative integer")
         if not isinstance(self.top_k, int) or self.top_k < 1:
@@ -135,13 +134,13 @@ class CompletionResult:
     """The middle (``None`` on failure) and how it was obtained."""
 
     middle: str | None
-    stop: str
+    stop: StopReason
     tokens: int
     setup_ms: float
     model_ms: float
     constraint_ms: float
-    mode: str  # the constraint language's mode; "none" without a constraint
-    decoding: str = "constrained"  # the request's mode
+    mode: str  # the constraint language's mode (``LanguageMode``); "none" without one
+    decoding: Mode = Mode.CONSTRAINED  # the request's mode
     raw: str = ""  # everything generated (after the healed prefix), before any cut
     parses: bool | None = None  # ast.parse(left + middle + right); None when middle is None
     prompt_tokens: int = 0
@@ -276,8 +275,8 @@ class Engine:
         """The constraint language (cached by contexts), its state after the left context, its
         mode, and the prompt."""
         state = entry = None
-        lang_mode = "none"
-        if req.mode == "constrained":
+        lang_mode: str = LanguageMode.NONE
+        if req.mode == Mode.CONSTRAINED:
             entry, state = self._language(req.left, req.right, req.scope)
             lang_mode = str(entry.language.mode)
         return entry, state, lang_mode, self.prompt_for(req)
@@ -340,7 +339,7 @@ class Engine:
         the windows)."""
         if entry is None:
             return req.left, req.right
-        if entry.language.mode == "window":
+        if entry.language.mode == LanguageMode.WINDOW:
             return None
         region = entry.language.check_region()
         if region is None:
@@ -385,12 +384,13 @@ class Engine:
         error = None
         # Checked mode always takes the longest prefix that parses; constrained mode falls back
         # to it when the whole file does not parse with its middle.
-        cut = req.mode == "checked" and middle is not None and out.stop != "cancelled"
+        cut = (req.mode == Mode.CHECKED and middle is not None
+               and out.stop != StopReason.CANCELLED)
         contexts = self._contexts_to_check(req, entry)
-        if req.mode != "checked" and middle is not None:
+        if req.mode != Mode.CHECKED and middle is not None:
             parses = contexts is not None and decoding.parses(contexts[0] + middle + contexts[1])
-            if req.mode == "constrained" and not parses:
-                if lang_mode == "exact":
+            if req.mode == Mode.CONSTRAINED and not parses:
+                if lang_mode == LanguageMode.EXACT:
                     # The constraint accepted a middle that Python rejects: a bug to surface
                     # in ``error``, but the user still gets only a middle that parses.
                     error = (
@@ -403,7 +403,7 @@ class Engine:
                 # Degraded modes said they could not be exact here (documented in DESIGN.md).
                 # "window": text outside the windows is broken, so the whole file cannot
                 # parse whatever the middle; ``parses`` reports that as it is.
-                cut = lang_mode == "exact" or lang_mode in DEGRADED_MODES
+                cut = lang_mode == LanguageMode.EXACT or lang_mode in DEGRADED_MODES
         if cut:
             t0 = time.perf_counter()
             check_left, check_right = contexts or (req.left, req.right)

@@ -27,11 +27,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from fim import cli_args, datasets
-from fim.api import SCOPES, CompletionRequest, ConstraintUnavailable, Engine
-from fim.decoding import MODES
+from fim.api import CompletionRequest, ConstraintUnavailable, Engine
 from fim.editor_policy import CPU_CONTEXT_TOKENS
 from fim.model_specs import ENGINE_NAMES, SPEC_FORMS
-from fim.options import DEFAULT_MODEL, DTYPE_CHOICES
+from fim.options import DEFAULT_MODEL, DTYPE_CHOICES, MODES, SCOPES
 from fim.templates import PromptTooLong
 
 #: Called with the subparsers action, to add subcommands defined elsewhere (``seam serve``).

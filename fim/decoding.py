@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fim.options import MODES, Mode, StopReason
 from fim.step_model import StepModel
 from fim.vocab import Vocabulary, sorted_ids, split_utf8
 
-MODES = ("unconstrained", "checked", "constrained")
 _FEED_CACHE_LIMIT = 200_000
 
 
@@ -57,7 +57,8 @@ def longest_parsing_prefix(left: str, text: str, right: str) -> str | None:
     return None
 
 
-def checked_cut(left: str, text: str, right: str, stop: str) -> tuple[str | None, str]:
+def checked_cut(left: str, text: str, right: str, stop: StopReason
+                ) -> tuple[str | None, StopReason]:
     """Checked-unconstrained post-processing of an unconstrained output.
 
     Returns ``(middle, stop)``: the output itself when it parses after a stop token (``eos``),
@@ -66,9 +67,9 @@ def checked_cut(left: str, text: str, right: str, stop: str) -> tuple[str | None
     """
     kept = longest_parsing_prefix(left, text, right)
     if kept is None:
-        return None, "no_candidate"
-    if len(kept) < len(text) or stop != "eos":
-        return kept, "best_complete"
+        return None, StopReason.NO_CANDIDATE
+    if len(kept) < len(text) or stop != StopReason.EOS:
+        return kept, StopReason.BEST_COMPLETE
     return kept, stop
 
 
@@ -111,7 +112,7 @@ class Decoded:
     """What the loop produced, before the engine wraps it into a result."""
 
     middle: str | None
-    stop: str
+    stop: StopReason
     tokens: int
     model_ms: float = 0.0
     constraint_ms: float = 0.0
@@ -261,152 +262,213 @@ def decode(
     """
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
-    constrained = mode == "constrained"
-    if constrained and (state is None or cache is None):
+    if mode == Mode.CONSTRAINED and (state is None or cache is None):
         raise ValueError("constrained decoding needs a recognizer state and a feed cache")
-    vocab = setup.vocab
-    generator = None
-    if temperature > 0:
-        generator = np.random.default_rng(seed)
-    seq = _Sequence(heal=healed.encode("utf-8"))
-    steps: list[_Step] = []
+    run = _Decoder(setup, healed, Mode(mode), max_tokens, top_k, temperature, seed, state,
+                   cache, cancel, deadline, min_tokens, line_stop, on_line, progress)
+    return run.run(prompt_ids)
+
+
+@dataclass
+class _Choice:
+    """What one step picked: the token and the characters it added, or why the decode ends
+    here (``stop``, with ``line_cut`` for a line end inside the token)."""
+
+    token: int | None = None
+    added: str = ""
+    stop: StopReason | None = None
     line_cut: int | None = None
-    model_s = constraint_s = 0.0
-    stop = "budget"
-    tokens = 0
-    last_eos_logp: float | None = None
-    stop_list = sorted(setup.stop_ids)
 
-    def interrupted() -> bool:
-        return bool((cancel is not None and cancel())
-                    or (deadline is not None and time.monotonic() > deadline))
 
-    t0 = time.perf_counter()
-    logits = setup.step_model.prefill(
-        prompt_ids, interrupted,
-        (lambda done, total: progress("prefill", done, total)) if progress else None)
-    model_s += time.perf_counter() - t0
-    if logits is None:  # cancelled or out of time before the first token
-        stop = "cancelled" if cancel is not None and cancel() else "time"
-        return Decoded(None, stop, 0, model_s * 1e3, constraint_s * 1e3, "")
+class _Decoder:
+    """One decode, as named steps: run the prompt; per token, score the logits
+    (``_scores``: non-text ids, early stops and token healing masked, like a chain of logits
+    processors), choose (``_choose_free`` or ``_choose_constrained``), watch for line ends
+    (``_after_token``) and step the model; at the end, pick the middle (``_result``)."""
 
-    while True:
-        if cancel is not None and cancel():
-            return Decoded(None, "cancelled", tokens, model_s * 1e3, constraint_s * 1e3,
-                           seq.joined())
-        if (deadline is not None and time.monotonic() > deadline) or tokens >= max_tokens:
-            stop = "budget" if tokens >= max_tokens else "time"
-            if constrained:  # the EOS estimate at the final position, for the best stop
-                masked = np.where(setup.disallowed, -np.inf, logits)
-                last_eos_logp = _eos_logp(masked, stop_list)
-            break
+    def __init__(self, setup: DecodeSetup, healed: str, mode: Mode, max_tokens: int,
+                 top_k: int, temperature: float, seed: int, state, cache: FeedCache | None,
+                 cancel: Callable[[], bool] | None, deadline: float | None, min_tokens: int,
+                 line_stop: bool, on_line: Callable[[str], None] | None,
+                 progress: Callable[[str, int, int], None] | None) -> None:
+        self.setup = setup
+        self.constrained = mode == Mode.CONSTRAINED
+        self.max_tokens, self.top_k, self.min_tokens = max_tokens, top_k, min_tokens
+        self.temperature = temperature
+        self.generator = np.random.default_rng(seed) if temperature > 0 else None
+        self.state, self.cache = state, cache
+        self.cancel, self.deadline = cancel, deadline
+        self.line_stop, self.on_line, self.progress = line_stop, on_line, progress
+        self.seq = _Sequence(heal=healed.encode("utf-8"))
+        self.steps: list[_Step] = []
+        self.stop_list = sorted(setup.stop_ids)
+        self.tokens = 0
+        self.last_eos_logp: float | None = None
+        self.model_s = self.constraint_s = 0.0
+
+    # ----- the loop ---------------------------------------------------------------------
+
+    def run(self, prompt_ids: list[int]) -> Decoded:
         t0 = time.perf_counter()
+        logits = self.setup.step_model.prefill(
+            prompt_ids, self._interrupted,
+            (lambda done, total: self.progress("prefill", done, total))
+            if self.progress else None)
+        self.model_s += time.perf_counter() - t0
+        if logits is None:  # cancelled or out of time before the first token
+            return self._decoded(None, StopReason.CANCELLED if self._cancelled()
+                                 else StopReason.TIME, "")
+        while True:
+            if self._cancelled():
+                return self._decoded(None, StopReason.CANCELLED, self.seq.joined())
+            out_of_time = self.deadline is not None and time.monotonic() > self.deadline
+            if out_of_time or self.tokens >= self.max_tokens:
+                if self.constrained:  # the EOS estimate at the final position, for the best stop
+                    masked = np.where(self.setup.disallowed, -np.inf, logits)
+                    self.last_eos_logp = _eos_logp(masked, self.stop_list)
+                return self._result(StopReason.BUDGET if self.tokens >= self.max_tokens
+                                    else StopReason.TIME)
+            t0 = time.perf_counter()
+            candidates, finite = self._scores(logits)
+            self.model_s += time.perf_counter() - t0
+            if self.constrained:
+                t0 = time.perf_counter()
+                choice = self._choose_constrained(candidates, finite)
+                self.constraint_s += time.perf_counter() - t0
+            else:
+                choice = self._choose_free(candidates[0], finite[0])
+            if choice.stop is not None:
+                return self._result(choice.stop, choice.line_cut)
+            self.tokens += 1
+            line_cut = self._after_token(choice.added)
+            if line_cut is not None:
+                return self._result(StopReason.LINE_END, line_cut)
+            if self.tokens >= self.max_tokens and not self.constrained:
+                # No forward pass for logits nobody will read.
+                return self._result(StopReason.BUDGET)
+            if self.progress is not None:
+                self.progress("decode", self.tokens, self.max_tokens)
+            t0 = time.perf_counter()
+            logits = self.setup.step_model.step(choice.token)
+            self.model_s += time.perf_counter() - t0
+
+    def _cancelled(self) -> bool:
+        return self.cancel is not None and bool(self.cancel())
+
+    def _interrupted(self) -> bool:
+        return self._cancelled() or (self.deadline is not None
+                                     and time.monotonic() > self.deadline)
+
+    # ----- scoring ----------------------------------------------------------------------
+
+    def _scores(self, logits: np.ndarray) -> tuple[list[int], list[bool]]:
+        """The candidates in the order they are tried (one unless constrained) and whether
+        each is allowed at all."""
+        setup, stop_list = self.setup, self.stop_list
+        # Ids that are not text (control, unused, padding) can never be generated.
         masked = np.where(setup.disallowed, -np.inf, logits).astype(np.float32, copy=False)
-        if tokens < min_tokens and stop_list:
+        if self.tokens < self.min_tokens and stop_list:
             masked[stop_list] = -np.inf
-        if seq.heal and setup.heal_index is not None:
+        if self.seq.heal and setup.heal_index is not None:
+            # Token healing: only tokens that reproduce the backed-off characters.
             keep = np.full_like(masked, -np.inf)
-            allowed = setup.heal_index.consistent(seq.heal) + stop_list
+            allowed = setup.heal_index.consistent(self.seq.heal) + stop_list
             keep[allowed] = masked[allowed]
             masked = keep
-        if constrained:
-            last_eos_logp = _eos_logp(masked, stop_list)
+        if self.constrained:
+            self.last_eos_logp = _eos_logp(masked, stop_list)
         scores = masked
-        if generator is not None:
-            u = np.maximum(generator.random(masked.shape[0]), 1e-20)
-            scores = masked / temperature - np.log(-np.log(u))
-        candidates = _order(scores, top_k if constrained else 1)
-        finite = np.isfinite(masked[candidates]).tolist()
-        model_s += time.perf_counter() - t0
+        if self.generator is not None:  # Gumbel-max sampling
+            u = np.maximum(self.generator.random(masked.shape[0]), 1e-20)
+            scores = masked / self.temperature - np.log(-np.log(u))
+        candidates = _order(scores, self.top_k if self.constrained else 1)
+        return candidates, np.isfinite(masked[candidates]).tolist()
 
-        chosen, added = None, ""
-        if not constrained:
-            tid = candidates[0]
-            if tid in setup.stop_ids or not finite[0] or vocab.token_bytes[tid] is None:
-                stop = "eos"
-                break
-            moved = seq.advance(vocab.token_bytes[tid])
+    # ----- choosing ---------------------------------------------------------------------
+
+    def _choose_free(self, tid: int, allowed: bool) -> _Choice:
+        """Unconstrained: the best token, whatever it makes of the text."""
+        token_bytes = self.setup.vocab.token_bytes[tid]
+        if tid in self.setup.stop_ids or not allowed or token_bytes is None:
+            return _Choice(stop=StopReason.EOS)
+        moved = self.seq.advance(token_bytes)
+        if moved is None:
+            # Invalid UTF-8 from an unconstrained model: drop the bytes, keep going.
+            moved = (self.seq.heal, b"", "")
+        self.seq.commit(*moved)
+        return _Choice(tid, moved[2])
+
+    def _choose_constrained(self, candidates: list[int], finite: list[bool]) -> _Choice:
+        """The first candidate the constraint accepts: a stop token only where the file is
+        complete, a text token when the state can take its characters."""
+        setup, cache, seq, state = self.setup, self.cache, self.seq, self.state
+        for tid, ok in zip(candidates, finite, strict=True):
+            if not ok:
+                break  # only disallowed ids are left
+            if tid in setup.stop_ids:
+                if cache.is_complete(state):
+                    return _Choice(stop=StopReason.EOS)
+                continue
+            moved = seq.advance(setup.vocab.token_bytes[tid])
             if moved is None:
-                # Invalid UTF-8 from an unconstrained model: drop the bytes, keep going.
-                moved = (seq.heal, b"", "")
+                continue
+            if self.line_stop and "\n" in moved[2]:
+                # The model wants the line to end: stop here if the middle is complete
+                # (the newline itself may be one the constraint does not allow).
+                k = moved[2].index("\n")
+                before = cache.feed(state, moved[2][:k]) if k else state
+                if before is not None and cache.is_complete(before):
+                    line_cut = seq.chars + k
+                    seq.commit(*moved)
+                    self.tokens += 1
+                    return _Choice(stop=StopReason.LINE_END, line_cut=line_cut)
+            nxt = cache.feed(state, moved[2]) if moved[2] else state
+            if nxt is None:
+                continue
+            self.steps.append(_Step(state, seq.chars, self.last_eos_logp, moved[2]))
             seq.commit(*moved)
-            chosen, added = tid, moved[2]
-        else:
-            t0 = time.perf_counter()
-            finished = False
-            for tid, ok in zip(candidates, finite, strict=True):
-                if not ok:
-                    break  # only disallowed ids are left
-                if tid in setup.stop_ids:
-                    if cache.is_complete(state):
-                        finished = True
-                        break
-                    continue
-                moved = seq.advance(vocab.token_bytes[tid])
-                if moved is None:
-                    continue
-                if line_stop and "\n" in moved[2]:
-                    # The model wants the line to end: stop here if the middle is complete
-                    # (the newline itself may be one the constraint does not allow).
-                    k = moved[2].index("\n")
-                    before = cache.feed(state, moved[2][:k]) if k else state
-                    if before is not None and cache.is_complete(before):
-                        line_cut = seq.chars + k
-                        seq.commit(*moved)
-                        finished = True
-                        break
-                nxt = cache.feed(state, moved[2]) if moved[2] else state
-                if nxt is None:
-                    continue
-                steps.append(_Step(state, seq.chars, last_eos_logp, moved[2]))
-                seq.commit(*moved)
-                state = nxt
-                chosen, added = tid, moved[2]
-                break
-            constraint_s += time.perf_counter() - t0
-            if finished:
-                stop = "eos" if line_cut is None else "line_end"
-                if line_cut is not None:
-                    tokens += 1
-                break
-            if chosen is None:
-                stop = "no_candidate"
-                break
-        tokens += 1
-        if (line_stop or on_line is not None) and "\n" in added:
-            t0 = time.perf_counter()
-            end = _complete_line_end(steps[-1] if constrained else None, added, seq.chars,
-                                     cache)
-            constraint_s += time.perf_counter() - t0
-            if end is not None:
-                if line_stop:
-                    stop, line_cut = "line_end", end
-                    break
-                on_line(seq.joined()[:end])
-        if tokens >= max_tokens and not constrained:
-            stop = "budget"  # no forward pass for logits nobody will read
-            break
-        if progress is not None:
-            progress("decode", tokens, max_tokens)
-        t0 = time.perf_counter()
-        logits = setup.step_model.step(chosen)
-        model_s += time.perf_counter() - t0
+            self.state = nxt
+            return _Choice(tid, moved[2])
+        return _Choice(stop=StopReason.NO_CANDIDATE)
 
-    raw = seq.joined()
-    if stop == "line_end":
-        return Decoded(raw[:line_cut], stop, tokens, model_s * 1e3, constraint_s * 1e3, raw)
-    if not constrained:
-        return Decoded(raw, stop, tokens, model_s * 1e3, constraint_s * 1e3, raw)
-    if stop == "eos":
-        return Decoded(raw, "eos", tokens, model_s * 1e3, constraint_s * 1e3, raw)
-    # Budget, time or no candidate: the best complete stopping point, if any.
-    t0 = time.perf_counter()
-    best = best_stopping_point(steps, state, seq.chars, last_eos_logp, cache)
-    constraint_s += time.perf_counter() - t0
-    if best is None:
-        return Decoded(None, stop, tokens, model_s * 1e3, constraint_s * 1e3, raw)
-    return Decoded(raw[:best], "time" if stop == "time" else "best_complete", tokens,
-                   model_s * 1e3, constraint_s * 1e3, raw)
+    def _after_token(self, added: str) -> int | None:
+        """After a token that added a newline: the middle's length at the first complete
+        line end, when ``line_stop`` ends the decode there; ``on_line`` hears of it."""
+        if not ((self.line_stop or self.on_line is not None) and "\n" in added):
+            return None
+        t0 = time.perf_counter()
+        end = _complete_line_end(self.steps[-1] if self.constrained else None, added,
+                                 self.seq.chars, self.cache)
+        self.constraint_s += time.perf_counter() - t0
+        if end is None:
+            return None
+        if self.line_stop:
+            return end
+        self.on_line(self.seq.joined()[:end])
+        return None
+
+    # ----- the answer -------------------------------------------------------------------
+
+    def _decoded(self, middle: str | None, stop: StopReason, raw: str) -> Decoded:
+        return Decoded(middle, stop, self.tokens, self.model_s * 1e3,
+                       self.constraint_s * 1e3, raw)
+
+    def _result(self, stop: StopReason, line_cut: int | None = None) -> Decoded:
+        """The middle for how the loop ended: cut at the line end, whole, or (constrained,
+        out of tokens, time or candidates) at the best complete stopping point."""
+        raw = self.seq.joined()
+        if stop == StopReason.LINE_END:
+            return self._decoded(raw[:line_cut], stop, raw)
+        if not self.constrained or stop == StopReason.EOS:
+            return self._decoded(raw, stop, raw)
+        t0 = time.perf_counter()
+        best = best_stopping_point(self.steps, self.state, self.seq.chars, self.last_eos_logp,
+                                   self.cache)
+        self.constraint_s += time.perf_counter() - t0
+        if best is None:
+            return self._decoded(None, stop, raw)
+        return self._decoded(raw[:best], StopReason.TIME if stop == StopReason.TIME
+                             else StopReason.BEST_COMPLETE, raw)
 
 
 def _complete_line_end(step: _Step | None, text: str, chars: int, cache: FeedCache | None

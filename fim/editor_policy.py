@@ -18,6 +18,7 @@ import enum
 from dataclasses import dataclass
 
 from fim.api import CompletionRequest
+from fim.options import Mode, Scope
 
 #: "auto" context (prompt plus middle, in tokens) on a CPU; on a GPU the model's whole window.
 #: Prompts keep a stable start per document, so most of the left context comes from the
@@ -48,15 +49,15 @@ def cursor_kind(line_before: str, line_after: str) -> CursorKind:
 class EditorPolicy:
     """Scope, token and time budgets, and how the decode stops, for one kind of cursor."""
 
-    scope: str
+    scope: Scope
     max_tokens: int
     time_budget_ms: int
     line_stop: bool
     early: bool
 
 
-MID_LINE = EditorPolicy("statement", 32, 10_000, line_stop=True, early=False)
-EMPTY_LINE = EditorPolicy("block", 96, 20_000, line_stop=False, early=True)
+MID_LINE = EditorPolicy(Scope.STATEMENT, 32, 10_000, line_stop=True, early=False)
+EMPTY_LINE = EditorPolicy(Scope.BLOCK, 96, 20_000, line_stop=False, early=True)
 POLICIES = {CursorKind.MID_LINE: MID_LINE, CursorKind.EMPTY_LINE: EMPTY_LINE}
 
 
@@ -67,7 +68,7 @@ def policy_at(left: str, right: str) -> EditorPolicy:
     return POLICIES[cursor_kind(line_before, line_after)]
 
 
-def editor_request(left: str, right: str, *, mode: str = "constrained", top_k: int = 50,
+def editor_request(left: str, right: str, *, mode: Mode | str = Mode.CONSTRAINED, top_k: int = 50,
                    context_tokens: int | None = CPU_CONTEXT_TOKENS,
                    right_tokens: int | None = RIGHT_TOKENS, left_start: int = 0,
                    time_budget_ms: int | None = None) -> CompletionRequest:

@@ -1,4 +1,5 @@
-"""Names the command line and the language server both accept: dtypes, devices, scopes, modes.
+"""Names the command line and the language server both accept: dtypes, devices, scopes, modes,
+and the reasons a decode stops.
 
 ``seam complete --dtype`` documented ``fp32 | bf16 | fp16`` while ``seam serve --dtype`` and the
 editors' settings said ``float32 | bfloat16 | float16``; both spellings were accepted in places
@@ -8,6 +9,7 @@ This module imports nothing heavy, so ``seam serve`` and ``--help`` can use it b
 
 from __future__ import annotations
 
+import enum
 import re
 
 #: Documented dtype names, each with the short aliases also accepted.
@@ -24,8 +26,46 @@ _DTYPE_ALIASES["auto"] = "auto"
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:[0-9]{1,3})?")
 DEVICE_HELP = "auto, cpu, cuda or cuda:N"
 
-#: How far a completion may reach (the same tuple as ``fim.api.SCOPES``).
-SCOPES = ("line", "statement", "block", "free")
+
+class Scope(enum.StrEnum):
+    """How far a completion may reach (``python_language.scopes`` says what each allows)."""
+
+    LINE = "line"
+    STATEMENT = "statement"
+    BLOCK = "block"
+    FREE = "free"
+
+
+class Mode(enum.StrEnum):
+    """How decoding treats the grammar: not at all, a check after it, or at every token."""
+
+    UNCONSTRAINED = "unconstrained"
+    CHECKED = "checked"
+    CONSTRAINED = "constrained"
+
+
+class StopReason(enum.StrEnum):
+    """Why a decode ended (``CompletionResult.stop``)."""
+
+    #: The model chose a stop token (in constrained mode, only where the file is complete).
+    EOS = "eos"
+    #: The model ended the line where the file is complete (``line_stop``).
+    LINE_END = "line_end"
+    #: Out of tokens or candidates: the best complete stopping point was taken.
+    BEST_COMPLETE = "best_complete"
+    #: Out of tokens with no complete stopping point (or unconstrained decoding's budget).
+    BUDGET = "budget"
+    #: No candidate among the top ``top_k`` kept the text completable, and no stopping point.
+    NO_CANDIDATE = "no_candidate"
+    #: The caller cancelled.
+    CANCELLED = "cancelled"
+    #: The time budget ran out.
+    TIME = "time"
+
+
+#: The values, for argument parsers and messages.
+SCOPES = tuple(s.value for s in Scope)
+MODES = tuple(m.value for m in Mode)
 
 #: The bundled offline model, and the short name for it.
 DEFAULT_MODEL = "bundled:qwen2.5-coder-1.5b"

@@ -58,6 +58,8 @@ from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
 from pygls.lsp.server import LanguageServer
 
+from fim.options import StopReason
+
 from . import text as model_text
 from .context_plan import ContextPlanner
 from .decoding import Decoder
@@ -715,7 +717,7 @@ class SeamServer(LanguageServer):
                          prompt_tokens=res.prompt_tokens,
                          cached_tokens=engine.step_model.reused,
                          context_tokens=res.context_tokens, **context)
-            if not middle or res.stop == "cancelled":
+            if not middle or res.stop == StopReason.CANCELLED:
                 if res.stop not in ("cancelled", "time"):
                     self.suggestions.put(uri, left, right, "")  # asked again: no model work
                 return None

@@ -41,6 +41,8 @@ from fim.options import (
     DEVICE_HELP,
     DTYPE_CHOICES,
     SCOPES,
+    Mode,
+    Scope,
     canonical_device,
     canonical_dtype,
     canonical_model,
@@ -324,10 +326,10 @@ def check_budget(settings: Settings, previous: Settings, device_type: str | None
 class Policy:
     """What one completion request asks of the decoder."""
 
-    scope: str
+    scope: Scope
     max_tokens: int
     time_budget_ms: int
-    mode: str
+    mode: Mode
     top_k: int
     context_tokens: int | None = None  # None: the model's whole window
     #: the middle ends with its line (mid-line cursors)
@@ -361,10 +363,10 @@ def policy_for(settings: Settings, line_before: str, line_after: str,
         if known is not None:
             max_tokens = max(1, min(max_tokens, known - MIN_PROMPT_TOKENS))
     return Policy(
-        scope=settings.scope or scope,
+        scope=Scope(settings.scope or scope),
         max_tokens=settings.max_tokens or max_tokens,
         time_budget_ms=settings.time_budget_ms or budget,
-        mode="constrained" if settings.constrained else "unconstrained",
+        mode=Mode.CONSTRAINED if settings.constrained else Mode.UNCONSTRAINED,
         top_k=settings.top_k,
         context_tokens=context,
         line_stop=auto.line_stop,

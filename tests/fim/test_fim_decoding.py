@@ -17,6 +17,7 @@ from fim.decoding import (
     longest_parsing_prefix,
     parses,
 )
+from fim.options import StopReason
 from fim.templates import PromptTooLong, build_prompt
 from fim.transformers_engine import HFTokenizer, backend_from_loaded
 
@@ -98,10 +99,29 @@ def test_constrained_eos_only_when_complete(random_loaded):
     engine = Engine(backend_from_loaded(random_loaded),
                     language_factory=ReferenceLanguage.for_python)
     cases = [("def f(x):\n    return ", "\n"), ("items = [1, 2", "]\n"), ("if x:\n    y = ", "\n")]
+    answered = 0
     for left, right in cases:
         res = engine.complete(CompletionRequest(left, right, max_tokens=8, top_k=50))
+        assert isinstance(res.stop, StopReason), res.stop
         if res.middle is not None:
+            answered += 1
             assert res.parses, (left, res.middle, right)
+    assert answered, "no case returned a middle: the test would check nothing"
+
+
+def test_stop_reasons_are_typed_and_match_how_the_decode_ended(random_loaded):
+    """Every way a decode ends reports its own ``StopReason`` member."""
+    engine = _engine(random_loaded, DigitsLanguage)
+    seen = {engine.complete(CompletionRequest("x = ", "\n", max_tokens=20),
+                            cancel=lambda: True).stop}
+    seen.add(engine.complete(CompletionRequest("x = ", "\n", mode="unconstrained",
+                                               max_tokens=3)).stop)
+    seen.add(engine.complete(CompletionRequest("x = ", "\n", max_tokens=3)).stop)
+    assert all(type(s) is StopReason for s in seen), seen
+    assert StopReason.CANCELLED in seen
+    assert seen & {StopReason.BUDGET, StopReason.EOS}
+    assert checked_cut("x = ", "1", "\n", StopReason.BUDGET) == ("1",
+                                                                 StopReason.BEST_COMPLETE)
 
 
 def test_checked_cut():
