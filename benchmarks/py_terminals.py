@@ -58,7 +58,8 @@ def _has_bytes_terminals() -> bool:
     return any(t.name == "BYTES" for t in _compiled_terminals())
 
 
-def _number_terminal(text: str) -> str:
+def number_terminal(text: str) -> str:
+    """The grammar's number terminal for a number's text (also used by the grammar tests)."""
     low = text.lower()
     if low.endswith("j"):
         return "IMAG_NUMBER"
@@ -100,7 +101,7 @@ def file_terminals(source: str) -> list[str]:
                 raise ValueError(f"operator {tok.string!r} is not in python.lark")
             out.append(name)
         elif kind == tokenize.NUMBER:
-            out.append(_number_terminal(tok.string))
+            out.append(number_terminal(tok.string))
         elif kind == tokenize.STRING:
             out.append(_string_terminal(tok.string))
         elif kind == tokenize.NEWLINE:

@@ -18,6 +18,8 @@ import tokenize
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from benchmarks.py_terminals import number_terminal as _number_terminal
+
 # Words the lexer always emits as their own terminal (hard keywords and the soft keywords
 # "match", "case", "type", "_"). Any other identifier is a NAME.
 _STRING_PREFIX = re.compile(r"[A-Za-z]*")
@@ -28,21 +30,6 @@ class Token(NamedTuple):
 
     type: str
     text: str
-
-
-def _number_terminal(text: str) -> str:
-    low = text.lower()
-    if low.endswith("j"):
-        return "IMAG_NUMBER"
-    if low.startswith("0x"):
-        return "HEX_NUMBER"
-    if low.startswith("0o"):
-        return "OCT_NUMBER"
-    if low.startswith("0b"):
-        return "BIN_NUMBER"
-    if "." in low or "e" in low:
-        return "FLOAT_NUMBER"
-    return "DEC_NUMBER"
 
 
 def _string_terminal(text: str) -> str:
