@@ -49,6 +49,17 @@ async function runCommand(page, title) {
   await input.waitFor({ state: "hidden", timeout });
 }
 
+// Wait for the status bar item to say ready; fail at once if it says error instead.
+async function untilReady(ready, failed) {
+  await Promise.race([
+    ready.waitFor({ state: "visible" }),
+    failed.waitFor({ state: "visible" }).then(async () => {
+      const tip = await failed.getAttribute("aria-label");
+      throw new Error(`the Seam server reports an error: ${tip}`);
+    }),
+  ]);
+}
+
 async function main() {
   const browser = await chromium.launch({
     executablePath: config.chromium,
@@ -92,13 +103,7 @@ async function main() {
       // Only wait for the server to load its model, then report the status bar item and the
       // notifications shown meanwhile.
       log("waiting for the Seam status bar item to say ready");
-      await Promise.race([
-        ready.waitFor({ state: "visible" }),
-        failed.waitFor({ state: "visible" }).then(async () => {
-          const tip = await failed.getAttribute("aria-label");
-          throw new Error(`the Seam server reports an error: ${tip}`);
-        }),
-      ]);
+      await untilReady(ready, failed);
       result.status = (await ready.innerText()).trim();
       const toasts = page.locator(".notifications-toasts .notification-list-item-message");
       result.notifications = (await toasts.allInnerTexts()).map((t) => t.trim());
@@ -154,13 +159,7 @@ async function main() {
 
     // The status bar item says when the model is ready; asking earlier gets an empty answer.
     log("waiting for the Seam status bar item to say ready");
-    await Promise.race([
-      ready.waitFor({ state: "visible" }),
-      failed.waitFor({ state: "visible" }).then(async () => {
-        const tip = await failed.getAttribute("aria-label");
-        throw new Error(`the Seam server reports an error: ${tip}`);
-      }),
-    ]);
+    await untilReady(ready, failed);
     result.status = (await ready.innerText()).trim();
 
     log(`cursor to ${config.line}:${config.column}`);
