@@ -31,7 +31,7 @@ from .keys import MASK
 RuleTable = Sequence[tuple[int, tuple[int, ...]]]
 
 
-def _fixpoint(table: RuleTable, first_rule: int, n_terminals: int, seed: Iterable[int],
+def least_fixpoint(table: RuleTable, first_rule: int, n_terminals: int, seed: Iterable[int],
               terminals_count: bool) -> frozenset[int]:
     """Least set S ⊇ `seed` holding the left side of every rule (id >= `first_rule`) whose
     right side lies in S, plus the terminals when `terminals_count` (productive) or nothing
@@ -146,8 +146,8 @@ class GrammarAnalysis:
         first_rule = self.first_rule
         if start_id < n_terminals:
             raise ValueError(f"start symbol {symbol_names[start_id]!r} is a terminal")
-        self.nullable = _fixpoint(rule_table, first_rule, n_terminals, seed_nullable, False)
-        self.productive = frozenset(productive) if productive is not None else _fixpoint(
+        self.nullable = least_fixpoint(rule_table, first_rule, n_terminals, seed_nullable, False)
+        self.productive = frozenset(productive) if productive is not None else least_fixpoint(
             rule_table, first_rule, n_terminals, seed_productive, True)
         self._add_items()
         self._first_masks: list[int] | None = None

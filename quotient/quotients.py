@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from .analysis import least_fixpoint
 from .grammar import Grammar
 from .keys import MASK, SHIFT
 from .nfa import Nfa
@@ -101,36 +102,13 @@ def _extract(charts: NfaCharts, end_charts: Iterable[int], suffix: str, sep: str
 def _productive_rules(out: _Derived) -> tuple[list[tuple[int, tuple[int, ...]]], set[int]]:
     """The derived rules whose symbols are all productive, and the productive derived ids.
 
-    Base symbols in derived rules are productive: the charts only contain usable rules."""
+    Base symbols in derived rules are productive: the charts only contain usable rules.  So
+    this is the productive fixpoint of the derived rules with every base id counted as a
+    terminal (ids below ``out.first``)."""
     rules = list(out.rules)
     first = out.first
-    found: set[int] = set()
-    missing: list[int] = []
-    users: dict[int, list[int]] = {}
-    queue: list[int] = []
-    for i, (lhs, rhs) in enumerate(rules):
-        need = 0
-        for s in rhs:
-            if s >= first:
-                need += 1
-                lst = users.get(s)
-                if lst is None:
-                    users[s] = [i]
-                else:
-                    lst.append(i)
-        missing.append(need)
-        if need == 0 and lhs not in found:
-            found.add(lhs)
-            queue.append(lhs)
-    while queue:
-        for i in users.pop(queue.pop(), ()):
-            missing[i] -= 1
-            if missing[i] == 0:
-                lhs = rules[i][0]
-                if lhs not in found:
-                    found.add(lhs)
-                    queue.append(lhs)
-    kept = [(lhs, rhs) for i, (lhs, rhs) in enumerate(rules) if missing[i] == 0]
+    found = set(least_fixpoint(rules, 0, first, (), terminals_count=True))
+    kept = [(lhs, rhs) for lhs, rhs in rules if all(s < first or s in found for s in rhs)]
     return kept, found
 
 
