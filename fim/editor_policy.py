@@ -15,7 +15,8 @@ responsiveness, since the next keystroke cancels a decode within one step.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from fim.api import CompletionRequest
 from fim.options import Mode, Scope
@@ -47,22 +48,49 @@ def cursor_kind(line_before: str, line_after: str) -> CursorKind:
 
 @dataclass(frozen=True)
 class EditorPolicy:
-    """Scope, token and time budgets, and how the decode stops, for one kind of cursor."""
+    """Everything an editor's request asks of the decoder besides the text: scope, token and
+    time budgets, how the decode stops, mode and context sizes.
+
+    One record from the settings to the decoder: ``POLICIES`` holds the "auto" policy of each
+    kind of cursor, the server resolves its settings over it (``lsp_server.settings.
+    policy_for``), and :meth:`request` makes the :class:`CompletionRequest` the decoder runs.
+    """
 
     scope: Scope
     max_tokens: int
-    time_budget_ms: int
+    #: ``None``: no time budget (the evaluation, where every case runs to its end)
+    time_budget_ms: int | None
+    #: the middle ends with its line (mid-line cursors)
     line_stop: bool
+    #: answer at the first line end where the file parses, keep decoding (empty lines)
     early: bool
+    kind: CursorKind
+    mode: Mode = Mode.CONSTRAINED
+    top_k: int = 50
+    #: prompt plus middle, in tokens (``None``: the model's whole window)
+    context_tokens: int | None = CPU_CONTEXT_TOKENS
+    right_tokens: int | None = RIGHT_TOKENS
+
+    def request(self, left: str, right: str, **prompt: Any) -> CompletionRequest:
+        """The request at a cursor between ``left`` and ``right``; ``prompt`` holds the
+        prompt's layout (``left_start``, the project context: ``CompletionRequest``'s
+        fields of those names)."""
+        return CompletionRequest(
+            left, right, mode=self.mode, max_tokens=self.max_tokens, top_k=self.top_k,
+            scope=self.scope, temperature=0.0, time_budget_ms=self.time_budget_ms,
+            context_tokens=self.context_tokens, right_tokens=self.right_tokens,
+            line_stop=self.line_stop, **prompt)
 
 
-MID_LINE = EditorPolicy(Scope.STATEMENT, 32, 10_000, line_stop=True, early=False)
-EMPTY_LINE = EditorPolicy(Scope.BLOCK, 96, 20_000, line_stop=False, early=True)
+MID_LINE = EditorPolicy(Scope.STATEMENT, 32, 10_000, line_stop=True, early=False,
+                        kind=CursorKind.MID_LINE)
+EMPTY_LINE = EditorPolicy(Scope.BLOCK, 96, 20_000, line_stop=False, early=True,
+                          kind=CursorKind.EMPTY_LINE)
 POLICIES = {CursorKind.MID_LINE: MID_LINE, CursorKind.EMPTY_LINE: EMPTY_LINE}
 
 
 def policy_at(left: str, right: str) -> EditorPolicy:
-    """The policy for a cursor between ``left`` and ``right``."""
+    """The "auto" policy for a cursor between ``left`` and ``right``."""
     line_before = left[left.rfind("\n") + 1:]
     line_after = right.split("\n", 1)[0]
     return POLICIES[cursor_kind(line_before, line_after)]
@@ -73,8 +101,7 @@ def editor_request(left: str, right: str, *, mode: Mode | str = Mode.CONSTRAINED
                    right_tokens: int | None = RIGHT_TOKENS, left_start: int = 0,
                    time_budget_ms: int | None = None) -> CompletionRequest:
     """The request an editor makes at this cursor under the default ("auto") settings."""
-    p = policy_at(left, right)
-    return CompletionRequest(
-        left, right, mode=mode, max_tokens=p.max_tokens, top_k=top_k, scope=p.scope,
-        time_budget_ms=time_budget_ms, context_tokens=context_tokens,
-        right_tokens=right_tokens, line_stop=p.line_stop, left_start=left_start)
+    policy = replace(policy_at(left, right), mode=Mode(mode), top_k=top_k,
+                     context_tokens=context_tokens, right_tokens=right_tokens,
+                     time_budget_ms=time_budget_ms)
+    return policy.request(left, right, left_start=left_start)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fim.api import CompletionRequest
-from fim.editor_policy import EMPTY_LINE, LEFT_FIRST_TOKENS, MID_LINE
+from fim.editor_policy import EMPTY_LINE, LEFT_FIRST_TOKENS, MID_LINE, EditorPolicy
 
 from . import text as model_text
 from .context_plan import ContextPlanner
@@ -30,7 +30,6 @@ from .project_context import (
 )
 from .settings import (
     MIN_CONTEXT_BUDGET_TOKENS,
-    Policy,
     Settings,
     context_sources,
     policy_for,
@@ -44,7 +43,7 @@ class Planned:
     decode, and the project context it carries."""
 
     request: CompletionRequest
-    policy: Policy
+    policy: EditorPolicy
     share_key: tuple
     context: ProjectContext
 
@@ -59,7 +58,7 @@ def device_type(engine: Any) -> str:
     return engine.backend.device
 
 
-def _room(policy: Policy) -> int | None:
+def _room(policy: EditorPolicy) -> int | None:
     """Prompt tokens of the window left for the file and the project context: the window
     less the longest middle of either kind of cursor (one budget for both, so that both
     share a document's prompt start), the right context and the sentinels."""
@@ -69,7 +68,7 @@ def _room(policy: Policy) -> int | None:
     return max(16, policy.context_tokens - longest - (policy.right_tokens or 0) - 4)
 
 
-def context_budget(policy: Policy, sources: ContextSources,
+def context_budget(policy: EditorPolicy, sources: ContextSources,
                    left_first: int = LEFT_FIRST_TOKENS) -> int:
     """Tokens of project context a request gets: the setting, but never so many that the
     left context would hold fewer than ``left_first`` tokens (and none when what is left is
@@ -105,7 +104,7 @@ class RequestPlanner:
         if self.collector is not None:
             self.collector.forget(uri)
 
-    def anchors(self, engine: Any, policy: Policy, extra: int) -> ContextPlanner | None:
+    def anchors(self, engine: Any, policy: EditorPolicy, extra: int) -> ContextPlanner | None:
         """The per-document prompt starts for this engine, context and extra budget."""
         room = _room(policy)
         if room is None:
@@ -126,7 +125,7 @@ class RequestPlanner:
             self._counter = (id(engine), TokenCounter(lambda t: len(tokenizer.encode(t))))
         return self._counter[1]
 
-    def policy(self, engine: Any, settings: Settings, text: str, offset: int) -> Policy:
+    def policy(self, engine: Any, settings: Settings, text: str, offset: int) -> EditorPolicy:
         line_start = text.rfind("\n", 0, offset) + 1
         line_end = text.find("\n", offset)
         line_end = len(text) if line_end < 0 else line_end
@@ -162,12 +161,9 @@ class RequestPlanner:
                 uri, text, left.count("\n", 0, left_start),
                 dataclasses.replace(sources, budget=extra), documents,
                 self._count_with(engine))
-        request = CompletionRequest(
-            left, right, mode=policy.mode, max_tokens=policy.max_tokens, top_k=policy.top_k,
-            scope=policy.scope, temperature=0.0, time_budget_ms=policy.time_budget_ms,
-            context_tokens=policy.context_tokens, right_tokens=policy.right_tokens,
-            line_stop=policy.line_stop, left_start=left_start,
-            context_files=context.files, context_budget=context.budget if extra else 0,
-            repo=context.repo, path=context.path)
+        request = policy.request(
+            left, right, left_start=left_start, context_files=context.files,
+            context_budget=context.budget if extra else 0, repo=context.repo,
+            path=context.path)
         return Planned(request, policy, (uri, digest(left), digest(right), policy), context)
 

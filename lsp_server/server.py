@@ -58,6 +58,7 @@ from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
 from pygls.lsp.server import LanguageServer
 
+from fim.editor_policy import EditorPolicy
 from fim.options import StopReason
 
 from . import text as model_text
@@ -74,7 +75,6 @@ from .recent_edits import EditRing
 from .request_plan import Planned, RequestPlanner, context_budget
 from .request_plan import device_type as _device_type
 from .settings import (
-    Policy,
     Settings,
     SettingsShapeError,
     check_budget,
@@ -551,7 +551,7 @@ class SeamServer(LanguageServer):
 
     # ----- planning requests -----------------------------------------------------------------
 
-    def _planner_of(self, engine: Any, policy: Policy) -> ContextPlanner | None:
+    def _planner_of(self, engine: Any, policy: EditorPolicy) -> ContextPlanner | None:
         """The per-document prompt starts, for this engine and the context in force."""
         sources = context_sources(self.settings, _device_type(engine))
         return self.requests.anchors(engine, policy, context_budget(policy, sources))

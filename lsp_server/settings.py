@@ -31,8 +31,7 @@ from typing import Any
 from fim.editor_policy import (
     CPU_CONTEXT_TOKENS,
     POLICIES,
-    RIGHT_TOKENS,
-    CursorKind,
+    EditorPolicy,
     cursor_kind,
 )
 from fim.model_specs import ENGINE_NAMES, EngineKind
@@ -322,56 +321,30 @@ def check_budget(settings: Settings, previous: Settings, device_type: str | None
     return replace(settings, max_tokens=kept), [problem]
 
 
-@dataclass(frozen=True)
-class Policy:
-    """What one completion request asks of the decoder."""
-
-    scope: Scope
-    max_tokens: int
-    time_budget_ms: int
-    mode: Mode
-    top_k: int
-    context_tokens: int | None = None  # None: the model's whole window
-    #: the middle ends with its line (mid-line cursors)
-    line_stop: bool = False
-    #: answer at the first line end where the file parses, keep decoding (empty lines)
-    early: bool = False
-    right_tokens: int | None = RIGHT_TOKENS
-    kind: CursorKind = CursorKind.MID_LINE
-
-    def left_budget(self) -> int | None:
-        """The most left-context tokens a prompt holds under this policy."""
-        if self.context_tokens is None:
-            return None
-        return max(16, self.context_tokens - self.max_tokens - (self.right_tokens or 0) - 4)
-
-
 def policy_for(settings: Settings, line_before: str, line_after: str,
-               device_type: str = "cpu", model_window: int | None = None) -> Policy:
-    """Resolve "auto" settings for a cursor whose line reads ``line_before|line_after``.
+               device_type: str = "cpu", model_window: int | None = None) -> EditorPolicy:
+    """The cursor's "auto" policy (``fim.editor_policy``) with the settings resolved over it,
+    for a cursor whose line reads ``line_before|line_after``.
 
     ``device_type`` is where the model runs (``"cpu"``, ``"cuda"``): it decides the "auto"
     context size. An "auto" token budget never crowds the prompt out of a small context.
     """
-    kind = cursor_kind(line_before, line_after)
-    auto = POLICIES[kind]
-    scope, max_tokens, budget = auto.scope, auto.max_tokens, auto.time_budget_ms
+    auto = POLICIES[cursor_kind(line_before, line_after)]
+    max_tokens = auto.max_tokens
     auto_context = CPU_CONTEXT_TOKENS if device_type == "cpu" else None
     context = settings.context_tokens or auto_context
     if settings.max_tokens is None:
         known = context_for(settings, device_type, model_window)
         if known is not None:
             max_tokens = max(1, min(max_tokens, known - MIN_PROMPT_TOKENS))
-    return Policy(
-        scope=Scope(settings.scope or scope),
+    return replace(
+        auto,
+        scope=Scope(settings.scope or auto.scope),
         max_tokens=settings.max_tokens or max_tokens,
-        time_budget_ms=settings.time_budget_ms or budget,
+        time_budget_ms=settings.time_budget_ms or auto.time_budget_ms,
         mode=Mode.CONSTRAINED if settings.constrained else Mode.UNCONSTRAINED,
         top_k=settings.top_k,
         context_tokens=context,
-        line_stop=auto.line_stop,
-        early=auto.early,
-        kind=kind,
     )
 
 
