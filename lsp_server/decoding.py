@@ -10,17 +10,27 @@ share the same cores and both be late).  Two kinds of jobs share it:
   ``early=True`` the request is answered at the first line end where the file parses, and the
   decode goes on; what it adds later reaches ``on_partial``/``on_final`` callbacks, which
   the server turns into suggestion-cache entries for the user's next keystrokes.
-* **background work** (``background``): warming the prompt where the cursor rests,
-  prefetching the next suggestion as if the shown one were accepted.  It runs only when no
-  request is waiting, one job per key (a newer one replaces it), and any request raises its
-  cancel flag: llama.cpp stops within a micro-batch, so a request waits at most that long.
-  A request whose ``share_key`` equals the running background job's adopts that job instead
-  (the prefetch the user is now asking for is not thrown away).
+* **background work** (``background``): prefetching the next suggestion as if the shown one
+  were accepted, warming the prompt where the cursor rests, running the project context into
+  the cache, in that order of :class:`Priority` (what the user is likeliest to ask next
+  first; the newest first among equals).  It runs only when no request is waiting, one job
+  per key (a newer one replaces it); any request raises its cancel flag, and so does newer
+  background work of a higher priority: llama.cpp stops within a micro-batch, so a request
+  waits at most that long.  A request whose ``share_key`` equals the running background
+  job's adopts that job instead (the prefetch the user is now asking for is not thrown away),
+  or, when that job only *prepares* it (runs its prompt into the cache), waits for it: the
+  work is the request's own, and stopping it inside a llama.cpp batch would lose the batch.
+
+An ``early`` request that has been answered and decodes on (the rest of a block, for the
+user's next keystrokes) is work nobody waits for: any newer request, on any document, stops
+it, the way it stops background work, and so does warming the cursor's place in another
+document.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import threading
 import time
@@ -33,6 +43,14 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
+class Priority(enum.IntEnum):
+    """Background work, least urgent first."""
+
+    CONTEXT = 0  # the project context into the cache
+    WARM = 1  # the prompt where the cursor rests
+    PREFETCH = 2  # the suggestion after the shown one is accepted
+
+
 @dataclass
 class Job:
     """One unit of model work: its document, its cancel flag and when it was queued."""
@@ -40,6 +58,10 @@ class Job:
     uri: str
     share_key: Any = None
     background: bool = False
+    priority: Priority = Priority.CONTEXT
+    #: background work that runs the prompt of the request with its ``share_key`` (a request
+    #: for it waits for it rather than stopping it); else a request adopts its result
+    prepares: bool = False
     cancel: threading.Event = field(default_factory=threading.Event)
     queued_at: float = field(default_factory=time.perf_counter)
     started_at: float | None = None
@@ -48,6 +70,11 @@ class Job:
     waiters: int = 0
     #: resolved with the first partial middle of an ``early`` request
     first_partial: asyncio.Future | None = None
+
+    @property
+    def answered(self) -> bool:
+        """An early request whose answer went out: what it decodes now nobody waits for."""
+        return self.first_partial is not None and self.first_partial.done()
 
     def request_cancel(self) -> None:
         if self.cancelled_at is None:
@@ -74,6 +101,8 @@ class _Pending:
     uri: str
     share_key: Any
     work: Callable[[threading.Event], Any]
+    priority: Priority
+    prepares: bool
 
 
 class Decoder:
@@ -101,11 +130,17 @@ class Decoder:
         if job is not None:
             job.request_cancel()
 
-    def _yield_background(self) -> None:
-        """Make room for a request: stop background work and forget what was queued."""
+    def _yield_background(self, share_key: Any = None) -> None:
+        """Make room for a request: stop background work (unless it prepares this very
+        request) and answered early decodes, and forget what was queued."""
         self._pending.clear()
-        if self._background is not None:
-            self._background.request_cancel()
+        bg = self._background
+        if bg is not None and not (bg.prepares and share_key is not None
+                                   and bg.share_key == share_key):
+            bg.request_cancel()
+        for job in self._inflight.values():
+            if job.answered:
+                job.request_cancel()
 
     async def run(self, uri: str, engine: Any, request: Any, share_key: Any = None, *,
                   early: bool = False,
@@ -126,12 +161,13 @@ class Decoder:
         loop = asyncio.get_running_loop()
         self._loop = loop
         bg = self._background
-        if (bg is not None and share_key is not None and bg.share_key == share_key
-                and not bg.cancel.is_set() and bg.future is not None and not bg.future.done()):
+        if (bg is not None and not bg.prepares and share_key is not None
+                and bg.share_key == share_key and not bg.cancel.is_set()
+                and bg.future is not None and not bg.future.done()):
             job = bg  # the prefetch the user now asks for: adopt it
             self._pending.clear()
         else:
-            self._yield_background()
+            self._yield_background(share_key)
             job = self._inflight.get(uri)
             if (job is None or share_key is None or job.share_key != share_key
                     or job.cancel.is_set()):
@@ -219,26 +255,42 @@ class Decoder:
     # ----- background work ----------------------------------------------------------------------
 
     def background(self, uri: str, key: Any, work: Callable[[threading.Event], Any],
-                   share_key: Any = None) -> None:
+                   share_key: Any = None, priority: Priority = Priority.WARM,
+                   prepares: bool = False) -> None:
         """Run ``work(cancel_flag)`` on the worker once no request is waiting.
 
-        One job per ``key``: a newer one replaces a queued one.  The newest keys run first
-        (the user's current focus).  Must be called on the event loop.
+        One job per ``key``: a newer one replaces a queued one.  The highest ``priority``
+        runs first, the newest among equals (the user's current focus); running work of a
+        lower priority is stopped for it.  ``prepares``: the work runs the prompt of the
+        request with ``share_key`` (see the module docstring).  Must be called on the event
+        loop.
         """
         if self._closed:
             return
         self._loop = asyncio.get_running_loop()
         self._pending.pop(key, None)
-        self._pending[key] = _Pending(uri, share_key, work)
+        self._pending[key] = _Pending(uri, share_key, work, priority, prepares)
+        running = self._background
+        if running is not None and running.priority < priority:
+            running.request_cancel()
+        if prepares:
+            # The user rests the cursor in another document: the rest of a block answered
+            # in this one is no longer what they will ask for next.
+            for job in self._inflight.values():
+                if job.answered and job.uri != uri:
+                    job.request_cancel()
         self._pump()
 
     def _pump(self) -> None:
-        """Start the newest background job when the worker is idle."""
+        """Start the most urgent background job when the worker is idle."""
         if (self._closed or self._foreground or self._background is not None
                 or not self._pending or self._loop is None):
             return
-        _, pending = self._pending.popitem(last=True)
-        job = Job(pending.uri, pending.share_key, background=True)
+        # Highest priority; among equals the newest (dicts keep insertion order).
+        key = max(reversed(self._pending), key=lambda k: self._pending[k].priority)
+        pending = self._pending.pop(key)
+        job = Job(pending.uri, pending.share_key, background=True, priority=pending.priority,
+                  prepares=pending.prepares)
         self._background = job
 
         def work() -> Any:

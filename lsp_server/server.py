@@ -63,7 +63,7 @@ from fim.options import StopReason
 
 from . import text as model_text
 from .context_plan import ContextPlanner
-from .decoding import Decoder
+from .decoding import Decoder, Priority
 from .documents import Document, DocumentStore, PositionError
 from .framing import DEFAULT_MAX_CONTENT_BYTES, FrameError, FrameErrorKind
 from .jsonrpc import ErrorCode
@@ -586,7 +586,9 @@ class SeamServer(LanguageServer):
         if self.suggestions.lookup(uri, text[:cur.offset], text[cur.offset:]) is not None:
             return  # answered from the suggestion cache already
         planned = self._plan(engine, uri, text, cur.offset)
-        request = planned.request
+        # Warm the prompt the request here would run now: without the project context
+        # while that is not cached (see `_runnable`); the context comes after.
+        request, deferred = self._runnable(engine, planned)
         planner = self._planner_of(engine, planned.policy)
         wider = planner.wider(uri, request.left, len(request.left)) if planner else None
         # The widened prompt starts higher, which can change what the project context
@@ -595,18 +597,40 @@ class SeamServer(LanguageServer):
                    if wider is not None else None)
 
         def warm(cancel) -> None:
-            if not engine.warm(request, cancel.is_set):
-                return
-            log.info("warmed the prompt at %s:%d:%d", uri, position.line + 1,
-                     position.character + 1)
-            if planner is None:
-                return
-            if widened is None or cancel.is_set():
-                return
-            if engine.warm(widened, cancel.is_set):
-                self.call_in_loop(lambda: planner.adopt(uri, request.left, wider))
+            if engine.warm(request, cancel.is_set):
+                log.info("warmed the prompt at %s:%d:%d%s", uri, position.line + 1,
+                         position.character + 1,
+                         " (the project context is not cached yet: without it)"
+                         if deferred is not None else "")
 
-        self.decoder.background(uri, ("warm", uri), warm)
+        # A request at this cursor waits for this warm-up instead of stopping it: it runs
+        # the same prompt, and work stopped inside a llama.cpp batch would be lost.
+        self.decoder.background(uri, ("warm", uri), warm, share_key=planned.share_key,
+                                priority=Priority.WARM, prepares=True)
+        if widened is None and deferred is None:
+            return
+
+        def widen(cancel) -> None:
+            if widened is not None and planner is not None and \
+                    engine.warm(widened, cancel.is_set):
+                self.call_in_loop(lambda: planner.adopt(uri, request.left, wider))
+            if deferred is not None and not cancel.is_set() and \
+                    engine.warm(deferred, cancel.is_set):
+                log.info("warmed the project context at %s:%d:%d", uri, position.line + 1,
+                         position.character + 1)
+
+        self.decoder.background(uri, ("widen", uri), widen, priority=Priority.CONTEXT)
+
+    def _runnable(self, engine: Any, planned: Planned) -> tuple[Any, Any]:
+        """``(request, deferred)``: the request to run now, and the planned one with its
+        project context when that context is not in the model's cache yet (it would cost
+        more than ``CONTEXT_SLACK_TOKENS``): then the request goes without it and the
+        context is run into the cache in the background, so it never delays a suggestion."""
+        request = planned.request
+        if request.context_budget and engine.uncached(request) > \
+                engine.uncached(planned.without_context()) + CONTEXT_SLACK_TOKENS:
+            return planned.without_context(), request
+        return request, None
 
     def _prefetch(self, engine: Any, uri: str, text: str, offset: int, middle: str) -> None:
         """Decode, in the background, the suggestion the user gets after accepting ``middle``
@@ -615,7 +639,10 @@ class SeamServer(LanguageServer):
         after = text[:offset] + middle + text[offset:]
         cursor = offset + len(middle)
         planned = self._plan(engine, uri, after, cursor)
-        request, share_key = planned.request, planned.share_key
+        # The prompt the request after accepting would run (without an uncached project
+        # context), so that this prefetch is what it adopts or finds in the cache.
+        request, _ = self._runnable(engine, planned)
+        share_key = planned.share_key
         left_doc, right_doc = after[:cursor], after[cursor:]
 
         def prefetch(cancel) -> Any:
@@ -626,7 +653,8 @@ class SeamServer(LanguageServer):
                 self.call_in_loop(lambda: self.suggestions.put(uri, left_doc, right_doc, found))
             return res
 
-        self.decoder.background(uri, ("prefetch", uri), prefetch, share_key=share_key)
+        self.decoder.background(uri, ("prefetch", uri), prefetch, share_key=share_key,
+                                priority=Priority.PREFETCH)
 
     async def _suggest(self, uri: str, position: types.Position
                        ) -> tuple[Document, Suggestion] | None:
@@ -660,13 +688,8 @@ class SeamServer(LanguageServer):
             log.info("no completion yet: model is %s (%s)", state.state, state.message)
             return None
         planned = self._plan(engine, uri, text, cur.offset)
-        request, policy, share_key = planned.request, planned.policy, planned.share_key
-        deferred = None
-        if request.context_budget and engine.uncached(request) > \
-                engine.uncached(planned.without_context()) + CONTEXT_SLACK_TOKENS:
-            # The project context is not in the model's cache: answer without it now, and
-            # run it into the cache in the background once this answer is out.
-            deferred, request = request, planned.without_context()
+        policy, share_key = planned.policy, planned.share_key
+        request, deferred = self._runnable(engine, planned)
         line_break = model_text.line_break_of(text)
 
         def store(middle: str) -> None:  # partial middles and final results, on the loop
@@ -734,8 +757,9 @@ class SeamServer(LanguageServer):
     def _warm_later(self, engine: Any, uri: str, request: Any) -> None:
         """Run ``request``'s prompt (with its project context) into the model's cache when
         the worker is idle."""
-        self.decoder.background(uri, ("warm", uri),
-                                lambda cancel: engine.warm(request, cancel.is_set))
+        self.decoder.background(uri, ("context", uri),
+                                lambda cancel: engine.warm(request, cancel.is_set),
+                                priority=Priority.CONTEXT)
 
     def _record(self, uri: str, t0: float, **fields: Any) -> None:
         total = (time.perf_counter() - t0) * 1000.0

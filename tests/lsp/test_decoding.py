@@ -221,3 +221,157 @@ def test_a_request_adopts_the_background_job_with_its_share_key() -> None:
 
     out, runs = asyncio.run(main())
     assert out.result.middle == "y = 2" and runs == ["prefetch"]  # no second decode
+
+
+def test_an_answered_early_decode_gives_way_to_a_request_on_another_document() -> None:
+    # The rest of a block nobody waits for must not hold up the user's next file.
+    async def main():
+        dec = Decoder()
+        finals = []
+        try:
+            first = await dec.run("a", LineByLine(["x = 1"] * 40, 0.1), None, early=True,
+                                  on_final=finals.append)
+            other = await asyncio.wait_for(
+                dec.run("b", LineByLine(["y = 2"], 0.01), None), timeout=2.0)
+            while not finals:
+                await asyncio.sleep(0.02)
+            return first, other, finals
+        finally:
+            dec.shutdown()
+
+    first, other, finals = asyncio.run(main())
+    assert first.partial == "x = 1"
+    assert other.result.middle == "y = 2" and other.queue_ms < 1000
+    assert finals[0].stop == "cancelled" and finals[0].tokens < 40
+
+
+def test_background_work_runs_by_priority_and_a_prefetch_stops_a_context_warm() -> None:
+    import threading
+
+    from lsp_server.decoding import Priority
+
+    async def main():
+        dec = Decoder()
+        log = []
+        begun = threading.Event()
+
+        def context(cancel):
+            begun.set()
+            for _ in range(300):
+                if cancel.is_set():
+                    log.append("context stopped")
+                    return None
+                cancel.wait(0.01)
+            log.append("context done")
+
+        try:
+            dec.background("u", "context", context, priority=Priority.CONTEXT)
+            await asyncio.to_thread(begun.wait, 5)
+            # Queued in this order while the context runs: the prefetch stops the context and
+            # runs first, then the warm-up, then the older low-priority job.
+            dec.background("u", "old", lambda c: log.append("old context"),
+                           priority=Priority.CONTEXT)
+            dec.background("u", "warm", lambda c: log.append("warm"), priority=Priority.WARM)
+            dec.background("u", "prefetch", lambda c: log.append("prefetch"),
+                           priority=Priority.PREFETCH)
+            for _ in range(500):
+                if len(log) == 4:
+                    break
+                await asyncio.sleep(0.01)
+            return log
+        finally:
+            dec.shutdown()
+
+    log = asyncio.run(main())
+    assert log == ["context stopped", "prefetch", "warm", "old context"]
+
+
+def test_background_work_of_lower_priority_does_not_stop_a_prefetch() -> None:
+    import threading
+
+    from lsp_server.decoding import Priority
+
+    async def main():
+        dec = Decoder()
+        log = []
+        begun = threading.Event()
+
+        def prefetch(cancel):
+            begun.set()
+            cancel.wait(0.3)
+            log.append("prefetch stopped" if cancel.is_set() else "prefetch done")
+
+        try:
+            dec.background("u", "prefetch", prefetch, priority=Priority.PREFETCH)
+            await asyncio.to_thread(begun.wait, 5)
+            dec.background("u", "warm", lambda c: log.append("warm"), priority=Priority.WARM)
+            for _ in range(500):
+                if len(log) == 2:
+                    break
+                await asyncio.sleep(0.01)
+            return log
+        finally:
+            dec.shutdown()
+
+    assert asyncio.run(main()) == ["prefetch done", "warm"]
+
+
+@pytest.mark.parametrize("same_cursor", [True, False])
+def test_a_request_waits_for_the_warm_up_of_its_own_prompt(same_cursor: bool) -> None:
+    # Stopping the warm-up of the very prompt the request runs would throw away a batch.
+    import threading
+
+    from lsp_server.decoding import Priority
+
+    async def main():
+        dec = Decoder()
+        log = []
+        begun = threading.Event()
+
+        def warm(cancel):
+            begun.set()
+            cancel.wait(0.3)
+            log.append("warm stopped" if cancel.is_set() else "warm done")
+
+        try:
+            dec.background("u", "warm", warm, share_key="here", priority=Priority.WARM,
+                           prepares=True)
+            await asyncio.to_thread(begun.wait, 5)
+            out = await dec.run("u", LineByLine(["x = 1"], 0.01), None,
+                                share_key="here" if same_cursor else "elsewhere")
+            log.append("request done")
+            return out, log
+        finally:
+            dec.shutdown()
+
+    out, log = asyncio.run(main())
+    assert out.result.middle == "x = 1"  # the request ran itself: nothing was adopted
+    assert log == ["warm done" if same_cursor else "warm stopped", "request done"]
+
+
+def test_warming_another_document_stops_an_answered_early_decode() -> None:
+    from lsp_server.decoding import Priority
+
+    async def main():
+        dec = Decoder()
+        finals, log = [], []
+        try:
+            await dec.run("a", LineByLine(["x = 1"] * 40, 0.1), None, early=True,
+                          on_final=finals.append)
+            dec.background("a", "same", lambda c: log.append("same doc"),
+                           share_key="a-here", priority=Priority.WARM, prepares=True)
+            await asyncio.sleep(0.3)
+            assert not finals  # a warm-up in the same document lets the block go on
+            dec.background("b", "warm", lambda c: log.append("warm b"), share_key="b-here",
+                           priority=Priority.WARM, prepares=True)
+            for _ in range(200):
+                if len(log) == 2 and finals:
+                    break
+                await asyncio.sleep(0.01)
+            return finals, log
+        finally:
+            dec.shutdown()
+
+    finals, log = asyncio.run(main())
+    assert finals and finals[0].stop == "cancelled" and finals[0].tokens < 40
+    assert log == ["warm b", "same doc"]  # after the stopped block; the newest first

@@ -108,3 +108,25 @@ async def test_only_announced_folders_are_read_and_they_can_change(tmp_path: Pat
         # extra.py resolves in the new folder, and the link's target now lies inside an
         # announced folder too.
         assert entry["context_files"] == ["helpers.py", "extra.py"]
+
+
+async def test_a_resting_cursor_warms_the_prompt_the_request_will_run_first(tmp_path: Path):
+    # The context is not cached yet, so a request now would go without it: the rest warms
+    # that prompt first (what the user waits for), then the context.
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    main = tmp_path / "main.py"
+    main.write_text(MAIN)
+    uri = main.as_uri()
+    async with lsp_session(tmp_path, settings()) as lc:
+        await wait_ready(lc)
+        open_doc(lc, uri, MAIN)
+        lc.protocol.notify("seam/cursor", {"textDocument": {"uri": uri},
+                                           "position": {"line": 7, "character": 20}})
+        await idle(lc)
+        log = (tmp_path / "server.log").read_text()
+        first = log.index("warmed the prompt at")
+        assert "without it" in log[first:log.index("\n", first)]
+        assert log.index("warmed the project context at") > first
+        entry = await model_entry(lc, uri, 7, 20)
+        assert entry["context_deferred"] is False and entry["context_tokens"] > 0
+        assert entry["cached_tokens"] >= entry["prompt_tokens"] - 1  # all of it was warmed
