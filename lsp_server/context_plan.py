@@ -10,7 +10,10 @@ fits ``left_max`` tokens: moving the cursor down or typing only adds tokens at t
 what is cached.
 
 A new anchor is placed ``left_first`` tokens above the cursor: few enough that the first
-request in a region answers quickly.  Once it has answered, the server may *widen* the
+request in a region answers quickly.  The same happens when the cursor jumps down further
+than that below the furthest point served from the anchor (its *reach*): the tokens between
+are not cached, and running more of them than a fresh start holds would only make the
+answer slower.  Once it has answered, the server may *widen* the
 context in the background (``wider``): an anchor up to ``left_max`` tokens above, run into the
 cache while the user reads; the wider anchor takes over once it is cached.
 
@@ -37,6 +40,8 @@ class Anchor:
 
     offset: int
     signature: str
+    #: tokens from the anchor to the furthest cursor served from it
+    reach: int = 0
 
 
 class ContextPlanner:
@@ -69,18 +74,22 @@ class ContextPlanner:
             return None
         return min(hits, key=lambda p: abs(p - anchor.offset))
 
-    def _remember(self, uri: str, text: str, offset: int) -> int:
-        self._anchors[uri] = Anchor(offset, text[offset:offset + _SIGNATURE])
+    def _remember(self, uri: str, text: str, offset: int, reach: int) -> int:
+        self._anchors[uri] = Anchor(offset, text[offset:offset + _SIGNATURE], reach)
         return offset
 
     def left_start(self, uri: str, text: str, cursor: int) -> int:
-        """Where the prompt for ``cursor`` starts: the anchor if it still fits, else a new one
-        ``left_first`` tokens above the cursor."""
+        """Where the prompt for ``cursor`` starts: the anchor if it still fits and the cursor
+        is not more than ``left_first`` tokens beyond its reach, else a new one ``left_first``
+        tokens above the cursor."""
         found = self._find(uri, text)
-        if found is not None and found <= cursor and \
-                self.count(text[found:cursor]) <= self.left_max:
-            return self._remember(uri, text, found)
-        return self._remember(uri, text, self.fit(text, cursor, self.left_first))
+        if found is not None and found <= cursor:
+            tokens = self.count(text[found:cursor])
+            reach = self._anchors[uri].reach
+            if tokens <= self.left_max and tokens - reach <= self.left_first:
+                return self._remember(uri, text, found, max(reach, tokens))
+        start = self.fit(text, cursor, self.left_first)
+        return self._remember(uri, text, start, self.count(text[start:cursor]))
 
     def wider(self, uri: str, text: str, cursor: int) -> int | None:
         """A start up to ``left_max`` tokens above ``cursor`` if that is earlier than the
@@ -92,8 +101,8 @@ class ContextPlanner:
         return None
 
     def adopt(self, uri: str, text: str, offset: int) -> None:
-        """Make ``offset`` the anchor (its prompt is now cached)."""
-        self._remember(uri, text, offset)
+        """Make ``offset`` the anchor (its prompt up to the end of ``text`` is now cached)."""
+        self._remember(uri, text, offset, self.count(text[offset:]))
 
     def fit(self, text: str, cursor: int, budget: int) -> int:
         """The earliest line start whose text up to ``cursor`` holds at most ``budget``
