@@ -103,7 +103,8 @@ def pick_edit(text: str, seed: int) -> Edit:
 @dataclass
 class Result:
     engine: str
-    ready_s: float = 0.0
+    ready_s: float = 0.0  # from the process's spawn
+    ready_after_initialize_s: float | None = None
     peak_rss_mb: float = 0.0
     latency: dict[str, list[float]] = field(default_factory=lambda: {k: [] for k in KINDS})
     suggestions: list[dict] = field(default_factory=list)
@@ -112,6 +113,8 @@ class Result:
 
     def summary(self) -> dict:
         out = {"engine": self.engine, "ready_s": round(self.ready_s, 2),
+               "ready_after_initialize_s": None if self.ready_after_initialize_s is None
+               else round(self.ready_after_initialize_s, 2),
                "peak_rss_mb": round(self.peak_rss_mb), "context": self.context}
         for kind, xs in self.latency.items():
             if xs:
@@ -257,6 +260,7 @@ async def run_seam(engine: str, files: list[Path], args, workdir: Path,
     root = Path(sysconfig.get_paths()["stdlib"]).as_uri() if args.workspace else None
     session = LspSession(settings, workdir / f"server-{engine}-{context}.log", root_uri=root)
     result.ready_s = await session.start()
+    result.ready_after_initialize_s = session.ready_after_initialize_s
     try:
         await replay(SeamClient(session), result, files, args)
         result.peak_rss_mb = session.peak_rss_mb()
@@ -289,7 +293,7 @@ async def run_llama_server(files: list[Path], args) -> Result:
 def markdown_tables(summaries: list[dict]) -> str:
     """Per session: ready time, peak RSS, p50 / p90 seconds per kind and how many answers
     carried project context; then the p50 ratios against Seam with llama.cpp."""
-    head = "| session | model ready (s) | peak RSS (MB) | " + " | ".join(
+    head = "| session | model ready after initialize / from spawn (s) | peak RSS (MB) | " + " | ".join(
         f"{k} p50 / p90 (s)" for k in KINDS) + " | answers with context / deferred |"
     rows = [head, "|---|---:|---:|" + "---:|" * len(KINDS) + "---|"]
     for s in summaries:
@@ -297,7 +301,9 @@ def markdown_tables(summaries: list[dict]) -> str:
                            if k in s else "–" for k in KINDS)
         c = s.get("context") or {}
         ctx = f"{c['with_context']} of {c['answers']} / {c['deferred']}" if c else "–"
-        rows.append(f"| {s['engine']} | {s['ready_s']:.1f} | {s['peak_rss_mb']} | {cells} | "
+        after = s.get("ready_after_initialize_s")
+        ready = (f"{after:.1f} / " if after is not None else "– / ") + f"{s['ready_s']:.1f}"
+        rows.append(f"| {s['engine']} | {ready} | {s['peak_rss_mb']} | {cells} | "
                     f"{ctx} |")
     by = {s["engine"]: s for s in summaries}
     out = "\n".join(rows) + "\n"
@@ -329,12 +335,19 @@ def main(argv: list[str] | None = None) -> int:
                    help="write the tables into this page's section (see --section)")
     p.add_argument("--section", default="latency")
     p.add_argument("--progress", action="store_true")
+    p.add_argument("--logs", type=Path, default=None,
+                   help="keep the servers' logs in this folder (one completion record per "
+                        "answer: prompt, cached and generated tokens, model time)")
     args = p.parse_args(argv)
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     files = [stdlib / f for f in args.files.split(",") if f]
     record = RunRecord(command_line(), packages=model_packages())
     results = []
     with tempfile.TemporaryDirectory(prefix="seam-latency-") as tmp:
+        logs = Path(tmp)
+        if args.logs is not None:
+            args.logs.mkdir(parents=True, exist_ok=True)
+            logs = args.logs
         for engine in [e for e in args.engines.split(",") if e]:
             if args.progress:
                 print(f"session with {engine}", file=sys.stderr, flush=True)
@@ -342,8 +355,7 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(asyncio.run(run_llama_server(files, args)))
             else:
                 for context in [c for c in args.contexts.split(",") if c]:
-                    results.append(asyncio.run(run_seam(engine, files, args, Path(tmp),
-                                                        context)))
+                    results.append(asyncio.run(run_seam(engine, files, args, logs, context)))
     record.finish()
     summaries = [r.summary() for r in results]
     table = markdown_tables(summaries)

@@ -43,9 +43,13 @@ class LspSession:
         self.texts: dict[str, str] = {}
         self.versions: dict[str, int] = {}
         self.notifications: list[tuple[float, str, Any]] = []
+        self.initialized_at: float | None = None
+        self.ready_after_initialize_s: float | None = None
 
     async def start(self) -> float:
-        """Start the server and initialize; seconds until the model is ready."""
+        """Start the server and initialize; seconds from the process's spawn until the
+        model is ready (``ready_after_initialize_s`` holds the part after ``initialize``
+        was answered)."""
         env = dict(os.environ)
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         t0 = time.perf_counter()
@@ -65,7 +69,9 @@ class LspSession:
         while True:
             st = await self.request("seam/status", {})
             if st["state"] == "ready":
-                return time.perf_counter() - t0
+                now = time.perf_counter()
+                self.ready_after_initialize_s = now - self.initialized_at
+                return now - t0
             if st["state"] == "error":
                 raise RuntimeError(f"model failed to load: {st['message']}")
             await asyncio.sleep(0.05)
