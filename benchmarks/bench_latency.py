@@ -293,8 +293,9 @@ async def run_llama_server(files: list[Path], args) -> Result:
 def markdown_tables(summaries: list[dict]) -> str:
     """Per session: ready time, peak RSS, p50 / p90 seconds per kind and how many answers
     carried project context; then the p50 ratios against Seam with llama.cpp."""
-    head = "| session | model ready after initialize / from spawn (s) | peak RSS (MB) | " + " | ".join(
-        f"{k} p50 / p90 (s)" for k in KINDS) + " | answers with context / deferred |"
+    head = ("| session | model ready after initialize / from spawn (s) | peak RSS (MB) | "
+            + " | ".join(
+        f"{k} p50 / p90 (s)" for k in KINDS) + " | answers with context / deferred |")
     rows = [head, "|---|---:|---:|" + "---:|" * len(KINDS) + "---|"]
     for s in summaries:
         cells = " | ".join(f"{s[k]['p50']:.2f} / {s[k]['p90']:.2f} (n={s[k]['n']})"

@@ -30,8 +30,11 @@ CPU_CONTEXT_TOKENS = 2048
 #: as good as 256 on the dev cases (same exact match, edit similarity 0.270 vs 0.279, same
 #: share that parse) at half the tokens per keystroke.
 RIGHT_TOKENS = 64
-#: Left-context tokens of the first request in a region of a file the cache does not hold.
-LEFT_FIRST_TOKENS = 256
+#: Left-context tokens of the first request in a region of a file the cache does not hold
+#: (the server widens the window in idle time).  benchmarks/usefulness.py measured 128 as
+#: good as 256 on 72 project cases (docs/usefulness.md, "The first window at a new place")
+#: at 40% fewer prompt tokens, which is what a new place waits for.
+LEFT_FIRST_TOKENS = 128
 
 
 class CursorKind(enum.StrEnum):

@@ -138,21 +138,40 @@ def sorted_ids(vocab: Vocabulary) -> list[int]:
     return sorted((i for i, b in enumerate(tb) if b), key=tb.__getitem__)
 
 
+def _cache_file(cache_dir: Path | None, key_file: Path | None) -> tuple[Path, str] | None:
+    """The vocabulary file in ``cache_dir`` and the key of ``key_file``'s version."""
+    if cache_dir is None or key_file is None:
+        return None
+    try:
+        st = Path(key_file).stat()
+    except OSError:
+        return None
+    return Path(cache_dir) / VOCABULARY_FILE, f"{st.st_size}:{st.st_mtime_ns}"
+
+
+def read_cached_vocabulary(cache_dir: Path | None, key_file: Path | None
+                           ) -> tuple[Vocabulary, list[int]] | None:
+    """What ``cached_vocabulary`` would read, without knowing the model's vocabulary size
+    yet (an engine reads it while the model loads; ``cached_vocabulary`` checks the size)."""
+    where = _cache_file(cache_dir, key_file)
+    return load_vocabulary(where[0], where[1], None) if where is not None else None
+
+
 def cached_vocabulary(build: Callable[[], Vocabulary], size: int, cache_dir: Path | None,
-                      key_file: Path | None) -> tuple[Vocabulary, list[int]]:
-    """The token byte table and the healing order, read from ``cache_dir`` when it has them.
+                      key_file: Path | None,
+                      read: tuple[Vocabulary, list[int]] | None = None
+                      ) -> tuple[Vocabulary, list[int]]:
+    """The token byte table and the healing order, read from ``cache_dir`` when it has them
+    (or taken from ``read``, what ``read_cached_vocabulary`` found, if its size is ``size``).
 
     The file is keyed by the size and modification time of ``key_file`` (the tokenizer or the
     model file it was read from), so a changed model rebuilds it; a cache that cannot be
     written is simply not used.
     """
-    path = key = None
-    if cache_dir is not None and key_file is not None:
-        try:
-            st = Path(key_file).stat()
-            key, path = f"{st.st_size}:{st.st_mtime_ns}", Path(cache_dir) / VOCABULARY_FILE
-        except OSError:
-            pass
+    if read is not None and read[0].size == size:
+        return read
+    where = _cache_file(cache_dir, key_file)
+    path, key = where if where is not None else (None, None)
     if path is not None:
         found = load_vocabulary(path, key, size)
         if found is not None:
@@ -189,14 +208,18 @@ def save_vocabulary(vocab: Vocabulary, order: list[int], path: Path, key: str) -
         tmp.unlink(missing_ok=True)
 
 
-def load_vocabulary(path: Path, key: str, size: int) -> tuple[Vocabulary, list[int]] | None:
-    """What ``save_vocabulary`` wrote, or ``None`` if the file is absent, stale or damaged."""
+def load_vocabulary(path: Path, key: str, size: int | None
+                    ) -> tuple[Vocabulary, list[int]] | None:
+    """What ``save_vocabulary`` wrote, or ``None`` if the file is absent, stale or damaged
+    (or not of ``size`` tokens, when that is given)."""
     try:
         data = path.read_bytes()
         end = data.index(b"\n")
         header = json.loads(data[:end])
+        if size is None:
+            size = header.get("size")
         if (header.get("version") != _VOCAB_FILE_VERSION or header.get("key") != key
-                or header.get("size") != size):
+                or not isinstance(size, int) or header.get("size") != size):
             return None
         lengths = array("i")
         lengths.frombytes(data[end + 1:end + 1 + 4 * size])

@@ -39,6 +39,7 @@ def test_vocabulary_file_round_trip_and_rejects_stale_or_damaged(random_loaded, 
     assert load_vocabulary(path, "k1", size) == (vocab, order)
     assert load_vocabulary(path, "k2", size) is None  # another tokenizer.json
     assert load_vocabulary(path, "k1", size + 1) is None  # another model vocabulary
+    assert load_vocabulary(path, "k1", None) == (vocab, order)  # size checked later
     path.write_bytes(path.read_bytes()[:-5])  # cut short
     assert load_vocabulary(path, "k1", size) is None
     assert load_vocabulary(tmp_path / "absent.bin", "k1", size) is None
@@ -60,3 +61,35 @@ def test_engine_reads_and_writes_the_vocabulary_file(random_loaded, tmp_path):
     assert second._setup.heal_index.order == first._setup.heal_index.order
     (tmp_path / VOCABULARY_FILE).write_bytes(b"garbage")
     assert Engine(backend_from_loaded(loaded))._setup.vocab == first._setup.vocab  # rebuilt
+
+
+def test_a_vocabulary_read_before_the_model_is_used_only_if_its_size_matches(random_loaded,
+                                                                            tmp_path):
+    # The llama.cpp engine reads the file while the model loads, before it knows the size.
+    from fim.decoding import HealIndex
+    from fim.vocab import (
+        VOCABULARY_FILE,
+        cached_vocabulary,
+        read_cached_vocabulary,
+        save_vocabulary,
+    )
+
+    size = random_loaded.model.config.vocab_size
+    vocab = build_vocabulary(random_loaded.tokenizer, size)
+    order = HealIndex.sorted_ids(vocab)
+    key_file = tmp_path / "model.gguf"
+    key_file.write_bytes(b"weights")
+    st = key_file.stat()
+    save_vocabulary(vocab, order, tmp_path / VOCABULARY_FILE, f"{st.st_size}:{st.st_mtime_ns}")
+    read = read_cached_vocabulary(tmp_path, key_file)
+    assert read == (vocab, order)
+    built = []
+
+    def build():
+        built.append(1)
+        return build_vocabulary(random_loaded.tokenizer, size + 3)
+
+    assert cached_vocabulary(build, size, None, None, read) == (vocab, order) and not built
+    other, _ = cached_vocabulary(build, size + 3, None, None, read)  # another model
+    assert built and other.size == size + 3
+    assert read_cached_vocabulary(tmp_path / "absent", key_file) is None

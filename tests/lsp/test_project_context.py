@@ -146,8 +146,9 @@ def test_two_cursors_in_one_document_get_the_same_context(engine, project):
     planner = RequestPlanner(collector)
     first = plan(engine, project, offset=MAIN.index("    total = total + scale(100"),
                  planner=planner)
-    # The user moves down and types: the same prompt start, the same context.
-    typed = MAIN.replace("    return total", "    total = sca\n    return total")
+    # The user moves a few lines down and types: the same prompt start, the same context.
+    below = MAIN.index("    total = total + scale(104")
+    typed = MAIN[:below] + "    total = sca\n" + MAIN[below:]
     second = plan(engine, project, text=typed, offset=typed.index("sca\n") + 3,
                   planner=planner)
     assert first.request.left_start == second.request.left_start
@@ -198,7 +199,8 @@ def test_the_context_comes_out_of_the_left_share_so_the_prompt_start_holds(engin
     assert budget == room - LEFT_FIRST_TOKENS
     # A window too small to spare the context's minimum gets none.
     small = dataclasses.replace(
-        planned.policy, context_tokens=96 + planned.policy.right_tokens + 4 + 256 + 40)
+        planned.policy,
+        context_tokens=96 + planned.policy.right_tokens + 4 + LEFT_FIRST_TOKENS + 40)
     assert context_budget(small, ContextSources(budget=512)) == 0
 
 
