@@ -81,6 +81,12 @@ async def test_load_failure_keeps_server_up(tmp_path) -> None:
         # The server still works: a corrected setting loads the model.
         lc.workspace_did_change_configuration(types.DidChangeConfigurationParams(
             settings={"seam": {"model": TEST_MODEL}}))
+        # The server may answer a status request before it has applied the notification
+        # (it can pull the configuration first): wait for the old error to go.
+        for _ in range(600):
+            if (await status(lc))["state"] != "error":
+                break
+            await asyncio.sleep(0.1)
         await wait_ready(lc)
 
 
