@@ -33,6 +33,7 @@ WARM_LEFT = "def total(values):\n    result = 0\n    for value in values:\n     
 WARM_RIGHT = "\n    return result\n"
 
 ProgressFn = Callable[[float, str], None]
+StateFn = Callable[["HostState"], None]
 
 
 def _build_language() -> None:
@@ -45,7 +46,6 @@ def _build_language() -> None:
     except Exception:  # only a speed-up: the warm-up and requests report real failures
         log.debug("building the grammar tables ahead failed", exc_info=True)
     log.info("grammar tables built in %.2f s", time.perf_counter() - t0)
-StateFn = Callable[["HostState"], None]
 
 
 @dataclass(frozen=True)

@@ -611,11 +611,15 @@ class SeamServer(LanguageServer):
             return
 
         def widen(cancel) -> None:
-            if widened is not None and planner is not None and \
-                    engine.warm(widened, cancel.is_set):
+            if widened is not None and planner is not None:
+                # The widened prompt carries the project context too, and it becomes the
+                # anchor: the narrower prompt with the context would be run for nothing.
+                if not engine.warm(widened, cancel.is_set):
+                    return
                 self.call_in_loop(lambda: planner.adopt(uri, request.left, wider))
-            if deferred is not None and not cancel.is_set() and \
-                    engine.warm(deferred, cancel.is_set):
+            elif deferred is None or not engine.warm(deferred, cancel.is_set):
+                return
+            if deferred is not None:
                 log.info("warmed the project context at %s:%d:%d", uri, position.line + 1,
                          position.character + 1)
 

@@ -39,6 +39,14 @@ def settings(**extra) -> dict:
                      "contextBudgetTokens": 256, **extra}}
 
 
+def write_project(tmp_path: Path) -> str:
+    """helpers.py and main.py in ``tmp_path``; main.py's URI."""
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    main = tmp_path / "main.py"
+    main.write_text(MAIN)
+    return main.as_uri()
+
+
 async def model_entry(lc, uri: str, line: int, character: int) -> dict:
     await inline(lc, uri, line, character)
     entries = [r for r in (await status(lc))["recent"] if r["source"] in ("model", "early")]
@@ -46,10 +54,7 @@ async def model_entry(lc, uri: str, line: int, character: int) -> dict:
 
 
 async def test_a_request_carries_the_context_once_it_is_cached(tmp_path: Path):
-    (tmp_path / "helpers.py").write_text(HELPERS)
-    main = tmp_path / "main.py"
-    main.write_text(MAIN)
-    uri = main.as_uri()
+    uri = write_project(tmp_path)
     async with lsp_session(tmp_path, settings()) as lc:
         await wait_ready(lc)
         open_doc(lc, uri, MAIN)
@@ -68,16 +73,14 @@ async def test_a_request_carries_the_context_once_it_is_cached(tmp_path: Path):
 
 
 async def test_turned_off_the_context_is_not_planned(tmp_path: Path):
-    (tmp_path / "helpers.py").write_text(HELPERS)
-    main = tmp_path / "main.py"
-    main.write_text(MAIN)
+    uri = write_project(tmp_path)
     async with lsp_session(tmp_path, settings(contextDefinitions=False,
                                                contextOpenFiles=False,
                                                contextRecentEdits=False)) as lc:
         st = await wait_ready(lc)
         assert st["settings"]["contextDefinitions"] is False
-        open_doc(lc, main.as_uri(), MAIN)
-        entry = await model_entry(lc, main.as_uri(), 7, 20)
+        open_doc(lc, uri, MAIN)
+        entry = await model_entry(lc, uri, 7, 20)
         assert entry["context_files"] == [] and entry["context_tokens"] == 0
 
 
@@ -113,10 +116,7 @@ async def test_only_announced_folders_are_read_and_they_can_change(tmp_path: Pat
 async def test_a_resting_cursor_warms_the_prompt_the_request_will_run_first(tmp_path: Path):
     # The context is not cached yet, so a request now would go without it: the rest warms
     # that prompt first (what the user waits for), then the context.
-    (tmp_path / "helpers.py").write_text(HELPERS)
-    main = tmp_path / "main.py"
-    main.write_text(MAIN)
-    uri = main.as_uri()
+    uri = write_project(tmp_path)
     async with lsp_session(tmp_path, settings()) as lc:
         await wait_ready(lc)
         open_doc(lc, uri, MAIN)
