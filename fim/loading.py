@@ -27,7 +27,7 @@ def load_backend(
     """Load ``spec`` with the chosen engine (see ``fim.model_specs``).
 
     ``slots`` is how many token sequences the step model keeps cached; ``context`` bounds the
-    positions per sequence (llama.cpp allocates ``slots * context`` cells up front);
+    positions per sequence (llama.cpp allocates ``(slots + 1) * context`` cells up front);
     ``threads`` is llama.cpp's thread count (default: the CPUs this process may use, at
     most 8).
     """

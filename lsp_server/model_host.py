@@ -31,6 +31,10 @@ log = logging.getLogger(__name__)
 SLOTS = 4
 WARM_LEFT = "def total(values):\n    result = 0\n    for value in values:\n        result += "
 WARM_RIGHT = "\n    return result\n"
+#: The model's warm-up prompt: as short as can be, since what it pays for once (llama.cpp's
+#: compute graph and threads, the decoder's vocabulary tables) does not grow with the prompt,
+#: and every token of it is time before "ready" (the four-line prompt above took 0.6 s).
+WARM_MODEL_LEFT, WARM_MODEL_RIGHT = "x = ", "\n"
 
 ProgressFn = Callable[[float, str], None]
 StateFn = Callable[["HostState"], None]
@@ -126,11 +130,13 @@ class ModelHost:
                 log.exception("state listener failed")
 
     def load(self, model: str, device: str = "auto", dtype: str = "auto",
-             trust_remote_code: bool = False, engine: str = "auto") -> threading.Thread:
+             trust_remote_code: bool = False, engine: str = "auto",
+             window: int | None = None) -> threading.Thread:
         """Start loading ``model`` with ``engine`` in the background; returns the loader
-        thread."""
+        thread. ``window`` is the prompt-plus-middle context requests will use (``None``:
+        the engine's default, which on llama.cpp is the CPU policy's 2,048 tokens)."""
         runtime = engine
-        key = (model, device, dtype, trust_remote_code, engine)
+        key = (model, device, dtype, trust_remote_code, engine, window)
         with self._lock:
             self._generation += 1
             generation = self._generation
@@ -158,7 +164,7 @@ class ModelHost:
 
                 engine = Engine.load(model, device=device, dtype=dtype,
                                      trust_remote_code=trust_remote_code, progress=progress,
-                                     engine=runtime, slots=SLOTS)
+                                     engine=runtime, slots=SLOTS, window=window)
                 log.info("model runtime: %s", engine.backend.description)
             except BaseException as exc:  # any failure must leave the server up
                 with self._lock:
@@ -192,8 +198,8 @@ class ModelHost:
             try:
                 from fim.api import CompletionRequest
 
-                engine.complete(CompletionRequest(WARM_LEFT, WARM_RIGHT, mode=mode,
-                                                  max_tokens=2, scope="statement"),
+                engine.complete(CompletionRequest(WARM_MODEL_LEFT, WARM_MODEL_RIGHT, mode=mode,
+                                                  max_tokens=1, scope="statement"),
                                 cancel=lambda: generation != self._generation)
             except Exception:  # the model loaded; a failed warm-up only costs speed
                 log.warning("%s warm-up failed", mode, exc_info=True)

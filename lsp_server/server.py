@@ -290,7 +290,8 @@ class SeamServer(LanguageServer):
             return
         self._begin_progress(s.model)
         self.host.load(s.model, device=s.device, dtype=s.dtype,
-                       trust_remote_code=s.trust_remote_code, engine=s.engine)
+                       trust_remote_code=s.trust_remote_code, engine=s.engine,
+                       window=s.context_tokens)
 
     def _client_supports(self, path: str) -> bool:
         node: Any = self.client_capabilities
@@ -546,7 +547,8 @@ class SeamServer(LanguageServer):
         if engine is not None:
             out["runtime"] = {"engine": str(engine.backend.engine),
                               "device": engine.backend.device,
-                              "description": engine.backend.description}
+                              "description": engine.backend.description,
+                              "window": engine.window}
         return out
 
     # ----- planning requests -----------------------------------------------------------------

@@ -97,9 +97,11 @@ class Settings:
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
-    def model_key(self) -> tuple[str, str, str, bool, str]:
-        """What decides whether the model must be reloaded."""
-        return (self.model, self.device, self.dtype, self.trust_remote_code, self.engine)
+    def model_key(self) -> tuple[str, str, str, bool, str, int | None]:
+        """What decides whether the model must be reloaded (the context, because llama.cpp
+        sizes its cache for it when it loads)."""
+        return (self.model, self.device, self.dtype, self.trust_remote_code, self.engine,
+                self.context_tokens)
 
 
 @dataclass(frozen=True)

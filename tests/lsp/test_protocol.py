@@ -275,6 +275,30 @@ async def test_settings_changes_and_bad_values(tmp_path) -> None:
         assert any("maxTokens" in w for w in warnings)
 
 
+async def _runtime_when_ready(lc) -> dict:
+    for _ in range(600):
+        st = await status(lc)
+        if st["state"] == "ready" and "runtime" in st:
+            return st["runtime"]
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"never ready: {st}")
+
+
+async def test_the_model_is_loaded_for_the_context_setting(tmp_path) -> None:
+    # llama.cpp sizes its cache when it loads: a context setting the loaded model cannot hold
+    # must reload it, or requests would be cut to the old window without a word.
+    async with lsp_session(tmp_path, {"seam": {"model": TEST_MODEL, "contextTokens": 300}}) as lc:
+        assert (await _runtime_when_ready(lc))["window"] == 300
+        lc.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"seam": {"model": TEST_MODEL, "contextTokens": 600}}))
+        for _ in range(600):
+            runtime = await _runtime_when_ready(lc)
+            if runtime["window"] != 300:
+                break
+            await asyncio.sleep(0.05)
+        assert runtime["window"] == 600
+
+
 async def test_pull_configuration(tmp_path) -> None:
     config = {"seam": {"model": TEST_MODEL, "topK": 7}}
     async with lsp_session(tmp_path, None, configuration=config) as lc:
