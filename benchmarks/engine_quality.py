@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 from pathlib import Path
@@ -43,12 +44,36 @@ def unparsable(rec: dict) -> bool:
     return rec["mode"] == "constrained" and rec["middle"] is not None and not rec["success"]
 
 
+def paired(first: list[dict], second: list[dict], seed: int = 0) -> str:
+    """The second run against the first on the same cases: cases won / lost on success and on
+    exact match, and the edit similarity difference with a 95% paired bootstrap interval (an
+    interval holding 0 means the runs are within noise of each other on these cases)."""
+    pairs = list(zip(first, second, strict=True))
+
+    def won_lost(key: str) -> str:
+        won = sum(b[key] and not a[key] for a, b in pairs)
+        lost = sum(a[key] and not b[key] for a, b in pairs)
+        return f"{won} / {lost}"
+
+    diffs = [b["edit_similarity"] - a["edit_similarity"] for a, b in pairs]
+    rng = random.Random(seed)
+    means = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(2000))
+    low, high = means[int(0.025 * len(means))], means[int(0.975 * len(means)) - 1]
+    return (f"{won_lost('success')} | {won_lost('exact')} | "
+            f"{statistics.fmean(diffs):+.3f} ({low:+.3f} to {high:+.3f})")
+
+
 def table(runs: list[dict], names: list[str]) -> str:
     """Rows per dataset and mode over the pairs every run finished."""
     shared = set.intersection(*(set(r) for r in runs))
     head = ("| dataset | mode | cases | " + " | ".join(
         f"{n}: success / exact / edit sim. / unparsable" for n in names) + " |")
     rows = [head, "|---|---|---:|" + "---|" * len(names)]
+    if len(runs) == 2:  # the second against the first, case by case
+        vs = f"{names[1]} vs {names[0]}"
+        rows[0] += (f" {vs}: success won / lost | exact won / lost | "
+                    "edit sim. difference (95% interval) |")
+        rows[1] += "---|---|---|"
     datasets = sorted({runs[0][k]["dataset"] for k in shared})
     for dataset in datasets:
         for mode in MODES:
@@ -63,7 +88,10 @@ def table(runs: list[dict], names: list[str]) -> str:
                     f"{sum(r['exact'] for r in recs) / len(recs):.0%} / "
                     f"{statistics.fmean(r['edit_similarity'] for r in recs):.3f} / "
                     f"{sum(unparsable(r) for r in recs)}")
-            rows.append(f"| {dataset} | {mode} | {len(keys)} | " + " | ".join(cells) + " |")
+            row = f"| {dataset} | {mode} | {len(keys)} | " + " | ".join(cells) + " |"
+            if len(runs) == 2:
+                row += " " + paired([runs[0][k] for k in keys], [runs[1][k] for k in keys]) + " |"
+            rows.append(row)
     return "\n".join(rows) + "\n"
 
 
@@ -72,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("records", type=Path, nargs="+", help="`seam eval --records` files")
     p.add_argument("--names", default=None, help="comma-separated names, one per file")
     p.add_argument("--figures", type=Path, default=None,
-                   help="write the table into this page's engines section")
+                   help="write the table into this page's section (see --section)")
+    p.add_argument("--section", default="engines",
+                   help="the figures section to write (default: engines)")
     args = p.parse_args(argv)
     names = args.names.split(",") if args.names else [str(r) for r in args.records]
     if len(names) != len(args.records):
@@ -89,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     print(out)
     print(record.markdown())
     if args.figures:
-        write_section(args.figures, "engines", out + "\n" + record.markdown())
+        write_section(args.figures, args.section, out + "\n" + record.markdown())
     return 0
 
 
