@@ -63,8 +63,8 @@ from fim.options import StopReason
 
 from . import text as model_text
 from .context_plan import ContextPlanner
-from .decoding import Decoder, Priority
-from .documents import Document, DocumentStore, PositionError
+from .decoding import Decoder, Outcome, Priority
+from .documents import Cursor, Document, DocumentStore, PositionError
 from .framing import DEFAULT_MAX_CONTENT_BYTES, FrameError, FrameErrorKind
 from .jsonrpc import ErrorCode
 from .logs import EditorLogHandler
@@ -127,6 +127,20 @@ class Suggestion:
     middle: str
     cursor_offset: int
     line_end: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ask:
+    """A completion request being answered: where, the text it was asked on, and when."""
+
+    uri: str
+    doc: Document
+    text: str  # the document's text when asked (an edit meanwhile drops the answer)
+    cursor: Cursor
+    left: str
+    right: str
+    line_break: str  # the document's own, for the middle shown in it
+    t0: float  # perf_counter when the request arrived
 
 
 class SeamServer(LanguageServer):
@@ -662,21 +676,13 @@ class SeamServer(LanguageServer):
 
     async def _suggest(self, uri: str, position: types.Position
                        ) -> tuple[Document, Suggestion] | None:
-        """The middle for ``uri`` at ``position``, or ``None`` (reason logged)."""
+        """The middle for ``uri`` at ``position``, or ``None`` (reason logged), in steps: the
+        place asked about, the suggestion cache, the model's decode, the answer."""
         t0 = time.perf_counter()
-        doc = self.documents.get(uri)
-        if doc is None:
-            log.warning("completion for a document that is not open: %s", uri)
+        place = self._place(uri, position)
+        if place is None:
             return None
-        if doc.language_id not in self.settings.languages:
-            log.info("no completion: language %r is not in seam.languages %s",
-                     doc.language_id, list(self.settings.languages))
-            return None
-        try:
-            cur = doc.cursor(position)
-        except PositionError as exc:
-            log.warning("no completion for %s: %s", uri, exc)
-            return None
+        doc, cur = place
         text = doc.text
         self.context.visit(uri, cur.line)
         left, right = text[:cur.offset], text[cur.offset:]
@@ -691,72 +697,112 @@ class SeamServer(LanguageServer):
             state = self.host.state
             log.info("no completion yet: model is %s (%s)", state.state, state.message)
             return None
+        ask = _Ask(uri, doc, text, cur, left, right, model_text.line_break_of(text), t0)
         planned = self._plan(engine, uri, text, cur.offset)
-        policy, share_key = planned.policy, planned.share_key
         request, deferred = self._runnable(engine, planned)
-        line_break = model_text.line_break_of(text)
-
-        def store(middle: str) -> None:  # partial middles and final results, on the loop
-            if middle:
-                self.suggestions.put(uri, left, right,
-                                     model_text.for_document(middle, line_break))
-
-        def final(res: Any) -> None:
-            if res.middle and res.stop != "cancelled":
-                store(res.middle)
-                if policy.early and self.documents.get(uri) is doc:
-                    self._prefetch(engine, uri, left + right, len(left),
-                                   model_text.for_document(res.middle, line_break))
-
-        try:
-            outcome = await self.decoder.run(uri, engine, request, share_key=share_key,
-                                             early=policy.early, on_partial=store,
-                                             on_final=final)
-        except asyncio.CancelledError:
-            self._record(uri, t0, source="model", stop="cancelled-by-client")
-            raise
-        except Exception as exc:
-            log.error("decode failed for %s: %s", uri, type(exc).__name__, exc_info=exc)
-            self._record(uri, t0, source="model", stop="error", error=type(exc).__name__)
+        outcome = await self._decode(engine, ask, planned, request)
+        if outcome is None:
             return None
         resume_ms = (time.perf_counter() - outcome.finished_at) * 1000.0
         if deferred is not None:
             self._warm_later(engine, uri, deferred)
+        middle = self._middle_of(engine, ask, planned, outcome, resume_ms,
+                                 deferred=deferred is not None)
+        if middle is None:
+            return None
+        return self._answer(engine, ask, planned.policy, middle)
+
+    def _place(self, uri: str, position: types.Position) -> tuple[Document, Cursor] | None:
+        """The open document and the cursor in it, or ``None`` when there is nothing to
+        complete there (the reason logged)."""
+        doc = self.documents.get(uri)
+        if doc is None:
+            log.warning("completion for a document that is not open: %s", uri)
+            return None
+        if doc.language_id not in self.settings.languages:
+            log.info("no completion: language %r is not in seam.languages %s",
+                     doc.language_id, list(self.settings.languages))
+            return None
+        try:
+            return doc, doc.cursor(position)
+        except PositionError as exc:
+            log.warning("no completion for %s: %s", uri, exc)
+            return None
+
+    async def _decode(self, engine: Any, ask: _Ask, planned: Planned, request: Any
+                      ) -> Outcome | None:
+        """Run ``request`` on the worker (``None`` when it failed, logged). Partial middles
+        and the final one go into the suggestion cache as they come, so the rest of an early
+        answer serves the user's next keystrokes; an early answer's final middle is then
+        prefetched past."""
+        uri, left, right, policy = ask.uri, ask.left, ask.right, planned.policy
+
+        def store(middle: str) -> None:  # partial middles and final results, on the loop
+            if middle:
+                self.suggestions.put(uri, left, right,
+                                     model_text.for_document(middle, ask.line_break))
+
+        def final(res: Any) -> None:
+            if res.middle and res.stop != "cancelled":
+                store(res.middle)
+                if policy.early and self.documents.get(uri) is ask.doc:
+                    self._prefetch(engine, uri, left + right, len(left),
+                                   model_text.for_document(res.middle, ask.line_break))
+
+        try:
+            return await self.decoder.run(uri, engine, request, share_key=planned.share_key,
+                                          early=policy.early, on_partial=store,
+                                          on_final=final)
+        except asyncio.CancelledError:
+            self._record(uri, ask.t0, source="model", stop="cancelled-by-client")
+            raise
+        except Exception as exc:
+            log.error("decode failed for %s: %s", uri, type(exc).__name__, exc_info=exc)
+            self._record(uri, ask.t0, source="model", stop="error", error=type(exc).__name__)
+            return None
+
+    def _middle_of(self, engine: Any, ask: _Ask, planned: Planned, outcome: Outcome,
+                   resume_ms: float, *, deferred: bool) -> str | None:
+        """The middle a decode answered with (the model's text, line breaks not yet the
+        document's), with its timings recorded; ``None`` when there is none to show."""
+        uri, t0, policy = ask.uri, ask.t0, planned.policy
         # What the project context held (the planned one, also when it was deferred).
         context = {"context_files": [f.path for f in planned.request.context_files],
                    "context_sources": dict(planned.context.tokens),
-                   "context_deferred": deferred is not None}
+                   "context_deferred": deferred}
         if outcome.partial is not None:
-            middle = outcome.partial
             self._record(uri, t0, source="early", queue_ms=outcome.queue_ms, stop="line",
                          resume_ms=resume_ms, scope=policy.scope, **context)
-        else:
-            res = outcome.result
-            if res is None:
-                self._record(uri, t0, source="model", stop="superseded",
-                             queue_ms=outcome.queue_ms)
-                return None
-            middle = res.middle
-            self._record(uri, t0, source="model", queue_ms=outcome.queue_ms,
-                         setup_ms=res.setup_ms, model_ms=res.model_ms,
-                         constraint_ms=res.constraint_ms, tokens=res.tokens, stop=res.stop,
-                         resume_ms=resume_ms, mode=res.mode, scope=policy.scope,
-                         prompt_tokens=res.prompt_tokens,
-                         cached_tokens=engine.step_model.reused,
-                         context_tokens=res.context_tokens, **context)
-            if not middle or res.stop == StopReason.CANCELLED:
-                if res.stop not in ("cancelled", "time"):
-                    self.suggestions.put(uri, left, right, "")  # asked again: no model work
-                return None
-        middle = model_text.for_document(middle, line_break)
-        self.suggestions.put(uri, left, right, middle)
-        if self.documents.get(uri) is not doc or doc.text is not text:
+            return outcome.partial
+        res = outcome.result
+        if res is None:
+            self._record(uri, t0, source="model", stop="superseded", queue_ms=outcome.queue_ms)
+            return None
+        self._record(uri, t0, source="model", queue_ms=outcome.queue_ms,
+                     setup_ms=res.setup_ms, model_ms=res.model_ms,
+                     constraint_ms=res.constraint_ms, tokens=res.tokens, stop=res.stop,
+                     resume_ms=resume_ms, mode=res.mode, scope=policy.scope,
+                     prompt_tokens=res.prompt_tokens, cached_tokens=engine.step_model.reused,
+                     context_tokens=res.context_tokens, **context)
+        if not res.middle or res.stop == StopReason.CANCELLED:
+            if res.stop not in ("cancelled", "time"):
+                self.suggestions.put(uri, ask.left, ask.right, "")  # asked again: no model work
+            return None
+        return res.middle
+
+    def _answer(self, engine: Any, ask: _Ask, policy: EditorPolicy, middle: str
+                ) -> tuple[Document, Suggestion] | None:
+        """Cache the middle and return it, unless the document changed meanwhile; prefetch
+        the suggestion after it (an early answer's was prefetched when its decode ended)."""
+        middle = model_text.for_document(middle, ask.line_break)
+        self.suggestions.put(ask.uri, ask.left, ask.right, middle)
+        if self.documents.get(ask.uri) is not ask.doc or ask.doc.text is not ask.text:
             # The text changed while decoding; a newer request will follow the edit.
-            log.info("document %s changed during decode; answer dropped", uri)
+            log.info("document %s changed during decode; answer dropped", ask.uri)
             return None
         if not policy.early:
-            self._prefetch(engine, uri, text, cur.offset, middle)
-        return doc, Suggestion(middle, cur.offset, cur.line_end)
+            self._prefetch(engine, ask.uri, ask.text, ask.cursor.offset, middle)
+        return ask.doc, Suggestion(middle, ask.cursor.offset, ask.cursor.line_end)
 
     def _warm_later(self, engine: Any, uri: str, request: Any) -> None:
         """Run ``request``'s prompt (with its project context) into the model's cache when
