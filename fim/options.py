@@ -4,13 +4,19 @@ and the reasons a decode stops.
 ``seam complete --dtype`` documented ``fp32 | bf16 | fp16`` while ``seam serve --dtype`` and the
 editors' settings said ``float32 | bfloat16 | float16``; both spellings were accepted in places
 and rejected in others. Every entry point now accepts both and documents the long names.
-This module imports nothing heavy, so ``seam serve`` and ``--help`` can use it before torch.
+This module imports nothing heavy (the engine's small ``quotient`` package, no model library),
+so ``seam serve`` and ``--help`` can use it before torch.
+
+``Scope`` is the engine's (``quotient.constraint``), re-exported: the language packages below
+``fim`` take it too, and imports never point upward.
 """
 
 from __future__ import annotations
 
 import enum
 import re
+
+from quotient.constraint import Scope  # re-exported: fim's callers take it from here
 
 #: Documented dtype names, each with the short aliases also accepted.
 DTYPES: dict[str, tuple[str, ...]] = {
@@ -25,15 +31,6 @@ _DTYPE_ALIASES["auto"] = "auto"
 #: Devices: ``auto`` (CUDA when present), ``cpu``, ``cuda`` or ``cuda:N``.
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:[0-9]{1,3})?")
 DEVICE_HELP = "auto, cpu, cuda or cuda:N"
-
-
-class Scope(enum.StrEnum):
-    """How far a completion may reach (``python_language.scopes`` says what each allows)."""
-
-    LINE = "line"
-    STATEMENT = "statement"
-    BLOCK = "block"
-    FREE = "free"
 
 
 class Mode(enum.StrEnum):
