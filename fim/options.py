@@ -85,6 +85,12 @@ def canonical_device(name: str) -> str | None:
 
 
 def canonical_model(spec: str) -> str:
-    """``"bundled"`` names the bundled model; any other spec is returned stripped."""
+    """``"bundled"`` names the bundled model; any other spec is returned stripped.
+
+    The one spelling of model specs, for the command line, the server's settings and the
+    loaders (``fim.model_specs``); a value that is not a string is returned as it is, for the
+    loaders to refuse with a message."""
+    if not isinstance(spec, str):
+        return spec
     spec = spec.strip()
     return DEFAULT_MODEL if spec == BUNDLED_ALIAS else spec
