@@ -27,7 +27,8 @@ from fim import decoding
 from fim.backend import Backend
 from fim.decoding import DecodeSetup, FeedCache, HealIndex
 from fim.loading import load_backend
-from fim.options import MODES, SCOPES, Mode, Scope, StopReason
+from fim.model_specs import EngineKind
+from fim.options import MODES, SCOPES, Dtype, Mode, Scope, StopReason
 from fim.templates import (
     ContextFile,
     FimTemplate,
@@ -139,7 +140,7 @@ class CompletionResult:
     setup_ms: float
     model_ms: float
     constraint_ms: float
-    mode: str  # the constraint language's mode (``LanguageMode``); "none" without one
+    mode: LanguageMode  # the constraint language's mode; ``NONE`` without a constraint
     decoding: Mode = Mode.CONSTRAINED  # the request's mode
     raw: str = ""  # everything generated (after the healed prefix), before any cut
     parses: bool | None = None  # ast.parse(left + middle + right); None when middle is None
@@ -210,15 +211,16 @@ class Engine:
         cls,
         model_spec: str,
         device: str = "auto",
-        dtype: str = "auto",
+        dtype: Dtype | str = Dtype.AUTO,
         trust_remote_code: bool = False,
         progress: Callable[[float, str], None] | None = None,
-        engine: str = "auto",
+        engine: EngineKind | str = EngineKind.AUTO,
         slots: int = 4,
         **options,
     ) -> Engine:
-        """Load ``model_spec`` (see ``fim.model_specs``) with ``engine`` (``auto``,
-        ``llama.cpp``, ``transformers``); ``options`` go to ``Engine(...)``."""
+        """Load ``model_spec`` (see ``fim.model_specs``) with ``engine`` (an ``EngineKind``,
+        or its name or alias as ``EngineKind.parse`` reads it); ``options`` go to
+        ``Engine(...)``."""
         context = options.get("window")
         backend = load_backend(model_spec, engine, device, dtype, trust_remote_code, progress,
                                slots=slots, context=context)
@@ -275,10 +277,10 @@ class Engine:
         """The constraint language (cached by contexts), its state after the left context, its
         mode, and the prompt."""
         state = entry = None
-        lang_mode: str = LanguageMode.NONE
+        lang_mode = LanguageMode.NONE
         if req.mode == Mode.CONSTRAINED:
             entry, state = self._language(req.left, req.right, req.scope)
-            lang_mode = str(entry.language.mode)
+            lang_mode = LanguageMode(entry.language.mode)
         return entry, state, lang_mode, self.prompt_for(req)
 
     def prompt_for(self, req: CompletionRequest) -> Prompt:
@@ -394,7 +396,8 @@ class Engine:
                     # The constraint accepted a middle that Python rejects: a bug to surface
                     # in ``error``, but the user still gets only a middle that parses.
                     error = (
-                        f"constrained middle does not parse (language mode {lang_mode!r}); "
+                        f"constrained middle does not parse (language mode "
+                        f"{lang_mode.value!r}); "
                         "please report this case"
                     )
                     log.warning("%s (%d characters of middle)", error, len(middle))

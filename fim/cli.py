@@ -29,8 +29,8 @@ from typing import Any, TextIO
 from fim import cli_args, datasets
 from fim.api import CompletionRequest, ConstraintUnavailable, Engine
 from fim.editor_policy import CPU_CONTEXT_TOKENS
-from fim.model_specs import ENGINE_NAMES, SPEC_FORMS
-from fim.options import DEFAULT_MODEL, DTYPE_CHOICES, MODES, SCOPES
+from fim.model_specs import ENGINE_NAMES, SPEC_FORMS, EngineKind
+from fim.options import DEFAULT_MODEL, DTYPE_CHOICES, MODES, SCOPES, Dtype, Mode, Scope
 from fim.templates import PromptTooLong
 
 #: Called with the subparsers action, to add subcommands defined elsewhere (``seam serve``).
@@ -48,17 +48,17 @@ def _context_tokens(text: str) -> int:
     return value
 
 
-def _model_options(p: argparse.ArgumentParser, scope: str = "statement",
+def _model_options(p: argparse.ArgumentParser, scope: Scope = Scope.STATEMENT,
                    scope_note: str = "") -> None:
     p.add_argument("--model", type=cli_args.model, default=DEFAULT_MODEL,
                    help=f"model spec (default: {DEFAULT_MODEL}; \"bundled\" names it too); "
                         "forms: " + "; ".join(SPEC_FORMS))
-    p.add_argument("--engine", default="auto", choices=ENGINE_NAMES,
+    p.add_argument("--engine", default=EngineKind.AUTO, choices=ENGINE_NAMES,
                    help="model runtime (default: auto: llama.cpp for GGUF models such as the "
                         "bundled one on a CPU, transformers for hub ids, directories and CUDA)")
     p.add_argument("--device", type=cli_args.device, default="auto",
                    help="auto, cpu, cuda or cuda:N (default: auto, CUDA when present)")
-    p.add_argument("--dtype", type=cli_args.dtype, default="auto",
+    p.add_argument("--dtype", type=cli_args.dtype, default=Dtype.AUTO,
                    help=f"{', '.join(DTYPE_CHOICES)}; fp32, bf16 and fp16 are accepted too "
                         "(default: auto: float32 on a CPU, bfloat16 or float16 on a GPU)")
     p.add_argument("--trust-remote-code", action="store_true",
@@ -97,7 +97,7 @@ def build_parser(extra: ExtraCommands | None = None) -> argparse.ArgumentParser:
                    help="input JSONL with id, prefix, suffix per line (default: none)")
     c.add_argument("--out", type=cli_args.writable_file("output file"),
                    help="output JSONL, with --jsonl (default: stdout)")
-    c.add_argument("--mode", choices=MODES, default="constrained",
+    c.add_argument("--mode", choices=MODES, default=Mode.CONSTRAINED,
                    help="decoding mode (default: constrained)")
     c.add_argument("--temperature", type=cli_args.non_negative_float, default=0.0,
                    help="sampling temperature, 0 for greedy (default: 0)")
@@ -136,7 +136,7 @@ def build_parser(extra: ExtraCommands | None = None) -> argparse.ArgumentParser:
     e.add_argument("--report-only", action="store_true",
                    help="summarise the finished cases in --records without running anything "
                         "(default: off)")
-    _model_options(e, scope="free", scope_note=", the paper's setting")
+    _model_options(e, scope=Scope.FREE, scope_note=", the paper's setting")
     if extra is not None:
         extra(sub)
     return parser

@@ -232,7 +232,7 @@ def decode(
     prompt_ids: list[int],
     healed: str,
     *,
-    mode: str,
+    mode: Mode | str,
     max_tokens: int,
     top_k: int = 50,
     temperature: float = 0.0,

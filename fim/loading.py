@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from fim.backend import Backend, Progress
 from fim.model_specs import EngineKind, choose_engine, classify_spec
-from fim.options import canonical_model
+from fim.options import Dtype, canonical_model
 
 
 def load_backend(
     spec: str,
-    engine: EngineKind | str | None = "auto",
+    engine: EngineKind | str | None = EngineKind.AUTO,
     device: str = "auto",
-    dtype: str = "auto",
+    dtype: Dtype | str = Dtype.AUTO,
     trust_remote_code: bool = False,
     progress: Progress | None = None,
     *,

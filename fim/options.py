@@ -18,15 +18,25 @@ import re
 
 from quotient.constraint import Scope  # re-exported: fim's callers take it from here
 
+
+class Dtype(enum.StrEnum):
+    """The documented dtype names; ``AUTO`` lets the engine choose for the device."""
+
+    AUTO = "auto"
+    FLOAT32 = "float32"
+    BFLOAT16 = "bfloat16"
+    FLOAT16 = "float16"
+
+
 #: Documented dtype names, each with the short aliases also accepted.
-DTYPES: dict[str, tuple[str, ...]] = {
-    "float32": ("fp32",),
-    "bfloat16": ("bf16",),
-    "float16": ("fp16", "half"),
+DTYPES: dict[Dtype, tuple[str, ...]] = {
+    Dtype.FLOAT32: ("fp32",),
+    Dtype.BFLOAT16: ("bf16",),
+    Dtype.FLOAT16: ("fp16", "half"),
 }
-DTYPE_CHOICES = ("auto", *DTYPES)
+DTYPE_CHOICES = tuple(d.value for d in Dtype)
 _DTYPE_ALIASES = {alias: name for name, aliases in DTYPES.items() for alias in (name, *aliases)}
-_DTYPE_ALIASES["auto"] = "auto"
+_DTYPE_ALIASES[Dtype.AUTO] = Dtype.AUTO
 
 #: Devices: ``auto`` (CUDA when present), ``cpu``, ``cuda`` or ``cuda:N``.
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:[0-9]{1,3})?")
@@ -69,7 +79,7 @@ DEFAULT_MODEL = "bundled:qwen2.5-coder-1.5b"
 BUNDLED_ALIAS = "bundled"
 
 
-def canonical_dtype(name: str) -> str | None:
+def canonical_dtype(name: str) -> Dtype | None:
     """``"fp32"`` -> ``"float32"``; ``None`` for a name that is no dtype."""
     if not isinstance(name, str):
         return None

@@ -68,7 +68,7 @@ from .documents import Cursor, Document, DocumentStore, PositionError
 from .framing import DEFAULT_MAX_CONTENT_BYTES, FrameError, FrameErrorKind
 from .jsonrpc import ErrorCode
 from .logs import EditorLogHandler
-from .model_host import HostState, ModelHost
+from .model_host import HostState, LoadState, ModelHost
 from .project_context import ContextCollector, OpenDocument
 from .protocol import SeamProtocol
 from .recent_edits import EditRing
@@ -296,9 +296,9 @@ class SeamServer(LanguageServer):
         self._load_started = True
         s = self.settings
         state = self.host.state
-        if self.host.key == s.model_key and state.state in ("loading", "ready"):
+        if self.host.key == s.model_key and state.state in (LoadState.LOADING, LoadState.READY):
             # A new session of a TCP server with the model its predecessor loaded.
-            if state.state == "loading":
+            if state.state is LoadState.LOADING:
                 self._begin_progress(s.model)
             self._state_changed(state)
             return
@@ -316,7 +316,7 @@ class SeamServer(LanguageServer):
 
     def _begin_progress(self, model: str) -> None:
         # A reload supersedes the previous load: close its progress so no bar hangs forever.
-        self._end_progress(HostState("loading", model, f"superseded by {model}"))
+        self._end_progress(HostState(LoadState.LOADING, model, f"superseded by {model}"))
         if not self._client_supports("window.work_done_progress"):
             self._progress_token = None
             return
@@ -326,7 +326,7 @@ class SeamServer(LanguageServer):
         def begin(*_: Any) -> None:
             if self._progress_token != token:
                 return
-            if self.host.state.state in ("ready", "error"):
+            if self.host.state.state in (LoadState.READY, LoadState.ERROR):
                 # The load finished before the client answered: seam/status (and, for an
                 # error, showMessage) already said how. A begin now would make clients show
                 # "loading" and then read the end as success, hiding an error.
@@ -364,11 +364,11 @@ class SeamServer(LanguageServer):
     def _state_changed(self, state: HostState) -> None:
         def notify() -> None:
             self.protocol.notify("seam/status", state.as_json())
-            if state.state in ("ready", "error"):
+            if state.state in (LoadState.READY, LoadState.ERROR):
                 self._end_progress(state)
-            if state.state == "ready":
+            if state.state is LoadState.READY:
                 self._check_budget()
-            if state.state == "error":
+            if state.state is LoadState.ERROR:
                 self.window_show_message(types.ShowMessageParams(
                     type=types.MessageType.Error, message=state.message))
 
@@ -665,7 +665,7 @@ class SeamServer(LanguageServer):
 
         def prefetch(cancel) -> Any:
             res = engine.complete(request, cancel=cancel.is_set)
-            if res.stop not in ("cancelled", "time"):
+            if res.stop not in (StopReason.CANCELLED, StopReason.TIME):
                 # No middle is an answer too: the request there need not ask the model.
                 found = model_text.for_document(res.middle or "", model_text.line_break_of(text))
                 self.call_in_loop(lambda: self.suggestions.put(uri, left_doc, right_doc, found))
@@ -743,7 +743,7 @@ class SeamServer(LanguageServer):
                                      model_text.for_document(middle, ask.line_break))
 
         def final(res: Any) -> None:
-            if res.middle and res.stop != "cancelled":
+            if res.middle and res.stop != StopReason.CANCELLED:
                 store(res.middle)
                 if policy.early and self.documents.get(uri) is ask.doc:
                     self._prefetch(engine, uri, left + right, len(left),
@@ -785,7 +785,7 @@ class SeamServer(LanguageServer):
                      prompt_tokens=res.prompt_tokens, cached_tokens=engine.step_model.reused,
                      context_tokens=res.context_tokens, **context)
         if not res.middle or res.stop == StopReason.CANCELLED:
-            if res.stop not in ("cancelled", "time"):
+            if res.stop not in (StopReason.CANCELLED, StopReason.TIME):
                 self.suggestions.put(uri, ask.left, ask.right, "")  # asked again: no model work
             return None
         return res.middle

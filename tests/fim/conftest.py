@@ -6,6 +6,7 @@ import pytest
 
 from fim.decoding import parses
 from fim.transformers_engine import backend_from_loaded
+from quotient.constraint import LanguageMode
 
 
 class ReferenceState:
@@ -25,7 +26,9 @@ class ReferenceState:
 
 
 class ReferenceLanguage:
-    mode = "reference"
+    # Nothing is rejected while feeding and completeness is the parser's answer: what
+    # ``NONE`` promises (exact completeness, no early rejection).
+    mode = LanguageMode.NONE
 
     def __init__(self, left: str, right: str, scope: str = "free") -> None:
         self.left, self.right, self.scope = left, right, scope
