@@ -24,11 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fim import decoding
-from fim.backend import Backend
+from fim.backend import Backend, TextTokenizer
 from fim.decoding import DecodeSetup, FeedCache, HealIndex
 from fim.loading import load_backend
 from fim.model_specs import EngineKind
 from fim.options import MODES, SCOPES, Dtype, Mode, Scope, StopReason
+from fim.step_model import StepModel
 from fim.templates import (
     ContextFile,
     FimTemplate,
@@ -47,14 +48,15 @@ log = logging.getLogger(__name__)
 # Language modes in which the constraint is weaker than "the file parses" near the cursor.
 DEGRADED_MODES = (LanguageMode.PREFIX, LanguageMode.NONE)
 
-LanguageFactory = Callable[[str, str, str], Constraint]
+#: Builds the constraint for ``(left, right, scope)``; ``python_language`` by default.
+LanguageFactory = Callable[[str, str, Scope], Constraint]
 
 
 class ConstraintUnavailable(RuntimeError):
     """Constrained mode was asked for but no constraint language can be built."""
 
 
-def python_language(left: str, right: str, scope: str) -> Constraint:
+def python_language(left: str, right: str, scope: Scope | str) -> Constraint:
     """The Python FIM language (``python_language``) for these contexts."""
     try:
         from python_language import FimLanguage
@@ -159,7 +161,7 @@ class CompletionResult:
 class _LanguageEntry:
     left: str
     right: str
-    scope: str
+    scope: Scope
     language: Constraint
     initial: ConstraintState
     cache: FeedCache = field(default_factory=FeedCache)
@@ -227,14 +229,15 @@ class Engine:
         return cls(backend, **options)
 
     @property
-    def tokenizer(self):
+    def tokenizer(self) -> TextTokenizer:
         return self.backend.tokenizer
 
     @property
-    def step_model(self):
+    def step_model(self) -> StepModel:
         return self.backend.step_model
 
-    def _language(self, left: str, right: str, scope: str) -> tuple[_LanguageEntry, object]:
+    def _language(self, left: str, right: str, scope: Scope
+                  ) -> tuple[_LanguageEntry, ConstraintState]:
         """A language entry and the state after ``left``, reusing cached languages."""
         for entry in reversed(self._languages):
             if entry.right != right or entry.scope != scope or not left.startswith(entry.left):
@@ -273,7 +276,8 @@ class Engine:
         with self._lock:
             return self._complete(req, cancel, on_partial, progress)
 
-    def _prepare(self, req: CompletionRequest):
+    def _prepare(self, req: CompletionRequest) -> tuple[
+            _LanguageEntry | None, ConstraintState | None, LanguageMode, Prompt]:
         """The constraint language (cached by contexts), its state after the left context, its
         mode, and the prompt."""
         state = entry = None

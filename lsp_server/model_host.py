@@ -24,10 +24,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fim.model_specs import EngineKind
 from fim.options import Dtype, Mode, Scope
+
+if TYPE_CHECKING:  # fim.api is imported when a load starts (it brings numpy and more)
+    from fim.api import Engine
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +100,7 @@ class ModelHost:
                  on_progress: ProgressFn | None = None) -> None:
         self._lock = threading.Lock()
         self._generation = 0
-        self._engine: Any = None
+        self._engine: Engine | None = None
         self._key: tuple | None = None
         self._state = HostState(LoadState.IDLE)
         self._on_state = on_state
@@ -121,7 +124,7 @@ class ModelHost:
         return self._state
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> Engine | None:
         """The loaded engine, or ``None`` while none is ready."""
         return self._engine if self._state.state is LoadState.READY else None
 
@@ -197,7 +200,7 @@ class ModelHost:
         thread.start()
         return thread
 
-    def _warm_up(self, engine: Any, generation: int, progress: ProgressFn) -> None:
+    def _warm_up(self, engine: Engine, generation: int, progress: ProgressFn) -> None:
         """One short completion, so the user's first request runs at steady-state speed."""
         progress(0.99, "warming up")
         # The model first, then the constraint's grammar tables (built once per process).

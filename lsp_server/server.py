@@ -48,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import threading
 import time
 import uuid
 from collections import deque
@@ -58,6 +59,7 @@ from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
 from pygls.lsp.server import LanguageServer
 
+from fim.api import CompletionRequest, CompletionResult, Engine
 from fim.editor_policy import EditorPolicy
 from fim.options import StopReason
 
@@ -422,7 +424,7 @@ class SeamServer(LanguageServer):
         engine = self.host.engine
         if engine is None:
             return ("cpu" if self.settings.device == "cpu" else None), None
-        return _device_type(engine), getattr(engine, "window", None)
+        return _device_type(engine), engine.window
 
     def _check_budget(self) -> None:
         """Re-check the token budget once the model (and its window) is known."""
@@ -565,7 +567,7 @@ class SeamServer(LanguageServer):
 
     # ----- planning requests -----------------------------------------------------------------
 
-    def _planner_of(self, engine: Any, policy: EditorPolicy) -> ContextPlanner | None:
+    def _planner_of(self, engine: Engine, policy: EditorPolicy) -> ContextPlanner | None:
         """The per-document prompt starts, for this engine and the context in force."""
         sources = context_sources(self.settings, _device_type(engine))
         return self.requests.anchors(engine, policy, context_budget(policy, sources))
@@ -576,7 +578,7 @@ class SeamServer(LanguageServer):
         return [OpenDocument(d.uri, model_text.for_model(d.text), d.language_id)
                 for d in self.documents.all() if d.language_id in languages]
 
-    def _plan(self, engine: Any, uri: str, text: str, offset: int,
+    def _plan(self, engine: Engine, uri: str, text: str, offset: int,
               left_start: int | None = None) -> Planned:
         """The request a completion at ``offset`` of ``text`` makes (``request_plan``)."""
         return self.requests.plan(engine, self.settings, uri, text, offset,
@@ -610,7 +612,7 @@ class SeamServer(LanguageServer):
         widened = (self._plan(engine, uri, text, cur.offset, left_start=wider).request
                    if wider is not None else None)
 
-        def warm(cancel) -> None:
+        def warm(cancel: threading.Event) -> None:
             if engine.warm(request, cancel.is_set):
                 log.info("warmed the prompt at %s:%d:%d%s", uri, position.line + 1,
                          position.character + 1,
@@ -624,7 +626,7 @@ class SeamServer(LanguageServer):
         if widened is None and deferred is None:
             return
 
-        def widen(cancel) -> None:
+        def widen(cancel: threading.Event) -> None:
             if widened is not None and planner is not None:
                 # The widened prompt carries the project context too, and it becomes the
                 # anchor: the narrower prompt with the context would be run for nothing.
@@ -639,7 +641,8 @@ class SeamServer(LanguageServer):
 
         self.decoder.background(uri, ("widen", uri), widen, priority=Priority.CONTEXT)
 
-    def _runnable(self, engine: Any, planned: Planned) -> tuple[Any, Any]:
+    def _runnable(self, engine: Engine, planned: Planned
+                  ) -> tuple[CompletionRequest, CompletionRequest | None]:
         """``(request, deferred)``: the request to run now, and the planned one with its
         project context when that context is not in the model's cache yet (it would cost
         more than ``CONTEXT_SLACK_TOKENS``): then the request goes without it and the
@@ -650,7 +653,7 @@ class SeamServer(LanguageServer):
             return planned.without_context(), request
         return request, None
 
-    def _prefetch(self, engine: Any, uri: str, text: str, offset: int, middle: str) -> None:
+    def _prefetch(self, engine: Engine, uri: str, text: str, offset: int, middle: str) -> None:
         """Decode, in the background, the suggestion the user gets after accepting ``middle``
         (llama.vim's speculative FIM); it lands in the suggestion cache, or a request that
         comes while it runs adopts it."""
@@ -663,7 +666,7 @@ class SeamServer(LanguageServer):
         share_key = planned.share_key
         left_doc, right_doc = after[:cursor], after[cursor:]
 
-        def prefetch(cancel) -> Any:
+        def prefetch(cancel: threading.Event) -> CompletionResult:
             res = engine.complete(request, cancel=cancel.is_set)
             if res.stop not in (StopReason.CANCELLED, StopReason.TIME):
                 # No middle is an answer too: the request there need not ask the model.
@@ -729,8 +732,8 @@ class SeamServer(LanguageServer):
             log.warning("no completion for %s: %s", uri, exc)
             return None
 
-    async def _decode(self, engine: Any, ask: _Ask, planned: Planned, request: Any
-                      ) -> Outcome | None:
+    async def _decode(self, engine: Engine, ask: _Ask, planned: Planned,
+                      request: CompletionRequest) -> Outcome | None:
         """Run ``request`` on the worker (``None`` when it failed, logged). Partial middles
         and the final one go into the suggestion cache as they come, so the rest of an early
         answer serves the user's next keystrokes; an early answer's final middle is then
@@ -742,7 +745,7 @@ class SeamServer(LanguageServer):
                 self.suggestions.put(uri, left, right,
                                      model_text.for_document(middle, ask.line_break))
 
-        def final(res: Any) -> None:
+        def final(res: CompletionResult) -> None:
             if res.middle and res.stop != StopReason.CANCELLED:
                 store(res.middle)
                 if policy.early and self.documents.get(uri) is ask.doc:
@@ -761,7 +764,7 @@ class SeamServer(LanguageServer):
             self._record(uri, ask.t0, source="model", stop="error", error=type(exc).__name__)
             return None
 
-    def _middle_of(self, engine: Any, ask: _Ask, planned: Planned, outcome: Outcome,
+    def _middle_of(self, engine: Engine, ask: _Ask, planned: Planned, outcome: Outcome,
                    resume_ms: float, *, deferred: bool) -> str | None:
         """The middle a decode answered with (the model's text, line breaks not yet the
         document's), with its timings recorded; ``None`` when there is none to show."""
@@ -790,7 +793,7 @@ class SeamServer(LanguageServer):
             return None
         return res.middle
 
-    def _answer(self, engine: Any, ask: _Ask, policy: EditorPolicy, middle: str
+    def _answer(self, engine: Engine, ask: _Ask, policy: EditorPolicy, middle: str
                 ) -> tuple[Document, Suggestion] | None:
         """Cache the middle and return it, unless the document changed meanwhile; prefetch
         the suggestion after it (an early answer's was prefetched when its decode ended)."""
@@ -804,12 +807,13 @@ class SeamServer(LanguageServer):
             self._prefetch(engine, ask.uri, ask.text, ask.cursor.offset, middle)
         return ask.doc, Suggestion(middle, ask.cursor.offset, ask.cursor.line_end)
 
-    def _warm_later(self, engine: Any, uri: str, request: Any) -> None:
+    def _warm_later(self, engine: Engine, uri: str, request: CompletionRequest) -> None:
         """Run ``request``'s prompt (with its project context) into the model's cache when
         the worker is idle."""
-        self.decoder.background(uri, ("context", uri),
-                                lambda cancel: engine.warm(request, cancel.is_set),
-                                priority=Priority.CONTEXT)
+        def warm(cancel: threading.Event) -> None:
+            engine.warm(request, cancel.is_set)
+
+        self.decoder.background(uri, ("context", uri), warm, priority=Priority.CONTEXT)
 
     def _record(self, uri: str, t0: float, **fields: Any) -> None:
         total = (time.perf_counter() - t0) * 1000.0
