@@ -52,19 +52,14 @@ DEGRADED_MODES = (LanguageMode.PREFIX, LanguageMode.NONE)
 LanguageFactory = Callable[[str, str, Scope], Constraint]
 
 
-class ConstraintUnavailable(RuntimeError):
-    """Constrained mode was asked for but no constraint language can be built."""
-
-
 def python_language(left: str, right: str, scope: Scope | str) -> Constraint:
     """The Python FIM language (``python_language``) for these contexts."""
-    try:
-        from python_language import FimLanguage
-    except ImportError as err:
-        raise ConstraintUnavailable(
-            f"constrained mode needs python_language.FimLanguage, which is not available "
-            f"({err}); use --mode checked or unconstrained"
-        ) from err
+    # Imported on first use, for startup speed: the lexer and grammar modules (``regex``
+    # included) take tens of milliseconds that ``seam serve`` would otherwise spend before
+    # answering ``initialize``; the server imports them on its grammar thread while the
+    # model loads.
+    from python_language import FimLanguage
+
     return FimLanguage.for_python(left, right, scope=scope)
 
 

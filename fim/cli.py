@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from fim import cli_args, datasets
-from fim.api import CompletionRequest, ConstraintUnavailable, Engine
+from fim.api import CompletionRequest, Engine
 from fim.editor_policy import CPU_CONTEXT_TOKENS
 from fim.model_specs import ENGINE_NAMES, SPEC_FORMS, EngineKind
 from fim.options import DEFAULT_MODEL, DTYPE_CHOICES, MODES, SCOPES, Dtype, Mode, Scope
@@ -468,7 +468,7 @@ def run(args: argparse.Namespace) -> int:
         if args.command == "complete":
             return cmd_complete(args)
         return cmd_eval(args)
-    except (UsageError, PromptTooLong, ConstraintUnavailable) as err:
+    except (UsageError, PromptTooLong) as err:
         return cli_args.fail("seam", " ".join(str(err).split()))
     except OSError as err:  # an output that cannot be written, a full disk
         where = f"{err.filename}: " if getattr(err, "filename", None) else ""
