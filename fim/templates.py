@@ -8,7 +8,8 @@ FIM middle.  Stop tokens come from the template, not only from the model's
 
 The context budget keeps the prompt inside the model's window: the left context is cut at a line
 start from the front and the right context at a line end from the back, sharing the room by a
-configurable left share.  The constraint still sees the full contexts; only the prompt shrinks.
+configurable left share.  The constraint still sees the full contexts; only the prompt shrinks
+(``docs/DESIGN.md``, "Windowing", says why this cut and the constraint's windows are separate).
 """
 
 from __future__ import annotations
