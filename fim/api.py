@@ -24,10 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fim import decoding
-from fim.backend import Backend
+from fim.backend import Backend, TextTokenizer
 from fim.decoding import DecodeSetup, FeedCache, HealIndex
 from fim.loading import load_backend
-from fim.options import MODES, SCOPES, Mode, Scope, StopReason
+from fim.model_specs import EngineKind
+from fim.options import MODES, SCOPES, Dtype, Mode, Scope, StopReason
+from fim.step_model import StepModel
 from fim.templates import (
     ContextFile,
     FimTemplate,
@@ -46,22 +48,18 @@ log = logging.getLogger(__name__)
 # Language modes in which the constraint is weaker than "the file parses" near the cursor.
 DEGRADED_MODES = (LanguageMode.PREFIX, LanguageMode.NONE)
 
-LanguageFactory = Callable[[str, str, str], Constraint]
+#: Builds the constraint for ``(left, right, scope)``; ``python_language`` by default.
+LanguageFactory = Callable[[str, str, Scope], Constraint]
 
 
-class ConstraintUnavailable(RuntimeError):
-    """Constrained mode was asked for but no constraint language can be built."""
-
-
-def python_language(left: str, right: str, scope: str) -> Constraint:
+def python_language(left: str, right: str, scope: Scope | str) -> Constraint:
     """The Python FIM language (``python_language``) for these contexts."""
-    try:
-        from python_language import FimLanguage
-    except ImportError as err:
-        raise ConstraintUnavailable(
-            f"constrained mode needs python_language.FimLanguage, which is not available "
-            f"({err}); use --mode checked or unconstrained"
-        ) from err
+    # Imported on first use, for startup speed: the lexer and grammar modules (``regex``
+    # included) take tens of milliseconds that ``seam serve`` would otherwise spend before
+    # answering ``initialize``; the server imports them on its grammar thread while the
+    # model loads.
+    from python_language import FimLanguage
+
     return FimLanguage.for_python(left, right, scope=scope)
 
 
@@ -139,7 +137,7 @@ class CompletionResult:
     setup_ms: float
     model_ms: float
     constraint_ms: float
-    mode: str  # the constraint language's mode (``LanguageMode``); "none" without one
+    mode: LanguageMode  # the constraint language's mode; ``NONE`` without a constraint
     decoding: Mode = Mode.CONSTRAINED  # the request's mode
     raw: str = ""  # everything generated (after the healed prefix), before any cut
     parses: bool | None = None  # ast.parse(left + middle + right); None when middle is None
@@ -158,7 +156,7 @@ class CompletionResult:
 class _LanguageEntry:
     left: str
     right: str
-    scope: str
+    scope: Scope
     language: Constraint
     initial: ConstraintState
     cache: FeedCache = field(default_factory=FeedCache)
@@ -210,29 +208,31 @@ class Engine:
         cls,
         model_spec: str,
         device: str = "auto",
-        dtype: str = "auto",
+        dtype: Dtype | str = Dtype.AUTO,
         trust_remote_code: bool = False,
         progress: Callable[[float, str], None] | None = None,
-        engine: str = "auto",
+        engine: EngineKind | str = EngineKind.AUTO,
         slots: int = 4,
         **options,
     ) -> Engine:
-        """Load ``model_spec`` (see ``fim.model_specs``) with ``engine`` (``auto``,
-        ``llama.cpp``, ``transformers``); ``options`` go to ``Engine(...)``."""
+        """Load ``model_spec`` (see ``fim.model_specs``) with ``engine`` (an ``EngineKind``,
+        or its name or alias as ``EngineKind.parse`` reads it); ``options`` go to
+        ``Engine(...)``."""
         context = options.get("window")
         backend = load_backend(model_spec, engine, device, dtype, trust_remote_code, progress,
                                slots=slots, context=context)
         return cls(backend, **options)
 
     @property
-    def tokenizer(self):
+    def tokenizer(self) -> TextTokenizer:
         return self.backend.tokenizer
 
     @property
-    def step_model(self):
+    def step_model(self) -> StepModel:
         return self.backend.step_model
 
-    def _language(self, left: str, right: str, scope: str) -> tuple[_LanguageEntry, object]:
+    def _language(self, left: str, right: str, scope: Scope
+                  ) -> tuple[_LanguageEntry, ConstraintState]:
         """A language entry and the state after ``left``, reusing cached languages."""
         for entry in reversed(self._languages):
             if entry.right != right or entry.scope != scope or not left.startswith(entry.left):
@@ -271,14 +271,15 @@ class Engine:
         with self._lock:
             return self._complete(req, cancel, on_partial, progress)
 
-    def _prepare(self, req: CompletionRequest):
+    def _prepare(self, req: CompletionRequest) -> tuple[
+            _LanguageEntry | None, ConstraintState | None, LanguageMode, Prompt]:
         """The constraint language (cached by contexts), its state after the left context, its
         mode, and the prompt."""
         state = entry = None
-        lang_mode: str = LanguageMode.NONE
+        lang_mode = LanguageMode.NONE
         if req.mode == Mode.CONSTRAINED:
             entry, state = self._language(req.left, req.right, req.scope)
-            lang_mode = str(entry.language.mode)
+            lang_mode = LanguageMode(entry.language.mode)
         return entry, state, lang_mode, self.prompt_for(req)
 
     def prompt_for(self, req: CompletionRequest) -> Prompt:
@@ -394,7 +395,8 @@ class Engine:
                     # The constraint accepted a middle that Python rejects: a bug to surface
                     # in ``error``, but the user still gets only a middle that parses.
                     error = (
-                        f"constrained middle does not parse (language mode {lang_mode!r}); "
+                        f"constrained middle does not parse (language mode "
+                        f"{lang_mode.value!r}); "
                         "please report this case"
                     )
                     log.warning("%s (%d characters of middle)", error, len(middle))

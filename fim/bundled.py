@@ -71,10 +71,11 @@ def cache_root() -> Path:
 
 def lookup_spec(spec: str) -> BundledModel:
     """The bundled model of a ``bundled:NAME`` spec; ``ModelSpecError`` for unknown names."""
-    from fim.model_specs import ModelSpecError, normalize_spec
+    from fim.model_specs import ModelSpecError
+    from fim.options import canonical_model
 
     try:
-        return lookup(normalize_spec(spec)[len("bundled:"):])
+        return lookup(canonical_model(spec)[len("bundled:"):])
     except KeyError as err:
         raise ModelSpecError(str(err.args[0])) from None
 

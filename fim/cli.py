@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from fim import cli_args, datasets
-from fim.api import CompletionRequest, ConstraintUnavailable, Engine
+from fim.api import CompletionRequest, Engine
 from fim.editor_policy import CPU_CONTEXT_TOKENS
-from fim.model_specs import ENGINE_NAMES, SPEC_FORMS
-from fim.options import DEFAULT_MODEL, DTYPE_CHOICES, MODES, SCOPES
+from fim.model_specs import ENGINE_NAMES, SPEC_FORMS, EngineKind
+from fim.options import DEFAULT_MODEL, DTYPE_CHOICES, MODES, SCOPES, Dtype, Mode, Scope
 from fim.templates import PromptTooLong
 
 #: Called with the subparsers action, to add subcommands defined elsewhere (``seam serve``).
@@ -48,17 +48,17 @@ def _context_tokens(text: str) -> int:
     return value
 
 
-def _model_options(p: argparse.ArgumentParser, scope: str = "statement",
+def _model_options(p: argparse.ArgumentParser, scope: Scope = Scope.STATEMENT,
                    scope_note: str = "") -> None:
     p.add_argument("--model", type=cli_args.model, default=DEFAULT_MODEL,
                    help=f"model spec (default: {DEFAULT_MODEL}; \"bundled\" names it too); "
                         "forms: " + "; ".join(SPEC_FORMS))
-    p.add_argument("--engine", default="auto", choices=ENGINE_NAMES,
+    p.add_argument("--engine", default=EngineKind.AUTO, choices=ENGINE_NAMES,
                    help="model runtime (default: auto: llama.cpp for GGUF models such as the "
                         "bundled one on a CPU, transformers for hub ids, directories and CUDA)")
     p.add_argument("--device", type=cli_args.device, default="auto",
                    help="auto, cpu, cuda or cuda:N (default: auto, CUDA when present)")
-    p.add_argument("--dtype", type=cli_args.dtype, default="auto",
+    p.add_argument("--dtype", type=cli_args.dtype, default=Dtype.AUTO,
                    help=f"{', '.join(DTYPE_CHOICES)}; fp32, bf16 and fp16 are accepted too "
                         "(default: auto: float32 on a CPU, bfloat16 or float16 on a GPU)")
     p.add_argument("--trust-remote-code", action="store_true",
@@ -97,7 +97,7 @@ def build_parser(extra: ExtraCommands | None = None) -> argparse.ArgumentParser:
                    help="input JSONL with id, prefix, suffix per line (default: none)")
     c.add_argument("--out", type=cli_args.writable_file("output file"),
                    help="output JSONL, with --jsonl (default: stdout)")
-    c.add_argument("--mode", choices=MODES, default="constrained",
+    c.add_argument("--mode", choices=MODES, default=Mode.CONSTRAINED,
                    help="decoding mode (default: constrained)")
     c.add_argument("--temperature", type=cli_args.non_negative_float, default=0.0,
                    help="sampling temperature, 0 for greedy (default: 0)")
@@ -136,7 +136,7 @@ def build_parser(extra: ExtraCommands | None = None) -> argparse.ArgumentParser:
     e.add_argument("--report-only", action="store_true",
                    help="summarise the finished cases in --records without running anything "
                         "(default: off)")
-    _model_options(e, scope="free", scope_note=", the paper's setting")
+    _model_options(e, scope=Scope.FREE, scope_note=", the paper's setting")
     if extra is not None:
         extra(sub)
     return parser
@@ -387,71 +387,17 @@ def _complete_jsonl(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from tqdm import tqdm
-
+    """``seam eval``: build the cases, run them (or read ``--records``), write the report and
+    print the tables; 130 when interrupted (the report covers the finished cases)."""
     from fim import evaluation
 
-    names = [d.strip() for d in args.datasets.split(",") if d.strip()]
-    for d in names:
-        if d not in datasets.DATASETS:
-            raise UsageError(f"unknown dataset {d!r}; use {', '.join(datasets.DATASETS)}")
-    try:
-        per_dataset = [datasets.build_cases(
-            d, args.cases, args.folder, seed=args.seed, per_file=args.per_file,
-            max_file_chars=args.max_file_chars) for d in names]
-    except FileNotFoundError as err:
-        raise UsageError(str(err)) from None
-    # Interleave the datasets so that an interrupted run has cases of each.
-    cases = [c for group in itertools.zip_longest(*per_dataset) for c in group if c]
-    if not cases:
-        raise UsageError("the folder yields no cases (no parseable .py files)")
+    cases = _eval_cases(args)
     started = time.time()
-    interrupted = False
-    if args.report_only:
-        if args.records is None:
-            raise UsageError("--report-only needs --records FILE")
-        records = evaluation.load_records(args.records)
-        engine = None
-    else:
-        engine = load_engine(args)
-        records = []
-        bar = tqdm(total=len(cases), desc="eval", file=sys.stderr, disable=args.quiet)
-        try:
-            records = evaluation.run(
-                engine, cases, max_tokens=args.max_tokens, top_k=args.top_k,
-                scope=args.scope, records_path=args.records,
-                progress=lambda _case: bar.update(1), policy=args.policy,
-                context_tokens=args.context_tokens or CPU_CONTEXT_TOKENS)
-        except KeyboardInterrupt:
-            # Report what finished: every finished case is already in the records file.
-            interrupted = True
-            records = evaluation.load_records(args.records) if args.records else []
-        finally:
-            bar.close()
+    records, engine, interrupted = _eval_records(args, cases)
     ids = {c["id"] for c in cases}
     records = [r for r in records if r["id"] in ids]
     summary = evaluation.summarize(records)
-    report = {
-        "config": {
-            "model": args.model, "engine": args.engine, "policy": args.policy,
-            "max_tokens": args.max_tokens,
-            "top_k": args.top_k, "scope": args.scope, "seed": args.seed,
-            "per_file": args.per_file, "cases_per_dataset": args.cases,
-            "left_share": args.left_share,
-            "folder": str(args.folder or datasets.default_folder()),
-            "seconds": round(time.time() - started, 1),
-            "interrupted": interrupted,
-            **evaluation.provenance(),
-        },
-        "summary": summary,
-        "records": records,
-    }
-    if engine is not None:
-        report["config"].update({
-            "engine": str(engine.backend.engine), "device": engine.backend.device,
-            "runtime": engine.backend.description,
-            "template": engine.template.name, "context_tokens": engine.window,
-        })
+    report = _eval_report(args, summary, records, engine, time.time() - started, interrupted)
     args.report.write_text(json.dumps(report, indent=1), encoding="utf-8")
     fmt = evaluation.format_markdown if args.markdown else evaluation.format_summary
     print(fmt(summary))
@@ -462,13 +408,84 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def _eval_cases(args) -> list[dict]:
+    """The cases of ``--datasets``, interleaved so that an interrupted run has cases of
+    each."""
+    names = [d.strip() for d in args.datasets.split(",") if d.strip()]
+    for d in names:
+        if d not in datasets.DATASETS:
+            raise UsageError(f"unknown dataset {d!r}; use {', '.join(datasets.DATASETS)}")
+    try:
+        per_dataset = [datasets.build_cases(
+            d, args.cases, args.folder, seed=args.seed, per_file=args.per_file,
+            max_file_chars=args.max_file_chars) for d in names]
+    except FileNotFoundError as err:
+        raise UsageError(str(err)) from None
+    cases = [c for group in itertools.zip_longest(*per_dataset) for c in group if c]
+    if not cases:
+        raise UsageError("the folder yields no cases (no parseable .py files)")
+    return cases
+
+
+def _eval_records(args, cases: list[dict]) -> tuple[list[dict], Engine | None, bool]:
+    """``(records, engine, interrupted)``: the records of ``--records`` alone
+    (``--report-only``: no engine), or of running the cases with a loaded engine."""
+    from tqdm import tqdm
+
+    from fim import evaluation
+
+    if args.report_only:
+        if args.records is None:
+            raise UsageError("--report-only needs --records FILE")
+        return evaluation.load_records(args.records), None, False
+    engine = load_engine(args)
+    bar = tqdm(total=len(cases), desc="eval", file=sys.stderr, disable=args.quiet)
+    try:
+        records = evaluation.run(
+            engine, cases, max_tokens=args.max_tokens, top_k=args.top_k,
+            scope=args.scope, records_path=args.records,
+            progress=lambda _case: bar.update(1), policy=args.policy,
+            context_tokens=args.context_tokens or CPU_CONTEXT_TOKENS)
+    except KeyboardInterrupt:
+        # Report what finished: every finished case is already in the records file.
+        return (evaluation.load_records(args.records) if args.records else []), engine, True
+    finally:
+        bar.close()
+    return records, engine, False
+
+
+def _eval_report(args, summary: dict, records: list[dict], engine: Engine | None,
+                 seconds: float, interrupted: bool) -> dict:
+    """The JSON report: the run's configuration and provenance, the summary, the records."""
+    from fim import evaluation
+
+    config = {
+        "model": args.model, "engine": args.engine, "policy": args.policy,
+        "max_tokens": args.max_tokens,
+        "top_k": args.top_k, "scope": args.scope, "seed": args.seed,
+        "per_file": args.per_file, "cases_per_dataset": args.cases,
+        "left_share": args.left_share,
+        "folder": str(args.folder or datasets.default_folder()),
+        "seconds": round(seconds, 1),
+        "interrupted": interrupted,
+        **evaluation.provenance(),
+    }
+    if engine is not None:
+        config.update({
+            "engine": str(engine.backend.engine), "device": engine.backend.device,
+            "runtime": engine.backend.description,
+            "template": engine.template.name, "context_tokens": engine.window,
+        })
+    return {"config": config, "summary": summary, "records": records}
+
+
 def run(args: argparse.Namespace) -> int:
     """Run a parsed ``complete`` or ``eval`` command; returns the exit code."""
     try:
         if args.command == "complete":
             return cmd_complete(args)
         return cmd_eval(args)
-    except (UsageError, PromptTooLong, ConstraintUnavailable) as err:
+    except (UsageError, PromptTooLong) as err:
         return cli_args.fail("seam", " ".join(str(err).split()))
     except OSError as err:  # an output that cannot be written, a full disk
         where = f"{err.filename}: " if getattr(err, "filename", None) else ""

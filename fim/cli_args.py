@@ -19,6 +19,7 @@ from typing import NoReturn
 from fim.options import (
     DEVICE_HELP,
     DTYPE_CHOICES,
+    Dtype,
     canonical_device,
     canonical_dtype,
     canonical_model,
@@ -73,7 +74,7 @@ def fraction(text: str) -> float:
     return value
 
 
-def dtype(text: str) -> str:
+def dtype(text: str) -> Dtype:
     name = canonical_dtype(text)
     if name is None:
         raise argparse.ArgumentTypeError(

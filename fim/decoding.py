@@ -34,6 +34,7 @@ import numpy as np
 from fim.options import MODES, Mode, StopReason
 from fim.step_model import StepModel
 from fim.vocab import Vocabulary, sorted_ids, split_utf8
+from quotient.constraint import ConstraintState
 
 _FEED_CACHE_LIMIT = 200_000
 
@@ -81,10 +82,11 @@ class FeedCache:
     """
 
     def __init__(self) -> None:
-        self._feed: dict[tuple[int, str], tuple[object, object]] = {}
-        self._complete: dict[int, tuple[object, bool]] = {}
+        self._feed: dict[tuple[int, str],
+                         tuple[ConstraintState, ConstraintState | None]] = {}
+        self._complete: dict[int, tuple[ConstraintState, bool]] = {}
 
-    def feed(self, state, text: str):
+    def feed(self, state: ConstraintState, text: str) -> ConstraintState | None:
         if not text:
             return state
         key = (id(state), text)
@@ -98,7 +100,7 @@ class FeedCache:
         self._feed[key] = (state, result)
         return result
 
-    def is_complete(self, state) -> bool:
+    def is_complete(self, state: ConstraintState) -> bool:
         hit = self._complete.get(id(state))
         if hit is not None:
             return hit[1]
@@ -123,7 +125,7 @@ class Decoded:
 class _Step:
     """A constrained step, kept for the best-stopping-point search."""
 
-    state: object  # recognizer state before this step's token
+    state: ConstraintState  # the constraint's state before this step's token
     chars: int  # middle length before this step's token
     eos_logp: float  # log-probability of stopping before this step's token
     text: str = ""  # characters this step's token added to the middle
@@ -232,12 +234,12 @@ def decode(
     prompt_ids: list[int],
     healed: str,
     *,
-    mode: str,
+    mode: Mode | str,
     max_tokens: int,
     top_k: int = 50,
     temperature: float = 0.0,
     seed: int = 0,
-    state=None,
+    state: ConstraintState | None = None,
     cache: FeedCache | None = None,
     cancel: Callable[[], bool] | None = None,
     deadline: float | None = None,
@@ -287,7 +289,8 @@ class _Decoder:
     (``_after_token``) and step the model; at the end, pick the middle (``_result``)."""
 
     def __init__(self, setup: DecodeSetup, healed: str, mode: Mode, max_tokens: int,
-                 top_k: int, temperature: float, seed: int, state, cache: FeedCache | None,
+                 top_k: int, temperature: float, seed: int, state: ConstraintState | None,
+                 cache: FeedCache | None,
                  cancel: Callable[[], bool] | None, deadline: float | None, min_tokens: int,
                  line_stop: bool, on_line: Callable[[str], None] | None,
                  progress: Callable[[str, int, int], None] | None) -> None:
@@ -489,7 +492,8 @@ def _complete_line_end(step: _Step | None, text: str, chars: int, cache: FeedCac
 
 
 def best_stopping_point(
-    steps: list[_Step], final_state, final_chars: int, final_logp: float | None,
+    steps: list[_Step], final_state: ConstraintState, final_chars: int,
+    final_logp: float | None,
     cache: FeedCache,
 ) -> int | None:
     """The middle length (in characters) of the best complete stopping point, or ``None``.

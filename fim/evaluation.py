@@ -22,8 +22,11 @@ from pathlib import Path
 from fim import decoding
 from fim.api import CompletionRequest, Engine
 from fim.editor_policy import editor_request
+from fim.options import Mode, Scope, StopReason
+from quotient.constraint import LanguageMode
 
-EVAL_MODES = ("unconstrained", "checked", "constrained")
+#: Every decoding mode, in the tables' order.
+EVAL_MODES = (Mode.UNCONSTRAINED, Mode.CHECKED, Mode.CONSTRAINED)
 
 
 def provenance() -> dict:
@@ -84,8 +87,8 @@ def edit_similarity(pred: str | None, ref: str) -> float:
     return 1.0 - edit_distance(pred, ref) / longest
 
 
-def _record(case: dict, mode: str, middle: str | None, stop: str, tokens: int,
-            setup_ms: float, model_ms: float, constraint_ms: float, lang_mode: str,
+def _record(case: dict, mode: Mode, middle: str | None, stop: StopReason, tokens: int,
+            setup_ms: float, model_ms: float, constraint_ms: float, lang_mode: LanguageMode,
             error: str | None = None) -> dict:
     ok = middle is not None and decoding.parses(case["prefix"] + middle + case["suffix"])
     return {
@@ -106,9 +109,9 @@ def _record(case: dict, mode: str, middle: str | None, stop: str, tokens: int,
     }
 
 
-def run_case(engine: Engine, case: dict, *, max_tokens: int, top_k: int, scope: str,
+def run_case(engine: Engine, case: dict, *, max_tokens: int, top_k: int, scope: Scope | str,
              cancel: Callable[[], bool] | None = None,
-             modes: Iterable[str] = EVAL_MODES, policy: str = "paper",
+             modes: Iterable[Mode | str] = EVAL_MODES, policy: str = "paper",
              context_tokens: int | None = None) -> list[dict]:
     """The records of one case for ``modes`` (checked comes with unconstrained).
 
@@ -120,28 +123,28 @@ def run_case(engine: Engine, case: dict, *, max_tokens: int, top_k: int, scope: 
     left, right = case["prefix"], case["suffix"]
     out = []
 
-    def request(mode: str) -> CompletionRequest:
+    def request(mode: Mode) -> CompletionRequest:
         if policy == "ide":
             return editor_request(left, right, mode=mode, top_k=top_k,
                                   context_tokens=context_tokens)
         return CompletionRequest(left, right, mode=mode, max_tokens=max_tokens, top_k=top_k,
                                  scope=scope)
 
-    if modes & {"unconstrained", "checked"}:
-        unc = engine.complete(request("unconstrained"), cancel)
-        out.append(_record(case, "unconstrained", unc.middle, unc.stop, unc.tokens,
-                           unc.setup_ms, unc.model_ms, 0.0, "none"))
+    if modes & {Mode.UNCONSTRAINED, Mode.CHECKED}:
+        unc = engine.complete(request(Mode.UNCONSTRAINED), cancel)
+        out.append(_record(case, Mode.UNCONSTRAINED, unc.middle, unc.stop, unc.tokens,
+                           unc.setup_ms, unc.model_ms, 0.0, LanguageMode.NONE))
         t0 = time.perf_counter()
         if unc.middle is None:
             chk_middle, chk_stop = None, unc.stop
         else:
             chk_middle, chk_stop = decoding.checked_cut(left, unc.middle, right, unc.stop)
         check_ms = (time.perf_counter() - t0) * 1e3
-        out.append(_record(case, "checked", chk_middle, chk_stop, unc.tokens, unc.setup_ms,
-                           unc.model_ms, check_ms, "none"))
-    if "constrained" in modes:
-        con = engine.complete(request("constrained"), cancel)
-        out.append(_record(case, "constrained", con.middle, con.stop, con.tokens,
+        out.append(_record(case, Mode.CHECKED, chk_middle, chk_stop, unc.tokens, unc.setup_ms,
+                           unc.model_ms, check_ms, LanguageMode.NONE))
+    if Mode.CONSTRAINED in modes:
+        con = engine.complete(request(Mode.CONSTRAINED), cancel)
+        out.append(_record(case, Mode.CONSTRAINED, con.middle, con.stop, con.tokens,
                            con.setup_ms, con.model_ms, con.constraint_ms, con.mode, con.error))
     return out
 
@@ -162,7 +165,8 @@ def load_records(path: Path) -> list[dict]:
     return out
 
 
-def run(engine: Engine, cases: Iterable[dict], *, max_tokens: int, top_k: int, scope: str,
+def run(engine: Engine, cases: Iterable[dict], *, max_tokens: int, top_k: int,
+        scope: Scope | str,
         records_path: Path | None = None, progress=None, policy: str = "paper",
         context_tokens: int | None = None) -> list[dict]:
     """Run every case (skipping ones already in ``records_path``), appending records there."""
@@ -206,13 +210,13 @@ def summarize(records: list[dict]) -> dict:
         table = {row: {"constrained_ok": 0, "constrained_fail": 0, "total": 0}
                  for row in ("unconstrained_ok", "unconstrained_fail", "checked_fail", "total")}
         for m in cases.values():
-            if m["unconstrained"]["success"]:
+            if m[Mode.UNCONSTRAINED]["success"]:
                 row = "unconstrained_ok"
-            elif m["checked"]["success"]:
+            elif m[Mode.CHECKED]["success"]:
                 row = "unconstrained_fail"
             else:
                 row = "checked_fail"
-            col = "constrained_ok" if m["constrained"]["success"] else "constrained_fail"
+            col = "constrained_ok" if m[Mode.CONSTRAINED]["success"] else "constrained_fail"
             for r_, c_ in ((row, col), (row, "total"), ("total", col), ("total", "total")):
                 table[r_][c_] += 1
         n = len(cases)
@@ -235,7 +239,8 @@ def summarize(records: list[dict]) -> dict:
                 "stops": _count(r["stop"] for r in rs),
             }
         unsound = [i for i, m in cases.items()
-                   if m["constrained"]["middle"] is not None and not m["constrained"]["success"]]
+                   if m[Mode.CONSTRAINED]["middle"] is not None
+                   and not m[Mode.CONSTRAINED]["success"]]
         out[ds] = {
             "cases": n,
             "table": table,
@@ -243,9 +248,9 @@ def summarize(records: list[dict]) -> dict:
             "constrained_returned_unparsable": unsound,
             "unconstrained_ok_constrained_fail": [
                 i for i, m in cases.items()
-                if m["unconstrained"]["success"] and not m["constrained"]["success"]
+                if m[Mode.UNCONSTRAINED]["success"] and not m[Mode.CONSTRAINED]["success"]
             ],
-            "language_modes": _count(m["constrained"]["lang_mode"] for m in cases.values()),
+            "language_modes": _count(m[Mode.CONSTRAINED]["lang_mode"] for m in cases.values()),
         }
     return out
 
@@ -306,7 +311,7 @@ def format_markdown(summary: dict) -> str:
                   "| model ms/token | constraint ms/token (mean / median) | stops |",
                   "|---|---:|---:|---:|---:|---:|---:|---|"]
         for mode, m in s["modes"].items():
-            constraint = ("–" if mode == "unconstrained" else
+            constraint = ("–" if mode == Mode.UNCONSTRAINED else
                           f"{m['constraint_ms_per_token']:.3f} / "
                           f"{m['constraint_ms_per_token_median']:.3f}")
             stops = ", ".join(f"{k} {v}" for k, v in m["stops"].items())

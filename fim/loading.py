@@ -9,14 +9,15 @@ and this module, which imports the engines, do not import each other.
 from __future__ import annotations
 
 from fim.backend import Backend, Progress
-from fim.model_specs import EngineKind, choose_engine, classify_spec, normalize_spec
+from fim.model_specs import EngineKind, choose_engine, classify_spec
+from fim.options import Dtype, canonical_model
 
 
 def load_backend(
     spec: str,
-    engine: EngineKind | str | None = "auto",
+    engine: EngineKind | str | None = EngineKind.AUTO,
     device: str = "auto",
-    dtype: str = "auto",
+    dtype: Dtype | str = Dtype.AUTO,
     trust_remote_code: bool = False,
     progress: Progress | None = None,
     *,
@@ -31,7 +32,7 @@ def load_backend(
     ``threads`` is llama.cpp's thread count (default: the CPUs this process may use, at
     most 8).
     """
-    spec = normalize_spec(spec)
+    spec = canonical_model(spec)
     kind = classify_spec(spec)
     chosen = choose_engine(kind, engine, device)
     if chosen is EngineKind.LLAMA_CPP:

@@ -23,14 +23,15 @@ import importlib.util
 import re
 from pathlib import Path
 
+from fim.options import BUNDLED_ALIAS, DEFAULT_MODEL, canonical_model
+
 SPEC_FORMS = (
     "random:santacoder[@SEED]",
-    "bundled:qwen2.5-coder-1.5b (or bundled)",
+    f"{DEFAULT_MODEL} (or {BUNDLED_ALIAS})",
     "a path to a .gguf file",
     "a local model directory",
     "a Hugging Face hub id (owner/name)",
 )
-DEFAULT_BUNDLED = "bundled:qwen2.5-coder-1.5b"
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -77,16 +78,11 @@ class EngineKind(enum.StrEnum):
 ENGINE_NAMES = tuple(e.value for e in EngineKind)
 
 
-def normalize_spec(spec: str) -> str:
-    """The canonical spelling: ``bundled`` alone names the default bundled model."""
-    return DEFAULT_BUNDLED if isinstance(spec, str) and spec.strip() == "bundled" else spec
-
-
 def classify_spec(spec: str) -> ModelKind:
     """The kind of ``spec``; raises ``ModelSpecError`` for what names no model."""
     if not isinstance(spec, str) or not spec.strip():
         raise ModelSpecError("empty model spec; accepted forms: " + "; ".join(SPEC_FORMS))
-    spec = normalize_spec(spec)
+    spec = canonical_model(spec)
     if spec.startswith("random:"):
         return ModelKind.RANDOM
     if spec.startswith("bundled:"):

@@ -4,7 +4,11 @@ and the reasons a decode stops.
 ``seam complete --dtype`` documented ``fp32 | bf16 | fp16`` while ``seam serve --dtype`` and the
 editors' settings said ``float32 | bfloat16 | float16``; both spellings were accepted in places
 and rejected in others. Every entry point now accepts both and documents the long names.
-This module imports nothing heavy, so ``seam serve`` and ``--help`` can use it before torch.
+This module imports nothing heavy (the engine's small ``quotient`` package, no model library),
+so ``seam serve`` and ``--help`` can use it before torch.
+
+``Scope`` is the engine's (``quotient.constraint``), re-exported: the language packages below
+``fim`` take it too, and imports never point upward.
 """
 
 from __future__ import annotations
@@ -12,28 +16,31 @@ from __future__ import annotations
 import enum
 import re
 
+from quotient.constraint import Scope  # re-exported: fim's callers take it from here
+
+
+class Dtype(enum.StrEnum):
+    """The documented dtype names; ``AUTO`` lets the engine choose for the device."""
+
+    AUTO = "auto"
+    FLOAT32 = "float32"
+    BFLOAT16 = "bfloat16"
+    FLOAT16 = "float16"
+
+
 #: Documented dtype names, each with the short aliases also accepted.
-DTYPES: dict[str, tuple[str, ...]] = {
-    "float32": ("fp32",),
-    "bfloat16": ("bf16",),
-    "float16": ("fp16", "half"),
+DTYPES: dict[Dtype, tuple[str, ...]] = {
+    Dtype.FLOAT32: ("fp32",),
+    Dtype.BFLOAT16: ("bf16",),
+    Dtype.FLOAT16: ("fp16", "half"),
 }
-DTYPE_CHOICES = ("auto", *DTYPES)
+DTYPE_CHOICES = tuple(d.value for d in Dtype)
 _DTYPE_ALIASES = {alias: name for name, aliases in DTYPES.items() for alias in (name, *aliases)}
-_DTYPE_ALIASES["auto"] = "auto"
+_DTYPE_ALIASES[Dtype.AUTO] = Dtype.AUTO
 
 #: Devices: ``auto`` (CUDA when present), ``cpu``, ``cuda`` or ``cuda:N``.
 DEVICE_PATTERN = re.compile(r"auto|cpu|cuda(:[0-9]{1,3})?")
 DEVICE_HELP = "auto, cpu, cuda or cuda:N"
-
-
-class Scope(enum.StrEnum):
-    """How far a completion may reach (``python_language.scopes`` says what each allows)."""
-
-    LINE = "line"
-    STATEMENT = "statement"
-    BLOCK = "block"
-    FREE = "free"
 
 
 class Mode(enum.StrEnum):
@@ -72,7 +79,7 @@ DEFAULT_MODEL = "bundled:qwen2.5-coder-1.5b"
 BUNDLED_ALIAS = "bundled"
 
 
-def canonical_dtype(name: str) -> str | None:
+def canonical_dtype(name: str) -> Dtype | None:
     """``"fp32"`` -> ``"float32"``; ``None`` for a name that is no dtype."""
     if not isinstance(name, str):
         return None
@@ -88,6 +95,12 @@ def canonical_device(name: str) -> str | None:
 
 
 def canonical_model(spec: str) -> str:
-    """``"bundled"`` names the bundled model; any other spec is returned stripped."""
+    """``"bundled"`` names the bundled model; any other spec is returned stripped.
+
+    The one spelling of model specs, for the command line, the server's settings and the
+    loaders (``fim.model_specs``); a value that is not a string is returned as it is, for the
+    loaders to refuse with a message."""
+    if not isinstance(spec, str):
+        return spec
     spec = spec.strip()
     return DEFAULT_MODEL if spec == BUNDLED_ALIAS else spec

@@ -8,7 +8,8 @@ FIM middle.  Stop tokens come from the template, not only from the model's
 
 The context budget keeps the prompt inside the model's window: the left context is cut at a line
 start from the front and the right context at a line end from the back, sharing the room by a
-configurable left share.  The constraint still sees the full contexts; only the prompt shrinks.
+configurable left share.  The constraint still sees the full contexts; only the prompt shrinks
+(``docs/DESIGN.md``, "Windowing", says why this cut and the constraint's windows are separate).
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ import enum
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fim.backend import TextTokenizer
 
 
 @dataclass(frozen=True)
@@ -268,7 +273,7 @@ def heal_split(tokenizer, left_ids: list[int], left: str) -> tuple[list[int], st
 
 
 def build_prompt(
-    tokenizer,
+    tokenizer: TextTokenizer,
     template: FimTemplate,
     left: str,
     right: str,
@@ -290,9 +295,35 @@ def build_prompt(
     prompt stable across requests, so the model's cache serves it); what remains is still
     cut further when it does not fit.  ``context`` (ids from ``project_context``) goes first,
     before the FIM sentinels, and its tokens count against the window.
+
+    In steps: the frame (sentinels, BOS and project context, and the room they leave), the
+    two contexts fitted into that room, token healing, and the ids in ``order``.
     """
     if not 0.0 <= left_share <= 1.0:
         raise ValueError("left_share must lie between 0 and 1")
+    sentinels, head, room = _frame(tokenizer, template, window, reserve, context)
+    if not 0 <= left_start <= len(left):
+        raise ValueError("left_start must lie within the left context")
+    left_text = template.left_lead + left[left_start:]
+    left_ids, left_dropped, right_ids, right_dropped = _fit_contexts(
+        tokenizer, left_text, right, room, right_budget, left_share)
+    kept_left = left_text[left_dropped:]
+    healed = ""
+    if heal:
+        healed_ids, healed = heal_split(tokenizer, left_ids, kept_left)
+        if len(healed) <= len(left) - left_start:  # never retype the template's lead
+            left_ids = healed_ids
+        else:
+            healed = ""
+    ids = _arrange(tokenizer, order, head, sentinels, left_ids, right_ids, kept_left, healed)
+    dropped = left_start + max(0, left_dropped - len(template.left_lead))
+    return Prompt(ids, dropped, right_dropped, healed, len(context))
+
+
+def _frame(tokenizer: TextTokenizer, template: FimTemplate, window: int, reserve: int,
+           context: Sequence[int]) -> tuple[list[int], list[int], int]:
+    """The sentinel ids (prefix, suffix, middle), the ids before them (BOS, the project
+    context) and the room they and ``reserve`` leave in ``window`` for the two contexts."""
     marks = (template.prefix, template.suffix, template.middle)
     sentinels = [token_id(tokenizer, t) for t in marks]
     if None in sentinels:
@@ -305,9 +336,16 @@ def build_prompt(
             f"the model window ({window} tokens) cannot hold the prompt sentinels and "
             f"{reserve} generated tokens; lower --max-tokens"
         )
-    if not 0 <= left_start <= len(left):
-        raise ValueError("left_start must lie within the left context")
-    left_text = template.left_lead + left[left_start:]
+    return sentinels, head, room
+
+
+def _fit_contexts(tokenizer: TextTokenizer, left_text: str, right: str, room: int,
+                  right_budget: int | None, left_share: float
+                  ) -> tuple[list[int], int, list[int], int]:
+    """``(left_ids, left_dropped, right_ids, right_dropped)``: both contexts in at most
+    ``room`` tokens, the left cut at a line start from the front and the right at a line end
+    from the back. ``right_budget`` caps the right side; when both need more, ``left_share``
+    splits the room, and room one side does not need goes to the other."""
     # Neither side can use more than the whole room (the right side more than its own
     # budget), so neither is tokenized much past it.
     left_ids, left_dropped = _encode_tail(tokenizer, left_text, room)
@@ -332,32 +370,27 @@ def build_prompt(
             kept = right[: len(right) - right_dropped]
             right_ids, cut = _fit_right(tokenizer, kept, right_budget)
             right_dropped += cut
-    healed = ""
-    if heal:
-        kept_left = left_text[left_dropped:]
-        healed_ids, healed = heal_split(tokenizer, left_ids, kept_left)
-        if len(healed) <= len(left) - left_start:  # never retype the template's lead
-            left_ids = healed_ids
-        else:
-            healed = ""
+    return left_ids, left_dropped, right_ids, right_dropped
+
+
+def _arrange(tokenizer: TextTokenizer, order: PromptOrder, head: list[int],
+             sentinels: list[int], left_ids: list[int], right_ids: list[int], kept_left: str,
+             healed: str) -> list[int]:
+    """The prompt's ids in ``order`` (see ``PromptOrder``); ``kept_left`` is the left text
+    that ``left_ids`` encode, ``healed`` what healing took off its end."""
+    prefix, suffix, middle = sentinels
     if order is PromptOrder.SPM:
-        ids = head + [sentinels[1]] + right_ids + [sentinels[0]] + left_ids + [sentinels[2]]
-    elif order is PromptOrder.PSM_LINE:
-        kept = left_text[left_dropped:]
-        cut = kept.rfind("\n") + 1  # the cursor's line starts here
-        if cut:
-            # The ids of the earlier lines stand as they are; the line goes after <middle>.
-            before = _encode(tokenizer, kept[:cut])
-            line = left_ids[len(before):] if left_ids[:len(before)] == before else \
-                _encode(tokenizer, kept[cut:len(kept) - len(healed)])
-            ids = (head + [sentinels[0]] + before + [sentinels[1]] + right_ids
-                   + [sentinels[2]] + line)
-        else:
-            ids = head + [sentinels[0]] + [sentinels[1]] + right_ids + [sentinels[2]] + left_ids
-    else:
-        ids = head + [sentinels[0]] + left_ids + [sentinels[1]] + right_ids + [sentinels[2]]
-    dropped = left_start + max(0, left_dropped - len(template.left_lead))
-    return Prompt(ids, dropped, right_dropped, healed, len(context))
+        return head + [suffix] + right_ids + [prefix] + left_ids + [middle]
+    if order is PromptOrder.PSM_LINE:
+        cut = kept_left.rfind("\n") + 1  # the cursor's line starts here
+        if not cut:
+            return head + [prefix] + [suffix] + right_ids + [middle] + left_ids
+        # The ids of the earlier lines stand as they are; the line goes after <middle>.
+        before = _encode(tokenizer, kept_left[:cut])
+        line = left_ids[len(before):] if left_ids[:len(before)] == before else \
+            _encode(tokenizer, kept_left[cut:len(kept_left) - len(healed)])
+        return head + [prefix] + before + [suffix] + right_ids + [middle] + line
+    return head + [prefix] + left_ids + [suffix] + right_ids + [middle]
 
 
 def stop_ids(tokenizer, template: FimTemplate) -> set[int]:

@@ -135,9 +135,10 @@ def load_model(
     kind: ModelKind | None = None,
 ) -> LoadedModel:
     """Load ``spec`` (see ``fim.model_specs``) onto ``device`` in ``dtype``."""
-    from fim.model_specs import classify_spec, normalize_spec
+    from fim.model_specs import classify_spec
+    from fim.options import canonical_model
 
-    spec = normalize_spec(spec)
+    spec = canonical_model(spec)
     kind = kind or classify_spec(spec)
     dev = resolve_device(device)
     dt = resolve_dtype(dtype, dev)

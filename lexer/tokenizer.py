@@ -144,6 +144,7 @@ class Tokenizer:
               ) -> tuple[Layout, int]:
         """The lexer's loop: appends to `names`/`starts` (and `indents` when symbolic) and
         returns the layout at the tail and the tail's offset."""
+        # One function on purpose: a per-character hot loop; steps would cost calls per char.
         final = until is not Until.CERTAIN
         newline = self.layout_terminals.newline
         stack, depth, bol, col, alt, frozen, joined = layout

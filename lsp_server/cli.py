@@ -24,15 +24,20 @@ lists all of them.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import secrets
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 from fim import cli_args
 from fim.options import DEFAULT_MODEL, DTYPE_CHOICES
+
+if TYPE_CHECKING:  # imported by `_sessions`, after stdout is protected
+    from .server import SeamServer
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_MAX_MESSAGE_MB = 64
@@ -138,33 +143,56 @@ def _write_private(path: Path, text: str) -> None:
         f.write(text + "\n")
 
 
+class _Refused(Exception):
+    """Why ``seam serve`` cannot start, in one line (exit code 2)."""
+
+
 def serve(argv: list[str]) -> int:
+    """``seam serve``, in steps: parse the arguments, bind the TCP port (before anything
+    slow, so that a busy port is one line, not a traceback later) or keep stdout for the
+    protocol, set up logging and the command line's settings, serve, and leave."""
     try:
         args = serve_parser().parse_args(argv)
     except SystemExit as exc:  # --help, or a one-line argument error
         return exc.code if isinstance(exc.code, int) else 2
-    prog = "seam serve"
-    listener = None
-    if args.tcp:
-        # Before anything slow, so that a busy port is one line, not a traceback later.
-        host, port = args.tcp
-        try:
-            listener = _listen(host, port)
-            token = _token()
-            if args.token_file is not None:
-                _write_private(args.token_file, token)
-        except (OSError, ValueError) as exc:
-            what = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-            return cli_args.fail(prog, f"cannot serve on {host}:{port}: {what}")
-    protocol_out = None if args.tcp else _protect_stdout()
-    # Idle OpenMP threads otherwise spin for a while after each forward pass. On a busy CPU
-    # that spinning delays the event loop (measured here: 5-35 ms before the answer is sent)
-    # and slows the next forward pass several times over. Must be set before torch loads;
-    # an explicit user setting wins.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    limit = args.max_message_mb * 1024 * 1024
+    try:
+        tcp = _bind(args.tcp, args.token_file) if args.tcp else None
+        protocol_out = None if tcp else _protect_stdout()
+        # Idle OpenMP threads otherwise spin for a while after each forward pass. On a busy
+        # CPU that spinning delays the event loop (measured here: 5-35 ms before the answer
+        # is sent) and slows the next forward pass several times over. Must be set before
+        # torch loads; an explicit user setting wins.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        new_session = _sessions(args, limit)
+    except _Refused as exc:
+        return cli_args.fail("seam serve", str(exc))
+    if tcp is not None:
+        code = _serve_tcp(*tcp, new_session, limit)
+    else:
+        code = _serve_stdio(new_session, protocol_out)
+    _leave(code, protocol_out)
 
-    import logging
 
+def _bind(address: tuple[str, int], token_file: Path | None) -> tuple[socket.socket, str]:
+    """The listening socket and the token clients must send (also written to
+    ``token_file``)."""
+    host, port = address
+    try:
+        listener = _listen(host, port)
+        token = _token()
+        if token_file is not None:
+            _write_private(token_file, token)
+    except (OSError, ValueError) as exc:
+        what = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise _Refused(f"cannot serve on {host}:{port}: {what}") from None
+    return listener, token
+
+
+def _sessions(args: argparse.Namespace, limit: int) -> Callable[[], SeamServer]:
+    """Set up logging and the settings the command line fixes; the factory of a session
+    per client, all sharing one model host (the model stays loaded between clients)."""
+    # The server's modules (pygls, fim) are imported only now, after stdout is protected.
     from .logs import setup_logging
     from .model_host import ModelHost
     from .server import SeamServer
@@ -173,14 +201,12 @@ def serve(argv: list[str]) -> int:
     try:
         log_path = setup_logging(args.log_file, args.log_level)
     except ValueError as exc:
-        return cli_args.fail(prog, str(exc))
+        raise _Refused(str(exc)) from None
     overrides = {k: v for k, v in (("model", args.model), ("device", args.device),
                                    ("dtype", args.dtype)) if v}
     settings, problems = merge(Settings(), overrides)
     if problems:
-        return cli_args.fail(prog, "; ".join(p.message() for p in problems))
-    log = logging.getLogger("lsp_server")
-    limit = args.max_message_mb * 1024 * 1024
+        raise _Refused("; ".join(p.message() for p in problems))
     host_model = ModelHost()
 
     def new_session() -> SeamServer:
@@ -189,27 +215,40 @@ def serve(argv: list[str]) -> int:
         server.attach_editor_log()
         return server
 
-    log.info("seam serve starting; log file %s", log_path)
-    if listener is not None:
-        from .transport import TOKEN_KEY, TcpServer
+    logging.getLogger("lsp_server").info("seam serve starting; log file %s", log_path)
+    return new_session
 
-        address = listener.getsockname()
-        where = f"[{address[0]}]:{address[1]}" if ":" in address[0] else \
-            f"{address[0]}:{address[1]}"
-        log.info("listening on %s", where)
-        print(f"seam serve: listening on {where}; clients must send "
-              f"initializationOptions.{TOKEN_KEY} = \"{token}\"", file=sys.stderr, flush=True)
-        TcpServer(listener, new_session, token, limit).run()
-        code = 0
-    else:
-        from .transport import serve_stdio
 
-        server = new_session()
-        code = server.exit_code = serve_stdio(server, sys.stdin.buffer, protocol_out,
-                                              server.max_content_bytes)
-    # The protocol is over (exit, or the client went away). Interpreter teardown would join
-    # a decode still winding down and free the model's memory page by page, which editors
-    # that kill a server 2 s after `exit` (VS Code) do not wait for: flush and leave now.
+def _serve_tcp(listener: socket.socket, token: str, new_session: Callable[[], SeamServer],
+               limit: int) -> int:
+    """Serve one client at a time on ``listener`` until stopped; the exit code."""
+    from .transport import TOKEN_KEY, TcpServer
+
+    address = listener.getsockname()
+    where = f"[{address[0]}]:{address[1]}" if ":" in address[0] else \
+        f"{address[0]}:{address[1]}"
+    logging.getLogger("lsp_server").info("listening on %s", where)
+    print(f"seam serve: listening on {where}; clients must send "
+          f"initializationOptions.{TOKEN_KEY} = \"{token}\"", file=sys.stderr, flush=True)
+    TcpServer(listener, new_session, token, limit).run()
+    return 0
+
+
+def _serve_stdio(new_session: Callable[[], SeamServer], protocol_out: BinaryIO | None) -> int:
+    """Serve the one client on stdin and the protected stdout; the exit code."""
+    from .transport import serve_stdio
+
+    server = new_session()
+    server.exit_code = serve_stdio(server, sys.stdin.buffer, protocol_out,
+                                   server.max_content_bytes)
+    return server.exit_code
+
+
+def _leave(code: int, protocol_out: BinaryIO | None) -> NoReturn:
+    """Exit now that the protocol is over (exit, or the client went away). Interpreter
+    teardown would join a decode still winding down and free the model's memory page by
+    page, which editors that kill a server 2 s after ``exit`` (VS Code) do not wait for:
+    flush and leave."""
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr, protocol_out):
         try:

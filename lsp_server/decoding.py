@@ -35,12 +35,19 @@ import logging
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # types only: this module runs whatever engine it is handed
+    from fim.api import CompletionRequest, CompletionResult, Engine
 
 log = logging.getLogger(__name__)
+
+#: Background work: given its cancel flag, it returns what a request may adopt (a
+#: prefetch's result), or ``None``.
+Work = Callable[[threading.Event], "CompletionResult | None"]
 
 
 class Priority(enum.IntEnum):
@@ -56,7 +63,7 @@ class Job:
     """One unit of model work: its document, its cancel flag and when it was queued."""
 
     uri: str
-    share_key: Any = None
+    share_key: Hashable | None = None
     background: bool = False
     priority: Priority = Priority.CONTEXT
     #: background work that runs the prompt of the request with its ``share_key`` (a request
@@ -66,7 +73,7 @@ class Job:
     queued_at: float = field(default_factory=time.perf_counter)
     started_at: float | None = None
     cancelled_at: float | None = None
-    future: Any = None  # the asyncio future of the executor call
+    future: asyncio.Future[Outcome] | None = None  # the asyncio future of the executor call
     waiters: int = 0
     #: resolved with the first partial middle of an ``early`` request
     first_partial: asyncio.Future | None = None
@@ -87,7 +94,7 @@ class Outcome:
     """What a job produced: the engine's result (``None`` if skipped), the queue wait, and
     for an early answer the partial middle it was answered with."""
 
-    result: Any
+    result: CompletionResult | None
     queue_ms: float
     skipped: bool
     finished_at: float = 0.0  # perf_counter when the worker was done (or the partial came)
@@ -99,8 +106,8 @@ class _Pending:
     """Background work waiting for an idle worker."""
 
     uri: str
-    share_key: Any
-    work: Callable[[threading.Event], Any]
+    share_key: Hashable | None
+    work: Work
     priority: Priority
     prepares: bool
 
@@ -112,7 +119,7 @@ class Decoder:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seam-decode")
         self._inflight: dict[str, Job] = {}
         self._background: Job | None = None  # the background job on the worker, if any
-        self._pending: OrderedDict[Any, _Pending] = OrderedDict()
+        self._pending: OrderedDict[Hashable, _Pending] = OrderedDict()
         self._foreground = 0  # requests queued or running
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
@@ -130,7 +137,7 @@ class Decoder:
         if job is not None:
             job.request_cancel()
 
-    def _yield_background(self, share_key: Any = None) -> None:
+    def _yield_background(self, share_key: Hashable | None = None) -> None:
         """Make room for a request: stop background work (unless it prepares this very
         request) and answered early decodes, and forget what was queued."""
         self._pending.clear()
@@ -142,10 +149,10 @@ class Decoder:
             if job.answered:
                 job.request_cancel()
 
-    async def run(self, uri: str, engine: Any, request: Any, share_key: Any = None, *,
-                  early: bool = False,
+    async def run(self, uri: str, engine: Engine, request: CompletionRequest,
+                  share_key: Hashable | None = None, *, early: bool = False,
                   on_partial: Callable[[str], None] | None = None,
-                  on_final: Callable[[Any], None] | None = None) -> Outcome:
+                  on_final: Callable[[CompletionResult], None] | None = None) -> Outcome:
         """Decode ``request`` with ``engine``; a newer call on the same ``uri`` cancels this one,
         unless it has an equal, non-``None`` ``share_key``: then both await one decode.
 
@@ -192,8 +199,11 @@ class Decoder:
         finally:
             job.waiters -= 1
 
-    def _submit(self, uri, share_key, engine, request, early, on_partial, on_final,
-                loop) -> Job:
+    def _submit(self, uri: str, share_key: Hashable | None, engine: Engine,
+                request: CompletionRequest, early: bool,
+                on_partial: Callable[[str], None] | None,
+                on_final: Callable[[CompletionResult], None] | None,
+                loop: asyncio.AbstractEventLoop) -> Job:
         job = Job(uri, share_key)
         self._inflight[uri] = job
         self._foreground += 1
@@ -211,7 +221,7 @@ class Decoder:
         hook = partial if (early or on_partial is not None) else None
         job.future = loop.run_in_executor(self._executor, self._work, job, engine, request, hook)
 
-        def done(f) -> None:
+        def done(f: asyncio.Future[Outcome]) -> None:
             self._foreground -= 1
             if self._inflight.get(uri) is job:
                 del self._inflight[uri]
@@ -226,7 +236,8 @@ class Decoder:
         job.future.add_done_callback(done)
         return job
 
-    def _work(self, job: Job, engine: Any, request: Any, on_partial) -> Outcome:
+    def _work(self, job: Job, engine: Engine, request: CompletionRequest,
+              on_partial: Callable[[str], None] | None) -> Outcome:
         job.started_at = time.perf_counter()
         queue_ms = (job.started_at - job.queued_at) * 1000.0
         if job.cancel.is_set():
@@ -241,10 +252,10 @@ class Decoder:
         except Exception as exc:
             self.finished.append({"uri": job.uri, "stop": "error", "error": repr(exc)})
             raise
-        self._record(job, getattr(result, "stop", None), getattr(result, "tokens", None))
+        self._record(job, result.stop, result.tokens)
         return Outcome(result, queue_ms, False, time.perf_counter())
 
-    def _record(self, job: Job, stop: Any, tokens: Any) -> None:
+    def _record(self, job: Job, stop: str, tokens: int | None) -> None:
         done = time.perf_counter()
         entry = {"uri": job.uri, "stop": stop, "tokens": tokens, "background": job.background,
                  "decode_ms": round((done - (job.started_at or done)) * 1000.0, 3)}
@@ -254,8 +265,8 @@ class Decoder:
 
     # ----- background work ----------------------------------------------------------------------
 
-    def background(self, uri: str, key: Any, work: Callable[[threading.Event], Any],
-                   share_key: Any = None, priority: Priority = Priority.WARM,
+    def background(self, uri: str, key: Hashable, work: Work,
+                   share_key: Hashable | None = None, priority: Priority = Priority.WARM,
                    prepares: bool = False) -> None:
         """Run ``work(cancel_flag)`` on the worker once no request is waiting.
 
@@ -293,7 +304,7 @@ class Decoder:
                   prepares=pending.prepares)
         self._background = job
 
-        def work() -> Any:
+        def work() -> Outcome:
             job.started_at = time.perf_counter()
             try:
                 out = pending.work(job.cancel)
@@ -305,7 +316,7 @@ class Decoder:
 
         job.future = self._loop.run_in_executor(self._executor, work)
 
-        def done(_f) -> None:
+        def done(_f: asyncio.Future[Outcome]) -> None:
             if self._background is job:
                 self._background = None
             self._pump()

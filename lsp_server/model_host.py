@@ -17,12 +17,19 @@ hide where they can.
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from fim.model_specs import EngineKind
+from fim.options import Dtype, Mode, Scope
+
+if TYPE_CHECKING:  # fim.api is imported when a load starts (it brings numpy and more)
+    from fim.api import Engine
 
 log = logging.getLogger(__name__)
 
@@ -45,22 +52,31 @@ def _build_language() -> None:
     try:
         from fim.api import python_language
 
-        python_language(WARM_LEFT, WARM_RIGHT, "statement")
+        python_language(WARM_LEFT, WARM_RIGHT, Scope.STATEMENT)
     except Exception:  # only a speed-up: the warm-up and requests report real failures
         log.debug("building the grammar tables ahead failed", exc_info=True)
     log.info("grammar tables built in %.2f s", time.perf_counter() - t0)
+
+
+class LoadState(enum.StrEnum):
+    """Where the model's lifecycle is (``seam/status``'s ``state``)."""
+
+    IDLE = "idle"  # nothing asked for yet
+    LOADING = "loading"
+    READY = "ready"
+    ERROR = "error"  # the last load failed; ``HostState.message`` says what to change
 
 
 @dataclass(frozen=True)
 class HostState:
     """A snapshot of the model's lifecycle."""
 
-    state: str  # "idle" | "loading" | "ready" | "error"
+    state: LoadState
     model: str | None = None
     message: str = ""
 
     def as_json(self) -> dict[str, Any]:
-        return {"state": self.state, "model": self.model, "message": self.message}
+        return {"state": self.state.value, "model": self.model, "message": self.message}
 
 
 def _hint_for(exc: BaseException, model: str) -> str:
@@ -87,9 +103,9 @@ class ModelHost:
                  on_progress: ProgressFn | None = None) -> None:
         self._lock = threading.Lock()
         self._generation = 0
-        self._engine: Any = None
+        self._engine: Engine | None = None
         self._key: tuple | None = None
-        self._state = HostState("idle")
+        self._state = HostState(LoadState.IDLE)
         self._on_state = on_state
         self._on_progress = on_progress
         self._threads: list[threading.Thread] = []
@@ -111,9 +127,9 @@ class ModelHost:
         return self._state
 
     @property
-    def engine(self) -> Any:
+    def engine(self) -> Engine | None:
         """The loaded engine, or ``None`` while none is ready."""
-        return self._engine if self._state.state == "ready" else None
+        return self._engine if self._state.state is LoadState.READY else None
 
     @property
     def key(self) -> tuple | None:
@@ -128,8 +144,8 @@ class ModelHost:
             except Exception:  # a broken listener must not kill the loader
                 log.exception("state listener failed")
 
-    def load(self, model: str, device: str = "auto", dtype: str = "auto",
-             trust_remote_code: bool = False, engine: str = "auto",
+    def load(self, model: str, device: str = "auto", dtype: Dtype | str = Dtype.AUTO,
+             trust_remote_code: bool = False, engine: EngineKind | str = EngineKind.AUTO,
              window: int | None = None) -> threading.Thread:
         """Start loading ``model`` with ``engine`` in the background; returns the loader
         thread. ``window`` is the prompt-plus-middle context requests will use (``None``:
@@ -141,7 +157,7 @@ class ModelHost:
             generation = self._generation
             self._key = key
             self._engine = None
-            self._set_state(HostState("loading", model, f"loading {model}"))
+            self._set_state(HostState(LoadState.LOADING, model, f"loading {model}"))
 
         def progress(fraction: float, message: str) -> None:
             listener = self._on_progress
@@ -171,7 +187,7 @@ class ModelHost:
                         return
                     hint = _hint_for(exc, model)
                     log.error("model load failed: %s", hint, exc_info=exc)
-                    self._set_state(HostState("error", model, hint))
+                    self._set_state(HostState(LoadState.ERROR, model, hint))
                 return
             tables.join()
             self._warm_up(engine, generation, progress)
@@ -181,25 +197,25 @@ class ModelHost:
                     return
                 self._engine = engine
                 log.info("model %s ready", model)
-                self._set_state(HostState("ready", model, f"{model} ready"))
+                self._set_state(HostState(LoadState.READY, model, f"{model} ready"))
 
         thread = threading.Thread(target=run, name=f"seam-load-{generation}", daemon=True)
         self._threads = [t for t in self._threads if t.is_alive()] + [thread]
         thread.start()
         return thread
 
-    def _warm_up(self, engine: Any, generation: int, progress: ProgressFn) -> None:
+    def _warm_up(self, engine: Engine, generation: int, progress: ProgressFn) -> None:
         """One one-token completion, so the user's first request runs at steady-state speed."""
         progress(0.99, "warming up")
         # One constrained completion runs the model once (llama.cpp's graph and threads) and the
         # constraint's per-engine tables; an unconstrained one before it only added 0.25 s.
-        for mode in ("constrained",):
+        for mode in (Mode.CONSTRAINED,):
             t0 = time.perf_counter()
             try:
                 from fim.api import CompletionRequest
 
                 engine.complete(CompletionRequest(WARM_MODEL_LEFT, WARM_MODEL_RIGHT, mode=mode,
-                                                  max_tokens=1, scope="statement"),
+                                                  max_tokens=1, scope=Scope.STATEMENT),
                                 cancel=lambda: generation != self._generation)
             except Exception:  # the model loaded; a failed warm-up only costs speed
                 log.warning("%s warm-up failed", mode, exc_info=True)

@@ -14,9 +14,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from fim.api import CompletionRequest
+from fim.api import CompletionRequest, Engine
 from fim.editor_policy import EMPTY_LINE, LEFT_FIRST_TOKENS, MID_LINE, EditorPolicy
 
 from . import text as model_text
@@ -53,7 +52,7 @@ class Planned:
                                    repo="", path=None)
 
 
-def device_type(engine: Any) -> str:
+def device_type(engine: Engine) -> str:
     """``"cpu"``, ``"cuda"`` or ``"metal"``: where the engine's model runs."""
     return engine.backend.device
 
@@ -104,7 +103,7 @@ class RequestPlanner:
         if self.collector is not None:
             self.collector.forget(uri)
 
-    def anchors(self, engine: Any, policy: EditorPolicy, extra: int) -> ContextPlanner | None:
+    def anchors(self, engine: Engine, policy: EditorPolicy, extra: int) -> ContextPlanner | None:
         """The per-document prompt starts for this engine, context and extra budget."""
         room = _room(policy)
         if room is None:
@@ -118,25 +117,25 @@ class RequestPlanner:
             self._anchors_for = key
         return self._anchors
 
-    def _count_with(self, engine: Any) -> TokenCounter:
+    def _count_with(self, engine: Engine) -> TokenCounter:
         """The engine's token counter, with its memory of counted texts."""
         if self._counter is None or self._counter[0] != id(engine):
             tokenizer = engine.tokenizer
             self._counter = (id(engine), TokenCounter(lambda t: len(tokenizer.encode(t))))
         return self._counter[1]
 
-    def policy(self, engine: Any, settings: Settings, text: str, offset: int) -> EditorPolicy:
+    def policy(self, engine: Engine, settings: Settings, text: str, offset: int) -> EditorPolicy:
         line_start = text.rfind("\n", 0, offset) + 1
         line_end = text.find("\n", offset)
         line_end = len(text) if line_end < 0 else line_end
         policy = policy_for(settings, text[line_start:offset], text[offset:line_end],
                             device_type=device_type(engine),
-                            model_window=getattr(engine, "window", None))
+                            model_window=engine.window)
         if self.right_tokens is not None:
             policy = dataclasses.replace(policy, right_tokens=self.right_tokens)
         return policy
 
-    def plan(self, engine: Any, settings: Settings, uri: str, text: str, offset: int,
+    def plan(self, engine: Engine, settings: Settings, uri: str, text: str, offset: int,
              documents: Sequence[OpenDocument] = (), *, left_start: int | None = None
              ) -> Planned:
         """The request a completion at ``offset`` of ``text`` (document ``uri``) makes.

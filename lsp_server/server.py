@@ -47,7 +47,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import enum
 import logging
+import threading
 import time
 import uuid
 from collections import deque
@@ -58,17 +60,18 @@ from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
 from pygls.lsp.server import LanguageServer
 
+from fim.api import CompletionRequest, CompletionResult, Engine
 from fim.editor_policy import EditorPolicy
 from fim.options import StopReason
 
 from . import text as model_text
 from .context_plan import ContextPlanner
-from .decoding import Decoder, Priority
-from .documents import Document, DocumentStore, PositionError
+from .decoding import Decoder, Outcome, Priority
+from .documents import Cursor, Document, DocumentStore, PositionError
 from .framing import DEFAULT_MAX_CONTENT_BYTES, FrameError, FrameErrorKind
 from .jsonrpc import ErrorCode
 from .logs import EditorLogHandler
-from .model_host import HostState, ModelHost
+from .model_host import HostState, LoadState, ModelHost
 from .project_context import ContextCollector, OpenDocument
 from .protocol import SeamProtocol
 from .recent_edits import EditRing
@@ -127,6 +130,20 @@ class Suggestion:
     middle: str
     cursor_offset: int
     line_end: int
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ask:
+    """A completion request being answered: where, the text it was asked on, and when."""
+
+    uri: str
+    doc: Document
+    text: str  # the document's text when asked (an edit meanwhile drops the answer)
+    cursor: Cursor
+    left: str
+    right: str
+    line_break: str  # the document's own, for the middle shown in it
+    t0: float  # perf_counter when the request arrived
 
 
 class SeamServer(LanguageServer):
@@ -282,9 +299,9 @@ class SeamServer(LanguageServer):
         self._load_started = True
         s = self.settings
         state = self.host.state
-        if self.host.key == s.model_key and state.state in ("loading", "ready"):
+        if self.host.key == s.model_key and state.state in (LoadState.LOADING, LoadState.READY):
             # A new session of a TCP server with the model its predecessor loaded.
-            if state.state == "loading":
+            if state.state is LoadState.LOADING:
                 self._begin_progress(s.model)
             self._state_changed(state)
             return
@@ -303,7 +320,7 @@ class SeamServer(LanguageServer):
 
     def _begin_progress(self, model: str) -> None:
         # A reload supersedes the previous load: close its progress so no bar hangs forever.
-        self._end_progress(HostState("loading", model, f"superseded by {model}"))
+        self._end_progress(HostState(LoadState.LOADING, model, f"superseded by {model}"))
         if not self._client_supports("window.work_done_progress"):
             self._progress_token = None
             return
@@ -313,7 +330,7 @@ class SeamServer(LanguageServer):
         def begin(*_: Any) -> None:
             if self._progress_token != token:
                 return
-            if self.host.state.state in ("ready", "error"):
+            if self.host.state.state in (LoadState.READY, LoadState.ERROR):
                 # The load finished before the client answered: seam/status (and, for an
                 # error, showMessage) already said how. A begin now would make clients show
                 # "loading" and then read the end as success, hiding an error.
@@ -351,11 +368,11 @@ class SeamServer(LanguageServer):
     def _state_changed(self, state: HostState) -> None:
         def notify() -> None:
             self.protocol.notify("seam/status", state.as_json())
-            if state.state in ("ready", "error"):
+            if state.state in (LoadState.READY, LoadState.ERROR):
                 self._end_progress(state)
-            if state.state == "ready":
+            if state.state is LoadState.READY:
                 self._check_budget()
-            if state.state == "error":
+            if state.state is LoadState.ERROR:
                 self.window_show_message(types.ShowMessageParams(
                     type=types.MessageType.Error, message=state.message))
 
@@ -409,7 +426,7 @@ class SeamServer(LanguageServer):
         engine = self.host.engine
         if engine is None:
             return ("cpu" if self.settings.device == "cpu" else None), None
-        return _device_type(engine), getattr(engine, "window", None)
+        return _device_type(engine), engine.window
 
     def _check_budget(self) -> None:
         """Re-check the token budget once the model (and its window) is known."""
@@ -553,7 +570,7 @@ class SeamServer(LanguageServer):
 
     # ----- planning requests -----------------------------------------------------------------
 
-    def _planner_of(self, engine: Any, policy: EditorPolicy) -> ContextPlanner | None:
+    def _planner_of(self, engine: Engine, policy: EditorPolicy) -> ContextPlanner | None:
         """The per-document prompt starts, for this engine and the context in force."""
         sources = context_sources(self.settings, _device_type(engine))
         return self.requests.anchors(engine, policy, context_budget(policy, sources))
@@ -564,7 +581,7 @@ class SeamServer(LanguageServer):
         return [OpenDocument(d.uri, model_text.for_model(d.text), d.language_id)
                 for d in self.documents.all() if d.language_id in languages]
 
-    def _plan(self, engine: Any, uri: str, text: str, offset: int,
+    def _plan(self, engine: Engine, uri: str, text: str, offset: int,
               left_start: int | None = None) -> Planned:
         """The request a completion at ``offset`` of ``text`` makes (``request_plan``)."""
         return self.requests.plan(engine, self.settings, uri, text, offset,
@@ -598,7 +615,7 @@ class SeamServer(LanguageServer):
         widened = (self._plan(engine, uri, text, cur.offset, left_start=wider).request
                    if wider is not None else None)
 
-        def warm(cancel) -> None:
+        def warm(cancel: threading.Event) -> None:
             if engine.warm(request, cancel.is_set):
                 log.info("warmed the prompt at %s:%d:%d%s", uri, position.line + 1,
                          position.character + 1,
@@ -612,7 +629,7 @@ class SeamServer(LanguageServer):
         if widened is None and deferred is None:
             return
 
-        def widen(cancel) -> None:
+        def widen(cancel: threading.Event) -> None:
             if widened is not None and planner is not None:
                 # The widened prompt carries the project context too, and it becomes the
                 # anchor: the narrower prompt with the context would be run for nothing.
@@ -627,7 +644,8 @@ class SeamServer(LanguageServer):
 
         self.decoder.background(uri, ("widen", uri), widen, priority=Priority.CONTEXT)
 
-    def _runnable(self, engine: Any, planned: Planned) -> tuple[Any, Any]:
+    def _runnable(self, engine: Engine, planned: Planned
+                  ) -> tuple[CompletionRequest, CompletionRequest | None]:
         """``(request, deferred)``: the request to run now, and the planned one with its
         project context when that context is not in the model's cache yet (it would cost
         more than ``CONTEXT_SLACK_TOKENS``): then the request goes without it and the
@@ -638,7 +656,7 @@ class SeamServer(LanguageServer):
             return planned.without_context(), request
         return request, None
 
-    def _prefetch(self, engine: Any, uri: str, text: str, offset: int, middle: str) -> None:
+    def _prefetch(self, engine: Engine, uri: str, text: str, offset: int, middle: str) -> None:
         """Decode, in the background, the suggestion the user gets after accepting ``middle``
         (llama.vim's speculative FIM); it lands in the suggestion cache, or a request that
         comes while it runs adopts it."""
@@ -651,9 +669,9 @@ class SeamServer(LanguageServer):
         share_key = planned.share_key
         left_doc, right_doc = after[:cursor], after[cursor:]
 
-        def prefetch(cancel) -> Any:
+        def prefetch(cancel: threading.Event) -> CompletionResult:
             res = engine.complete(request, cancel=cancel.is_set)
-            if res.stop not in ("cancelled", "time"):
+            if res.stop not in (StopReason.CANCELLED, StopReason.TIME):
                 # No middle is an answer too: the request there need not ask the model.
                 found = model_text.for_document(res.middle or "", model_text.line_break_of(text))
                 self.call_in_loop(lambda: self.suggestions.put(uri, left_doc, right_doc, found))
@@ -664,21 +682,13 @@ class SeamServer(LanguageServer):
 
     async def _suggest(self, uri: str, position: types.Position
                        ) -> tuple[Document, Suggestion] | None:
-        """The middle for ``uri`` at ``position``, or ``None`` (reason logged)."""
+        """The middle for ``uri`` at ``position``, or ``None`` (reason logged), in steps: the
+        place asked about, the suggestion cache, the model's decode, the answer."""
         t0 = time.perf_counter()
-        doc = self.documents.get(uri)
-        if doc is None:
-            log.warning("completion for a document that is not open: %s", uri)
+        place = self._place(uri, position)
+        if place is None:
             return None
-        if doc.language_id not in self.settings.languages:
-            log.info("no completion: language %r is not in seam.languages %s",
-                     doc.language_id, list(self.settings.languages))
-            return None
-        try:
-            cur = doc.cursor(position)
-        except PositionError as exc:
-            log.warning("no completion for %s: %s", uri, exc)
-            return None
+        doc, cur = place
         text = doc.text
         self.context.visit(uri, cur.line)
         left, right = text[:cur.offset], text[cur.offset:]
@@ -693,84 +703,127 @@ class SeamServer(LanguageServer):
             state = self.host.state
             log.info("no completion yet: model is %s (%s)", state.state, state.message)
             return None
+        ask = _Ask(uri, doc, text, cur, left, right, model_text.line_break_of(text), t0)
         planned = self._plan(engine, uri, text, cur.offset)
-        policy, share_key = planned.policy, planned.share_key
         request, deferred = self._runnable(engine, planned)
-        line_break = model_text.line_break_of(text)
-
-        def store(middle: str) -> None:  # partial middles and final results, on the loop
-            if middle:
-                self.suggestions.put(uri, left, right,
-                                     model_text.for_document(middle, line_break))
-
-        def final(res: Any) -> None:
-            if res.middle and res.stop != "cancelled":
-                store(res.middle)
-                if policy.early and self.documents.get(uri) is doc:
-                    self._prefetch(engine, uri, left + right, len(left),
-                                   model_text.for_document(res.middle, line_break))
-
-        try:
-            outcome = await self.decoder.run(uri, engine, request, share_key=share_key,
-                                             early=policy.early, on_partial=store,
-                                             on_final=final)
-        except asyncio.CancelledError:
-            self._record(uri, t0, source="model", stop="cancelled-by-client")
-            raise
-        except Exception as exc:
-            log.error("decode failed for %s: %s", uri, type(exc).__name__, exc_info=exc)
-            self._record(uri, t0, source="model", stop="error", error=type(exc).__name__)
+        outcome = await self._decode(engine, ask, planned, request)
+        if outcome is None:
             return None
         resume_ms = (time.perf_counter() - outcome.finished_at) * 1000.0
         if deferred is not None:
             self._warm_later(engine, uri, deferred)
+        middle = self._middle_of(engine, ask, planned, outcome, resume_ms,
+                                 deferred=deferred is not None)
+        if middle is None:
+            return None
+        return self._answer(engine, ask, planned.policy, middle)
+
+    def _place(self, uri: str, position: types.Position) -> tuple[Document, Cursor] | None:
+        """The open document and the cursor in it, or ``None`` when there is nothing to
+        complete there (the reason logged)."""
+        doc = self.documents.get(uri)
+        if doc is None:
+            log.warning("completion for a document that is not open: %s", uri)
+            return None
+        if doc.language_id not in self.settings.languages:
+            log.info("no completion: language %r is not in seam.languages %s",
+                     doc.language_id, list(self.settings.languages))
+            return None
+        try:
+            return doc, doc.cursor(position)
+        except PositionError as exc:
+            log.warning("no completion for %s: %s", uri, exc)
+            return None
+
+    async def _decode(self, engine: Engine, ask: _Ask, planned: Planned,
+                      request: CompletionRequest) -> Outcome | None:
+        """Run ``request`` on the worker (``None`` when it failed, logged). Partial middles
+        and the final one go into the suggestion cache as they come, so the rest of an early
+        answer serves the user's next keystrokes; an early answer's final middle is then
+        prefetched past."""
+        uri, left, right, policy = ask.uri, ask.left, ask.right, planned.policy
+
+        def store(middle: str) -> None:  # partial middles and final results, on the loop
+            if middle:
+                self.suggestions.put(uri, left, right,
+                                     model_text.for_document(middle, ask.line_break))
+
+        def final(res: CompletionResult) -> None:
+            if res.middle and res.stop != StopReason.CANCELLED:
+                store(res.middle)
+                if policy.early and self.documents.get(uri) is ask.doc:
+                    self._prefetch(engine, uri, left + right, len(left),
+                                   model_text.for_document(res.middle, ask.line_break))
+
+        try:
+            return await self.decoder.run(uri, engine, request, share_key=planned.share_key,
+                                          early=policy.early, on_partial=store,
+                                          on_final=final)
+        except asyncio.CancelledError:
+            self._record(uri, ask.t0, source="model", stop="cancelled-by-client")
+            raise
+        except Exception as exc:
+            log.error("decode failed for %s: %s", uri, type(exc).__name__, exc_info=exc)
+            self._record(uri, ask.t0, source="model", stop="error", error=type(exc).__name__)
+            return None
+
+    def _middle_of(self, engine: Engine, ask: _Ask, planned: Planned, outcome: Outcome,
+                   resume_ms: float, *, deferred: bool) -> str | None:
+        """The middle a decode answered with (the model's text, line breaks not yet the
+        document's), with its timings recorded; ``None`` when there is none to show."""
+        uri, t0, policy = ask.uri, ask.t0, planned.policy
         # What the project context held (the planned one, also when it was deferred).
         context = {"context_files": [f.path for f in planned.request.context_files],
                    "context_sources": dict(planned.context.tokens),
-                   "context_deferred": deferred is not None}
+                   "context_deferred": deferred}
         if outcome.partial is not None:
-            middle = outcome.partial
             self._record(uri, t0, source="early", queue_ms=outcome.queue_ms, stop="line",
                          resume_ms=resume_ms, scope=policy.scope, **context)
-        else:
-            res = outcome.result
-            if res is None:
-                self._record(uri, t0, source="model", stop="superseded",
-                             queue_ms=outcome.queue_ms)
-                return None
-            middle = res.middle
-            self._record(uri, t0, source="model", queue_ms=outcome.queue_ms,
-                         setup_ms=res.setup_ms, model_ms=res.model_ms,
-                         constraint_ms=res.constraint_ms, tokens=res.tokens, stop=res.stop,
-                         resume_ms=resume_ms, mode=res.mode, scope=policy.scope,
-                         prompt_tokens=res.prompt_tokens,
-                         cached_tokens=engine.step_model.reused,
-                         context_tokens=res.context_tokens, **context)
-            if not middle or res.stop == StopReason.CANCELLED:
-                if res.stop not in ("cancelled", "time"):
-                    self.suggestions.put(uri, left, right, "")  # asked again: no model work
-                return None
-        middle = model_text.for_document(middle, line_break)
-        self.suggestions.put(uri, left, right, middle)
-        if self.documents.get(uri) is not doc or doc.text is not text:
+            return outcome.partial
+        res = outcome.result
+        if res is None:
+            self._record(uri, t0, source="model", stop="superseded", queue_ms=outcome.queue_ms)
+            return None
+        self._record(uri, t0, source="model", queue_ms=outcome.queue_ms,
+                     setup_ms=res.setup_ms, model_ms=res.model_ms,
+                     constraint_ms=res.constraint_ms, tokens=res.tokens, stop=res.stop,
+                     resume_ms=resume_ms, mode=res.mode, scope=policy.scope,
+                     prompt_tokens=res.prompt_tokens, cached_tokens=engine.step_model.reused,
+                     context_tokens=res.context_tokens, **context)
+        if not res.middle or res.stop == StopReason.CANCELLED:
+            if res.stop not in (StopReason.CANCELLED, StopReason.TIME):
+                self.suggestions.put(uri, ask.left, ask.right, "")  # asked again: no model work
+            return None
+        return res.middle
+
+    def _answer(self, engine: Engine, ask: _Ask, policy: EditorPolicy, middle: str
+                ) -> tuple[Document, Suggestion] | None:
+        """Cache the middle and return it, unless the document changed meanwhile; prefetch
+        the suggestion after it (an early answer's was prefetched when its decode ended)."""
+        middle = model_text.for_document(middle, ask.line_break)
+        self.suggestions.put(ask.uri, ask.left, ask.right, middle)
+        if self.documents.get(ask.uri) is not ask.doc or ask.doc.text is not ask.text:
             # The text changed while decoding; a newer request will follow the edit.
-            log.info("document %s changed during decode; answer dropped", uri)
+            log.info("document %s changed during decode; answer dropped", ask.uri)
             return None
         if not policy.early:
-            self._prefetch(engine, uri, text, cur.offset, middle)
-        return doc, Suggestion(middle, cur.offset, cur.line_end)
+            self._prefetch(engine, ask.uri, ask.text, ask.cursor.offset, middle)
+        return ask.doc, Suggestion(middle, ask.cursor.offset, ask.cursor.line_end)
 
-    def _warm_later(self, engine: Any, uri: str, request: Any) -> None:
+    def _warm_later(self, engine: Engine, uri: str, request: CompletionRequest) -> None:
         """Run ``request``'s prompt (with its project context) into the model's cache when
         the worker is idle."""
-        self.decoder.background(uri, ("context", uri),
-                                lambda cancel: engine.warm(request, cancel.is_set),
-                                priority=Priority.CONTEXT)
+        def warm(cancel: threading.Event) -> None:
+            engine.warm(request, cancel.is_set)
+
+        self.decoder.background(uri, ("context", uri), warm, priority=Priority.CONTEXT)
 
     def _record(self, uri: str, t0: float, **fields: Any) -> None:
         total = (time.perf_counter() - t0) * 1000.0
         entry: dict[str, Any] = {"uri": uri, "total_ms": round(total, 3)}
         for key, value in fields.items():
+            if isinstance(value, enum.Enum):  # the log and seam/status show the plain name
+                value = value.value
             entry[key] = round(value, 3) if isinstance(value, float) else value
         model_ms = float(fields.get("model_ms", 0.0) or 0.0)
         entry["overhead_ms"] = round(total - model_ms, 3)

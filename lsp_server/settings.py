@@ -40,6 +40,7 @@ from fim.options import (
     DEVICE_HELP,
     DTYPE_CHOICES,
     SCOPES,
+    Dtype,
     Mode,
     Scope,
     canonical_device,
@@ -79,16 +80,16 @@ class Settings:
 
     model: str = DEFAULT_MODEL
     device: str = "auto"
-    dtype: str = "auto"
+    dtype: Dtype = Dtype.AUTO
     max_tokens: int | None = None
     time_budget_ms: int | None = None
     context_tokens: int | None = None
-    scope: str | None = None
+    scope: Scope | None = None
     top_k: int = 50
     constrained: bool = True
     languages: tuple[str, ...] = ("python",)
     trust_remote_code: bool = False
-    engine: str = "auto"
+    engine: EngineKind = EngineKind.AUTO
     #: project context: its budget in tokens (``None``: "auto") and its sources
     context_budget: int | None = None
     context_definitions: bool = True
@@ -97,7 +98,7 @@ class Settings:
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
-    def model_key(self) -> tuple[str, str, str, bool, str, int | None]:
+    def model_key(self) -> tuple[str, str, Dtype, bool, EngineKind, int | None]:
         """What decides whether the model must be reloaded (the context, because llama.cpp
         sizes its cache for it when it loads)."""
         return (self.model, self.device, self.dtype, self.trust_remote_code, self.engine,
@@ -194,12 +195,12 @@ def _languages(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v.strip() for v in value if v.strip()))
 
 
-def _scope(value: Any) -> str | None:
+def _scope(value: Any) -> Scope | None:
     if value is None or value == "auto":
         return None
     if value not in SCOPES:
         raise Rejected("one of " + ", ".join(f'"{s}"' for s in ("auto", *SCOPES)))
-    return value
+    return Scope(value)
 
 
 def _model(value: Any) -> str:
@@ -216,16 +217,16 @@ def _device(value: Any) -> str:
     return name
 
 
-def _dtype(value: Any) -> str:
+def _dtype(value: Any) -> Dtype:
     name = canonical_dtype(value)
     if name is None:
         raise Rejected("one of " + ", ".join(f'"{d}"' for d in DTYPE_CHOICES))
     return name
 
 
-def _engine(value: Any) -> str:
+def _engine(value: Any) -> EngineKind:
     try:
-        return EngineKind.parse(value if isinstance(value, str) else None).value
+        return EngineKind.parse(value if isinstance(value, str) else None)
     except ValueError:
         raise Rejected("one of " + ", ".join(f'"{e}"' for e in ENGINE_NAMES)) from None
 

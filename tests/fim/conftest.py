@@ -6,6 +6,7 @@ import pytest
 
 from fim.decoding import parses
 from fim.transformers_engine import backend_from_loaded
+from quotient.constraint import LanguageMode, Scope
 
 
 class ReferenceState:
@@ -25,14 +26,16 @@ class ReferenceState:
 
 
 class ReferenceLanguage:
-    mode = "reference"
+    # Nothing is rejected while feeding and completeness is the parser's answer: what
+    # ``NONE`` promises (exact completeness, no early rejection).
+    mode = LanguageMode.NONE
 
-    def __init__(self, left: str, right: str, scope: str = "free") -> None:
+    def __init__(self, left: str, right: str, scope: Scope = Scope.FREE) -> None:
         self.left, self.right, self.scope = left, right, scope
         self.built = 1
 
     @classmethod
-    def for_python(cls, left: str, right: str, scope: str = "free") -> ReferenceLanguage:
+    def for_python(cls, left: str, right: str, scope: Scope = Scope.FREE) -> ReferenceLanguage:
         return cls(left, right, scope)
 
     def check_region(self) -> None:
@@ -40,21 +43,6 @@ class ReferenceLanguage:
 
     def initial(self) -> ReferenceState:
         return ReferenceState(self, "")
-
-
-def real_fim_language():
-    """``python_language.FimLanguage``, or ``None`` when it cannot be imported."""
-    try:
-        from python_language import FimLanguage
-    except ImportError:
-        return None
-    return FimLanguage
-
-
-needs_fim_language = pytest.mark.skipif(
-    real_fim_language() is None,
-    reason="python_language.FimLanguage cannot be imported",
-)
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from conftest import real_fim_language
 
 from fim import bundled
 from fim.model_specs import llama_cpp_available
@@ -51,8 +50,6 @@ def test_bundled_unconstrained_completes_the_call(qwen):
     assert res.parses
 
 
-@pytest.mark.skipif(real_fim_language() is None,
-                    reason="python_language.FimLanguage not available")
 def test_bundled_constrained(qwen):
     from fim.api import CompletionRequest
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import needs_fim_language
 
 from fim.cli import main, offset_of
 
@@ -93,7 +92,6 @@ def test_complete_jsonl(tmp_path, capsys):
     assert "prefix" in capsys.readouterr().err
 
 
-@needs_fim_language
 def test_complete_constrained_parses(source, capsys):
     code = main(["complete", f"{source}:2:13", *RANDOM, "--max-tokens", "6", "--json"])
     res = json.loads(capsys.readouterr().out)
@@ -104,7 +102,6 @@ def test_complete_constrained_parses(source, capsys):
         assert code == 1
 
 
-@needs_fim_language
 def test_eval_end_to_end(tmp_path, capsys):
     folder = tmp_path / "src"
     folder.mkdir()

@@ -7,13 +7,10 @@ fast subset; ``benchmarks/bench_fim.py soundness --cases 200`` runs the full fig
 from __future__ import annotations
 
 import pytest
-from conftest import needs_fim_language
 
 from fim.api import CompletionRequest
 from fim.datasets import build_cases
 from fim.decoding import parses
-
-pytestmark = needs_fim_language
 
 SMALL = [
     ("def f(x):\n    return ", "\n"),
