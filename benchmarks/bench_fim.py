@@ -7,7 +7,10 @@
     python benchmarks/bench_fim.py load --model bundled:qwen2.5-coder-1.5b --repeats 5
                                                                 # fresh-process load times
 
-``soundness`` exits non-zero when any constrained middle fails ``ast.parse``.
+``soundness`` exits non-zero when any constrained middle fails ``ast.parse``.  With
+``--figures docs/evaluation.md`` a command's table (and the run's commit, package versions,
+machine and load) replaces the section named by ``--section`` (default: the command's name) of
+that page; ``speed`` and ``load`` print one model each, so a second model needs its own section.
 """
 
 from __future__ import annotations
@@ -18,13 +21,17 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import torch
 
-from fim.api import CompletionRequest, Engine
-from fim.datasets import build_cases
-from fim.decoding import decode
-from fim.templates import build_prompt
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.report import RunRecord, command_line, model_packages, write_section  # noqa: E402
+from fim.api import CompletionRequest, Engine  # noqa: E402
+from fim.datasets import build_cases  # noqa: E402
+from fim.decoding import decode  # noqa: E402
+from fim.templates import build_prompt  # noqa: E402
 
 
 def _cases(n: int, seed: int, max_file_chars: int | None) -> list[dict]:
@@ -48,8 +55,12 @@ def _per_token(results) -> dict:
     }
 
 
-def soundness(args) -> int:
-    engine = Engine.load(args.model, device="cpu", dtype="fp32")
+def _counts(counts: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def soundness(args) -> tuple[int, str]:
+    engine = Engine.load(args.model, device="cpu", dtype=args.dtype, engine=args.engine)
     cases = _cases(args.cases, args.seed, args.max_file_chars)
     unsound, results, stops, modes = [], [], {}, {}
     started = time.time()
@@ -58,13 +69,13 @@ def soundness(args) -> int:
             case["prefix"], case["suffix"], mode="constrained", max_tokens=args.max_tokens,
             top_k=args.top_k, scope=args.scope))
         results.append(res)
-        stops[res.stop] = stops.get(res.stop, 0) + 1
-        modes[res.mode] = modes.get(res.mode, 0) + 1
+        stops[str(res.stop)] = stops.get(str(res.stop), 0) + 1
+        modes[str(res.mode)] = modes.get(str(res.mode), 0) + 1
         # ``error``: the constraint accepted a middle Python rejects (the engine then falls
         # back to the checked cut, which hides the bug from ``parses``).
         if res.error or (res.middle is not None and not res.parses):
             unsound.append({"id": case["id"], "middle": res.middle, "raw": res.raw,
-                            "mode": res.mode, "error": res.error})
+                            "mode": str(res.mode), "error": res.error})
         if args.verbose:
             print(f"{i + 1}/{len(cases)} {case['id']} {res.stop} {res.mode}", file=sys.stderr)
     returned = sum(r.middle is not None for r in results)
@@ -74,23 +85,59 @@ def soundness(args) -> int:
         **_per_token(results),
     }
     print(json.dumps(report, indent=1))
-    return 1 if unsound else 0
+    half = len(cases) // 2
+
+    def ms(x: float | None) -> str:
+        return "–" if x is None else f"{x:.2f}"
+
+    table = [
+        f"`{args.model}` ({engine.backend.description}), constrained decoding of "
+        f"{half} Stack-Boundary + {len(cases) - half} Stack-RandSpan standard-library cases "
+        f"(one per file, seed {args.seed}), {args.max_tokens} tokens, top-k {args.top_k}, "
+        f"scope `{args.scope}`. A middle is unsound when it does not parse, or when the "
+        "constraint accepted a middle Python rejects (an `error`: the engine then cuts it "
+        "back to a parsing prefix, which would hide the bug).",
+        "",
+        "| figure | measured |",
+        "| --- | --- |",
+        f"| unsound middles, of those returned | **{len(unsound)} of {returned}** |",
+        f"| stops | {_counts(stops)} |",
+        f"| language modes | {_counts(modes)} |",
+        f"| constraint time per token, median over cases / mean | "
+        f"{ms(report['constraint_ms_per_token_median'])} / "
+        f"{ms(report['constraint_ms_per_token_mean'])} ms |",
+        f"| model time per token, mean | {ms(report['model_ms_per_token_mean'])} ms |",
+        f"| constraint setup, median | {report['setup_ms_median']:.0f} ms |",
+        f"| all {len(cases)} cases, wall clock | {report['seconds']:.0f} s |",
+        "",
+    ]
+    if unsound:
+        table += ["Unsound middles:", "", "```"]
+        table += [f"{u['id']}: mode={u['mode']} error={u['error']} middle={u['middle']!r}"
+                  for u in unsound]
+        table += ["```", ""]
+    return (1 if unsound else 0), "\n".join(table)
 
 
-def overhead(args) -> int:
-    engine = Engine.load(args.model, device=args.device, dtype=args.dtype)
+def overhead(args) -> tuple[int, str]:
+    engine = Engine.load(args.model, device=args.device, dtype=args.dtype, engine=args.engine)
     cases = _cases(args.cases, args.seed, args.max_file_chars)
     results = []
     for case in cases:
         results.append(engine.complete(CompletionRequest(
             case["prefix"], case["suffix"], mode="constrained", max_tokens=args.max_tokens,
             top_k=args.top_k, scope=args.scope)))
-    print(json.dumps({"model": args.model, "cases": len(cases), **_per_token(results)},
-                     indent=1))
-    return 0
+    report = {"model": args.model, "cases": len(cases), **_per_token(results)}
+    print(json.dumps(report, indent=1))
+    return 0, (
+        f"`{args.model}` ({engine.backend.description}), {len(cases)} cases, constrained, "
+        f"{args.max_tokens} tokens: constraint time per token median over cases "
+        f"{report['constraint_ms_per_token_median']:.2f} ms, mean "
+        f"{report['constraint_ms_per_token_mean']:.2f} ms; model time per token mean "
+        f"{report['model_ms_per_token_mean']:.2f} ms.\n")
 
 
-def speed(args) -> int:
+def speed(args) -> tuple[int, str]:
     """Unconstrained tokens/s of our loop vs ``model.generate`` on one prompt, interleaved."""
     engine = Engine.load(args.model, device=args.device, dtype=args.dtype, heal=False,
                          engine="transformers")
@@ -123,7 +170,19 @@ def speed(args) -> int:
         "runs": args.repeats,
     }
     print(json.dumps(report, indent=1))
-    return 0
+    return 0, "\n".join([
+        f"Greedy unconstrained decoding of the same prompt ({len(prompt.ids)} tokens), exactly "
+        f"{args.tokens} new tokens (`min_new_tokens` / `min_tokens`), {args.repeats} runs of "
+        "each loop interleaved, Seam's KV cache cleared before each of its runs; medians. "
+        f"Runtime: {engine.backend.description}.",
+        "",
+        "| model | dtype | new tokens | `generate` tokens/s | Seam tokens/s | ratio |",
+        "|---|---|---:|---:|---:|---:|",
+        f"| {args.model} | {args.dtype} | {args.tokens} × {args.repeats} runs "
+        f"| {report['generate_tokens_per_s_median']:.3g} "
+        f"| {report['seam_tokens_per_s_median']:.3g} | {report['ratio']:.2f} |",
+        "",
+    ])
 
 
 # One fresh interpreter per measurement: imports, Engine.load, then the first completion.
@@ -133,7 +192,7 @@ t0 = time.perf_counter()
 import torch, transformers
 from fim.api import CompletionRequest, Engine
 t1 = time.perf_counter()
-engine = Engine.load(sys.argv[1], device=sys.argv[2], dtype=sys.argv[3])
+engine = Engine.load(sys.argv[1], device=sys.argv[2], dtype=sys.argv[3], engine=sys.argv[4])
 t2 = time.perf_counter()
 res = engine.complete(CompletionRequest("def add(a, b):\\n    return ", "\\n", max_tokens=1,
                                         mode="unconstrained"))
@@ -142,12 +201,13 @@ print(json.dumps({"imports_s": t1 - t0, "load_s": t2 - t1, "first_token_s": t3 -
 """
 
 
-def load(args) -> int:
+def load(args) -> tuple[int, str]:
     """Wall time of a fresh process: library imports, ``Engine.load`` and the first token."""
     runs = []
     for _ in range(args.repeats):
         out = subprocess.run([sys.executable, "-c", _LOAD_CHILD, args.model, args.device,
-                              args.dtype], capture_output=True, text=True, check=True)
+                              args.dtype, args.engine], capture_output=True, text=True,
+                             check=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
         if args.verbose:
             print(runs[-1], file=sys.stderr)
@@ -157,7 +217,19 @@ def load(args) -> int:
         report[key + "_median"] = statistics.median(values)
         report[key + "_min"] = min(values)
     print(json.dumps(report, indent=1))
-    return 0
+    labels = {"imports_s": "imports (`torch`, `transformers`, `fim.api`)",
+              "load_s": "`Engine.load`", "first_token_s": "first token (short prompt)"}
+    rows = [f"| {labels[k]} | {report[k + '_median']:.2f} s | {report[k + '_min']:.2f} s |"
+            for k in ("imports_s", "load_s", "first_token_s")]
+    return 0, "\n".join([
+        f"`{args.model}` with the {args.engine} engine ({args.dtype}), {args.repeats} fresh "
+        "interpreters, one after another:",
+        "",
+        "| phase | median | fastest |",
+        "|---|---:|---:|",
+        *rows,
+        "",
+    ])
 
 
 def main(argv=None) -> int:
@@ -166,6 +238,8 @@ def main(argv=None) -> int:
     for name in ("soundness", "overhead", "speed", "load"):
         s = sub.add_parser(name)
         s.add_argument("--model", default="random:santacoder")
+        s.add_argument("--engine", default="transformers",
+                       help="transformers (default) or llama.cpp")
         s.add_argument("--device", default="cpu")
         s.add_argument("--dtype", default="fp32")
         s.add_argument("--cases", type=int, default=200)
@@ -177,9 +251,19 @@ def main(argv=None) -> int:
         s.add_argument("--tokens", type=int, default=64)
         s.add_argument("--repeats", type=int, default=5)
         s.add_argument("--verbose", action="store_true")
+        s.add_argument("--figures", type=Path, default=None,
+                       help="write the table into this page's section (see --section)")
+        s.add_argument("--section", default=None,
+                       help=f"the figures section to write (default: {name})")
     args = p.parse_args(argv)
     commands = {"soundness": soundness, "overhead": overhead, "speed": speed, "load": load}
-    return commands[args.cmd](args)
+    record = RunRecord(command_line(), packages=model_packages())
+    status, body = commands[args.cmd](args)
+    record.finish()
+    print("\n" + body + "\n" + record.markdown())
+    if args.figures:
+        write_section(args.figures, args.section or args.cmd, body + "\n" + record.markdown())
+    return status
 
 
 if __name__ == "__main__":

@@ -6,15 +6,16 @@ measured code depends on, the machine, and the machine's load before and after t
 project machine is shared, so wall-clock figures mean little without the load, and the scripts
 also report CPU time.
 
-With ``--figures docs/figures.md`` a script replaces its own section of that file, the text
-between ``<!-- figures:NAME -->`` and ``<!-- /figures:NAME -->``, so no figure there is typed by
-hand.
+With ``--figures docs/figures.md`` (or another page: ``docs/evaluation.md``,
+``docs/latency.md``) a script replaces its own section of that file, the text between
+``<!-- figures:NAME -->`` and ``<!-- /figures:NAME -->``, so no figure there is typed by hand.
 """
 
 from __future__ import annotations
 
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import time
@@ -69,9 +70,10 @@ class RunRecord:
 
     command: str
     commit: str = field(default_factory=lambda: _git("rev-parse", "--short=12", "HEAD"))
-    # Uncommitted changes to tracked files, other than the figures page the scripts write.
+    # Uncommitted changes to tracked files, other than the pages in docs/ (the scripts write
+    # them; no measured code lives there).
     dirty: bool = field(default_factory=lambda: bool(_git(
-        "status", "--porcelain", "--untracked-files=no", "--", ".", ":!docs/figures.md")))
+        "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)docs/*.md")))
     python: str = field(default_factory=lambda: platform.python_version())
     packages: dict[str, str] = field(default_factory=dict)
     machine: str = field(default_factory=lambda: (
@@ -96,17 +98,19 @@ class RunRecord:
     def as_dict(self) -> dict:
         return dict(self.__dict__)
 
-    def markdown(self) -> str:
-        """One paragraph for the figures' section."""
-        def load(x: tuple[float, float, float] | None) -> str:
+    def markdown(self, verb: str = "Measured", load: bool = True) -> str:
+        """One paragraph for the figures' section: ``verb`` (e.g. "Rendered" for a script that
+        only formats records made earlier) and the load average unless ``load`` is false."""
+        def avg(x: tuple[float, float, float] | None) -> str:
             return "unknown" if x is None else " / ".join(f"{v:.2f}" for v in x)
 
         packages = ", ".join(f"{k} {v}" for k, v in self.packages.items())
         tree = f"`{self.commit}`" + (" with uncommitted changes" if self.dirty else "")
+        loads = (f" Load average (1/5/15 min) before the run {avg(self.load_before)},"
+                 f" after it {avg(self.load_after)}." if load else "")
         return (
-            f"Measured {self.started} at commit {tree}; Python {self.python}, {packages}; "
-            f"{self.machine}. Load average (1/5/15 min) before the run {load(self.load_before)},"
-            f" after it {load(self.load_after)}.\n\n```\n{self.command}\n```\n"
+            f"{verb} {self.started} at commit {tree}; Python {self.python}, {packages}; "
+            f"{self.machine}.{loads}\n\n```\n{self.command}\n```\n"
         )
 
 
@@ -130,7 +134,7 @@ def command_line() -> str:
         script_text = str(script)
     # Paths inside the repository are shown relative to it, as they would be typed there.
     args = [a.replace(f"{ROOT}/", "") for a in sys.argv[1:]]
-    return " ".join([".venv/bin/python", script_text, *args])
+    return shlex.join([".venv/bin/python", script_text, *args])
 
 
 def write_section(path: Path, name: str, body: str) -> None:
