@@ -10,7 +10,8 @@ each text, the top-1 agreement and KL divergence against the fp32 model and the 
 log-likelihood of the text under both.  The fp32 log-probabilities are computed once per
 model and text and kept in ``--reference`` so that each configuration runs in its own process
 (two fp32 copies of a 1.5B model do not fit next to each other on a 24 GB machine).
-Figures: docs/evaluation.md, "Faster CPU decoding".
+It prints its figures; the conclusions drawn from them are in docs/evaluation.md, "Faster CPU
+decoding".
 """
 
 from __future__ import annotations
