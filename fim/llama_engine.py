@@ -46,7 +46,7 @@ log = logging.getLogger(__name__)
 #: on a CPU (``fim.editor_policy.CPU_CONTEXT_TOKENS``). llama.cpp allocates and clears the
 #: whole KV cache at load, so a larger default would cost load time and RAM that the server's
 #: requests never use (``slots + 1`` sequences of 4,096 positions: 0.5 s and 470 MB here,
-#: against 0.2 s and 290 MB at 2,048); callers that want more pass ``context``.
+#: against ~0.3 s and 290 MB at 2,048); callers that want more pass ``context``.
 DEFAULT_CONTEXT = 2048
 #: Tokens per llama_decode call (and per micro-batch).
 BATCH = 256
