@@ -256,7 +256,7 @@ async def run_seam(engine: str, files: list[Path], args, workdir: Path,
     settings = {"model": args.model, "engine": engine}
     if context == "off":
         settings.update(contextDefinitions=False, contextOpenFiles=False,
-                        contextRecentEdits=False)
+                        contextRecentEdits=False, contextSimilarCode=False)
     root = Path(sysconfig.get_paths()["stdlib"]).as_uri() if args.workspace else None
     session = LspSession(settings, workdir / f"server-{engine}-{context}.log", root_uri=root)
     result.ready_s = await session.start()

@@ -35,8 +35,12 @@ modelled as follows (modelling choices, stated in the output):
 * time budgets are off by default (``--time-budgets`` keeps the server's), so that the
   quality figures do not depend on the machine's load.
 
+* similar code: the workspace on disk holds each file as it was, the truth included, but the
+  document itself is read from the editor (the cut text), never from disk, as the server
+  does for every open document; other files are read from disk as they are.
+
 Variants: ``off`` (no project context), ``all`` (every source), and each source alone
-(``definitions``, ``open_files``, ``recent_edits``) at the same budget.  Reported per variant
+(``definitions``, ``open_files``, ``recent_edits``, ``similar_code``) at the same budget.  Reported per variant
 and kind of cursor: success (the file parses with the suggestion), exact match, edit
 similarity, the share a user would accept whole (exact, or the truth starts with it and it
 ends at a line end), p50/p90 latency, and unparsable constrained middles (must be 0).

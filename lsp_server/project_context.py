@@ -1,6 +1,6 @@
 """Project context for a completion: what the rest of the project says, under a token budget.
 
-Three sources, each of which a setting turns off (``lsp_server.settings``):
+Four sources, each of which a setting turns off (``lsp_server.settings``):
 
 * **definitions** of the names the document imports and uses, from the workspace's files
   (``python_definitions``): what the code at the cursor calls;
@@ -9,16 +9,19 @@ Three sources, each of which a setting turns off (``lsp_server.settings``):
   top-level definitions);
 * **recent edits**: the ring of recently edited chunks (``recent_edits``), except those of the
   current document at or below the prompt's start (the prompt shows them already, and the
-  chunk being typed in changes with every keystroke).
+  chunk being typed in changes with every keystroke);
+* **similar code**: windows of the project's code that read like the lines above the cursor
+  (``similar_code``), chosen once per place in the document.
 
 The model's cache keeps a prompt's beginning, so the context must not change while the user
 works in one place.  The sources go in that order, the steadiest first (definitions change
 when the imports or the files on disk do; open files when the user visits another document;
-edits with edits elsewhere), and nothing depends on the cursor except the exclusion of the
-current document's chunks, which depends on the prompt's start (``context_plan`` keeps it
-fixed per document).  Each source has a share of the budget (``SHARES``): a source may use
-room the sources *before* it left, never room reserved for those after it, so a change in a
-later source never moves an earlier one.
+edits with edits elsewhere; similar code when the user starts work at another place), and
+nothing depends on the cursor but the exclusion of the current document's chunks, which
+depends on the prompt's start (``context_plan`` keeps it fixed per document), and the similar
+code, which depends on the place and not on the keystroke.  Each source has a share of the
+budget (``SHARES``): a source may use room the sources *before* it left, never room reserved
+for those after it, so a change in a later source never moves an earlier one.
 """
 
 from __future__ import annotations
@@ -34,11 +37,12 @@ from fim.templates import ContextFile
 
 from .python_definitions import DefinitionIndex, signatures_of
 from .recent_edits import EditRing
+from .similar_code import SimilarCode
 from .workspace import Workspace, path_of_uri
 
 #: Shares of the budget when every source is on (a source that is off gives its share to the
 #: others in proportion).
-SHARES = {"definitions": 0.5, "open_files": 0.3, "recent_edits": 0.2}
+SHARES = {"definitions": 0.35, "open_files": 0.2, "recent_edits": 0.15, "similar_code": 0.3}
 SOURCES = tuple(SHARES)
 #: Lines shown around the last place the user was in another open document.
 OPEN_FILE_LINES = 40
@@ -55,6 +59,7 @@ class ContextSources:
     definitions: bool = True
     open_files: bool = True
     recent_edits: bool = True
+    similar_code: bool = True
     budget: int = 0
 
     def enabled(self) -> tuple[str, ...]:
@@ -130,6 +135,7 @@ class ContextCollector:
         self.workspace = workspace
         self.ring = ring or EditRing()
         self.definitions = DefinitionIndex(workspace)
+        self.similar = SimilarCode(workspace, self.definitions)
         self._visits: OrderedDict[str, int] = OrderedDict()  # uri -> line, least recent first
         self._outlines: OrderedDict[tuple[str, int], str | None] = OrderedDict()
 
@@ -143,8 +149,9 @@ class ContextCollector:
             self._visits.popitem(last=False)
 
     def forget(self, uri: str) -> None:
-        """``uri`` was closed: its visits go (its edits stay in the ring)."""
+        """``uri`` was closed: its visits and place go (its edits stay in the ring)."""
         self._visits.pop(uri, None)
+        self.similar.forget(uri)
 
     # ----- where things are -------------------------------------------------------------------
 
@@ -220,11 +227,13 @@ class ContextCollector:
     # ----- putting it together ----------------------------------------------------------------
 
     def collect(self, uri: str, text: str, anchor_line: int, sources: ContextSources,
-                documents: Sequence[OpenDocument], count: Callable[[str], int]
-                ) -> ProjectContext:
+                documents: Sequence[OpenDocument], count: Callable[[str], int],
+                cursor: int | None = None) -> ProjectContext:
         """The project context of a request in ``uri`` (whose text is ``text`` and whose
         prompt starts at line ``anchor_line``), within ``sources.budget`` tokens counted by
-        ``count``.  ``documents`` are the open documents, in the order they were opened."""
+        ``count``.  ``documents`` are the open documents, in the order they were opened;
+        ``cursor`` is the cursor's offset in ``text``, which the similar code needs (without
+        it that source gives nothing)."""
         repo, path = self.label(uri)
         if not sources.active:
             return ProjectContext(repo=repo, path=path)
@@ -239,15 +248,16 @@ class ContextCollector:
         for i, source in enumerate(on):
             later = sum(SHARES[s] for s in on[i + 1:]) / total_share
             cap = int(room * (1 - later)) - spent  # room before the later sources' shares
-            picked, tokens = self._pick(source, uri, text, anchor_line, documents, cap, count)
+            picked, tokens = self._pick(source, uri, text, anchor_line, documents, cap, count,
+                                        cursor)
             files += picked
             spent += tokens
             used.append((source, tokens))
         return ProjectContext(tuple(files), repo, path, budget, tuple(used))
 
     def _pick(self, source: str, uri: str, text: str, anchor_line: int,
-              documents: Sequence[OpenDocument], cap: int, count: Callable[[str], int]
-              ) -> tuple[list[ContextFile], int]:
+              documents: Sequence[OpenDocument], cap: int, count: Callable[[str], int],
+              cursor: int | None = None) -> tuple[list[ContextFile], int]:
         """Items of one source that fit ``cap`` tokens, as context files."""
         if cap <= 0:
             return [], 0
@@ -283,6 +293,9 @@ class ContextCollector:
                 chosen[k] = body
                 spent += extra
             return [ContextFile(items[k][0], chosen[k]) for k in sorted(chosen)], spent
+        if source == "similar_code":
+            return self._pick_similar(uri, text, anchor_line, documents, cap, cost, count,
+                                      cursor)
         # recent edits: the newest last (nearest the cursor's file); the oldest dropped first
         picked: list[ContextFile] = []
         spent = 0
@@ -293,6 +306,29 @@ class ContextCollector:
             picked.append(ContextFile(path, body))
             spent += extra
         return picked[::-1], spent
+
+    def _pick_similar(self, uri: str, text: str, anchor_line: int,
+                      documents: Sequence[OpenDocument], cap: int,
+                      cost: Callable[[str, str], int], count: Callable[[str], int],
+                      cursor: int | None) -> tuple[list[ContextFile], int]:
+        """The best snippets that fit ``cap`` tokens, the best last (nearest the file)."""
+        if cursor is None:
+            return [], 0
+        others = [(d.uri, d.text) for d in documents if d.uri != uri]
+        found = self.similar.snippets(uri, text, cursor, anchor_line, others)
+        kept: list[tuple[str, str]] = []
+        spent = 0
+        for snippet in reversed(found):  # the best first
+            path, body = self.label(snippet.uri)[1], snippet.text
+            extra = cost(path, body)
+            if spent + extra > cap:  # its first lines, where the match is, if they are enough
+                body = _head_within(body, cap - spent - cost(path, ""), count)
+                if count(body) < MIN_EXCERPT_TOKENS:
+                    continue
+                extra = cost(path, body)
+            kept.append((path, body))
+            spent += extra
+        return [ContextFile(p, b) for p, b in reversed(kept)], spent
 
 
 def line_of(text: str, offset: int) -> int:

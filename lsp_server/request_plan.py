@@ -159,7 +159,7 @@ class RequestPlanner:
             context = self.collector.collect(
                 uri, text, left.count("\n", 0, left_start),
                 dataclasses.replace(sources, budget=extra), documents,
-                self._count_with(engine))
+                self._count_with(engine), cursor=offset)
         request = policy.request(
             left, right, left_start=left_start, context_files=context.files,
             context_budget=context.budget if extra else 0, repo=context.repo,

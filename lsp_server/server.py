@@ -390,7 +390,8 @@ class SeamServer(LanguageServer):
                 "engine": s.engine, "contextBudgetTokens": s.context_budget or "auto",
                 "contextDefinitions": s.context_definitions,
                 "contextOpenFiles": s.context_open_files,
-                "contextRecentEdits": s.context_recent_edits}
+                "contextRecentEdits": s.context_recent_edits,
+                "contextSimilarCode": s.context_similar_code}
 
     def _receive_settings(self, payload: Any) -> bool:
         """Apply settings from any source; ``False`` when the payload held none."""

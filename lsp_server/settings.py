@@ -95,6 +95,7 @@ class Settings:
     context_definitions: bool = True
     context_open_files: bool = True
     context_recent_edits: bool = True
+    context_similar_code: bool = True
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -249,6 +250,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "contextDefinitions": ("context_definitions", _bool),
     "contextOpenFiles": ("context_open_files", _bool),
     "contextRecentEdits": ("context_recent_edits", _bool),
+    "contextSimilarCode": ("context_similar_code", _bool),
 }
 KEYS = tuple(_KEYS)
 
@@ -358,4 +360,5 @@ def context_sources(settings: Settings, device_type: str = "cpu") -> ContextSour
         budget = CONTEXT_BUDGET_TOKENS if device_type == "cpu" else GPU_CONTEXT_BUDGET_TOKENS
     return ContextSources(definitions=settings.context_definitions,
                           open_files=settings.context_open_files,
-                          recent_edits=settings.context_recent_edits, budget=budget)
+                          recent_edits=settings.context_recent_edits,
+                          similar_code=settings.context_similar_code, budget=budget)

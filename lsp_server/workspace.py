@@ -152,6 +152,19 @@ class Workspace:
             return None
         return st.st_mtime_ns, st.st_size
 
+    def python_files(self, directory: Path, limit: int) -> list[Path]:
+        """Up to ``limit`` Python files directly in ``directory`` (sorted by name), when the
+        directory lies inside a folder (links followed); otherwise none."""
+        real = _resolved(directory)
+        if real is None or self.folder_of(real) is None:
+            return []
+        try:
+            names = sorted(e.name for e in os.scandir(real)
+                           if e.name.endswith(".py") and not e.name.startswith("."))
+        except OSError:
+            return []
+        return [real / name for name in names[:limit]]
+
     def read(self, path: Path) -> str | None:
         """The text of a file inside the workspace, or ``None``: outside every folder (links
         followed), missing, not a regular file, larger than ``MAX_FILE_BYTES``, or not text."""

@@ -96,11 +96,13 @@ def test_every_source_reaches_the_prompt_in_the_repository_layout(engine, projec
     planned = plan(engine, project, planner=RequestPlanner(collector))
     req = planned.request
     paths = [f.path for f in req.context_files]
-    # definitions first (steadiest), then open files, then recent edits
-    assert paths == ["helpers.py", "notes.py", "notes.py"]
+    # definitions first (steadiest), then open files, recent edits and similar code
+    assert paths == ["helpers.py", "notes.py", "notes.py", "main.py"]
     assert "def scale(value, factor):" in req.context_files[0].text
     assert "def remember(item): ..." in req.context_files[1].text  # unvisited: signatures
     assert "return item" in req.context_files[2].text  # the edited chunk
+    # the lines at the top of the function read like those above the cursor
+    assert "total = total + scale(0, 1)" in req.context_files[3].text
     assert (req.repo, req.path) == ("proj", "main.py")
     prompt = engine.prompt_for(req)
     assert 0 < prompt.context_tokens <= req.context_budget == 256
@@ -116,7 +118,8 @@ def test_each_source_can_be_turned_off(engine, project, source):
     got = dict(off.context.tokens)
     assert source not in got and all(got.values())
     assert dict(on.context.tokens)[source] > 0
-    none = plan(engine, project, definitions=False, open_files=False, recent_edits=False)
+    none = plan(engine, project, definitions=False, open_files=False, recent_edits=False,
+                similar_code=False)
     assert none.request.context_files == () and none.request.context_budget == 0
     assert engine.prompt_for(none.request).context_tokens == 0
 
@@ -165,15 +168,16 @@ def test_edits_in_the_prompt_window_stay_out_and_edits_above_it_come_in(engine, 
     uri = project["uris"]["main"]
     cursor = MAIN.index("    return total")
     planner = RequestPlanner(collector)
-    start = plan(engine, project, offset=cursor, planner=planner).request.left_start
+    start = plan(engine, project, offset=cursor, planner=planner,
+                 similar_code=False).request.left_start
     anchor_line = MAIN.count("\n", 0, start)
     assert anchor_line > 10
     collector.ring.record(uri, MAIN, anchor_line + 5, anchor_line + 6, anchor_line + 6)
-    inside = plan(engine, project, offset=cursor, planner=planner)
+    inside = plan(engine, project, offset=cursor, planner=planner, similar_code=False)
     assert "recent_edits" not in dict(inside.context.tokens) or \
         dict(inside.context.tokens)["recent_edits"] == 0
     collector.ring.record(uri, MAIN, 5, 6, 6)
-    above = plan(engine, project, offset=cursor, planner=planner)
+    above = plan(engine, project, offset=cursor, planner=planner, similar_code=False)
     assert dict(above.context.tokens)["recent_edits"] > 0
     assert "total = total + scale(0, 1)" in above.request.context_files[-1].text
 
@@ -182,7 +186,7 @@ def test_a_visited_open_file_shows_where_the_user_was(engine, project):
     collector = ContextCollector(project["workspace"])
     collector.visit(project["uris"]["notes"], 7)
     planned = plan(engine, project, planner=RequestPlanner(collector), definitions=False,
-                   recent_edits=False)
+                   recent_edits=False, similar_code=False)
     (notes,) = planned.request.context_files
     assert notes.path == "notes.py" and "return item" in notes.text  # lines, not signatures
 
@@ -209,7 +213,8 @@ def test_the_context_is_planned_without_a_workspace_too(engine, project):
         engine, settings(), project["uris"]["main"], MAIN, MAIN.index("    return total"),
         documents(project))
     paths = [f.path for f in planned.request.context_files]
-    assert paths == ["notes.py"]  # open files only: nothing is read from disk
+    # the open file and similar code from the document itself: nothing is read from disk
+    assert paths == ["notes.py", "main.py"]
     assert planned.request.repo == "" and planned.request.path == "main.py"
 
 
@@ -217,7 +222,9 @@ def test_context_settings_are_validated():
     s, problems = merge(Settings(), {"contextBudgetTokens": 300, "contextDefinitions": False,
                                      "contextOpenFiles": True, "contextRecentEdits": False})
     assert not problems and s.context_budget == 300 and not s.context_definitions
-    assert context_sources(s).enabled() == ("open_files",)
+    assert context_sources(s).enabled() == ("open_files", "similar_code")
+    s, problems = merge(s, {"contextSimilarCode": False})
+    assert not problems and context_sources(s).enabled() == ("open_files",)
     for bad in (-5, 10, 1 << 20, "lots", True):
         kept, problems = merge(s, {"contextBudgetTokens": bad})
         assert problems and kept.context_budget == 300

@@ -39,6 +39,7 @@ export interface ServerSettings {
   contextDefinitions: boolean;
   contextOpenFiles: boolean;
   contextRecentEdits: boolean;
+  contextSimilarCode: boolean;
 }
 
 /** Settings whose change needs a new server process rather than a notification. */
@@ -68,6 +69,7 @@ export function serverSettings(): ServerSettings {
     contextDefinitions: cfg.get<boolean>("contextDefinitions", true),
     contextOpenFiles: cfg.get<boolean>("contextOpenFiles", true),
     contextRecentEdits: cfg.get<boolean>("contextRecentEdits", true),
+    contextSimilarCode: cfg.get<boolean>("contextSimilarCode", true),
   };
 }
 

@@ -26,7 +26,7 @@ M.defaults = {
   root_markers = { "pyproject.toml", "setup.py", "setup.cfg", ".git" },
   -- The server's settings (section `seam`): model, engine, device, dtype, maxTokens, timeBudgetMs,
   -- contextTokens, scope, topK, constrained, languages, contextBudgetTokens,
-  -- contextDefinitions, contextOpenFiles, contextRecentEdits.
+  -- contextDefinitions, contextOpenFiles, contextRecentEdits, contextSimilarCode.
   settings = {},
   -- Insert-mode keys. `accept` falls back to the key itself when no suggestion is shown.
   -- Set a key to false to leave it unmapped.
