@@ -228,12 +228,14 @@ class ContextCollector:
 
     def collect(self, uri: str, text: str, anchor_line: int, sources: ContextSources,
                 documents: Sequence[OpenDocument], count: Callable[[str], int],
-                cursor: int | None = None) -> ProjectContext:
+                cursor: int | None = None,
+                widest_line: Callable[[], int] | None = None) -> ProjectContext:
         """The project context of a request in ``uri`` (whose text is ``text`` and whose
         prompt starts at line ``anchor_line``), within ``sources.budget`` tokens counted by
         ``count``.  ``documents`` are the open documents, in the order they were opened;
         ``cursor`` is the cursor's offset in ``text``, which the similar code needs (without
-        it that source gives nothing)."""
+        it that source gives nothing), and ``widest_line`` the line the widest prompt there
+        would start at (see ``SimilarCode.snippets``)."""
         repo, path = self.label(uri)
         if not sources.active:
             return ProjectContext(repo=repo, path=path)
@@ -249,7 +251,7 @@ class ContextCollector:
             later = sum(SHARES[s] for s in on[i + 1:]) / total_share
             cap = int(room * (1 - later)) - spent  # room before the later sources' shares
             picked, tokens = self._pick(source, uri, text, anchor_line, documents, cap, count,
-                                        cursor)
+                                        cursor, widest_line)
             files += picked
             spent += tokens
             used.append((source, tokens))
@@ -257,7 +259,8 @@ class ContextCollector:
 
     def _pick(self, source: str, uri: str, text: str, anchor_line: int,
               documents: Sequence[OpenDocument], cap: int, count: Callable[[str], int],
-              cursor: int | None = None) -> tuple[list[ContextFile], int]:
+              cursor: int | None = None, widest_line: Callable[[], int] | None = None
+              ) -> tuple[list[ContextFile], int]:
         """Items of one source that fit ``cap`` tokens, as context files."""
         if cap <= 0:
             return [], 0
@@ -295,7 +298,7 @@ class ContextCollector:
             return [ContextFile(items[k][0], chosen[k]) for k in sorted(chosen)], spent
         if source == "similar_code":
             return self._pick_similar(uri, text, anchor_line, documents, cap, cost, count,
-                                      cursor)
+                                      cursor, widest_line)
         # recent edits: the newest last (nearest the cursor's file); the oldest dropped first
         picked: list[ContextFile] = []
         spent = 0
@@ -310,12 +313,13 @@ class ContextCollector:
     def _pick_similar(self, uri: str, text: str, anchor_line: int,
                       documents: Sequence[OpenDocument], cap: int,
                       cost: Callable[[str, str], int], count: Callable[[str], int],
-                      cursor: int | None) -> tuple[list[ContextFile], int]:
+                      cursor: int | None, widest_line: Callable[[], int] | None
+                      ) -> tuple[list[ContextFile], int]:
         """The best snippets that fit ``cap`` tokens, the best last (nearest the file)."""
         if cursor is None:
             return [], 0
         others = [(d.uri, d.text) for d in documents if d.uri != uri]
-        found = self.similar.snippets(uri, text, cursor, anchor_line, others)
+        found = self.similar.snippets(uri, text, cursor, anchor_line, others, widest_line)
         kept: list[tuple[str, str]] = []
         spent = 0
         for snippet in reversed(found):  # the best first

@@ -156,10 +156,15 @@ class RequestPlanner:
             left_start = anchors.left_start(uri, left, len(left)) if anchors is not None else 0
         context = ProjectContext()
         if self.collector is not None:
+            def widest_line() -> int:  # where the server would widen this prompt to
+                if anchors is None:
+                    return 0
+                return left.count("\n", 0, anchors.fit(left, len(left), anchors.left_max))
+
             context = self.collector.collect(
                 uri, text, left.count("\n", 0, left_start),
                 dataclasses.replace(sources, budget=extra), documents,
-                self._count_with(engine), cursor=offset)
+                self._count_with(engine), cursor=offset, widest_line=widest_line)
         request = policy.request(
             left, right, left_start=left_start, context_files=context.files,
             context_budget=context.budget if extra else 0, repo=context.repo,

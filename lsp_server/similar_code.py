@@ -25,8 +25,9 @@ therefore chosen once per *place* and come back unchanged (as they read when cho
 document's prompt start stays, or while the cursor stays within ``PLACE_LINES`` of where they
 were chosen (the server widening the prompt while the cursor rests); a new prompt start away
 from there, where the whole window runs again anyway, chooses again.  In the document itself
-the windows overlapping the prompt's window (from its start to ``BELOW_LINES`` below the
-cursor) are left out: the prompt shows them already.
+the windows overlapping the prompt's window are left out, the prompt shows them already: from
+where the widest prompt at the cursor would start (the server widens to it while the cursor
+rests) to ``BELOW_LINES`` below the cursor.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from __future__ import annotations
 import keyword
 import re
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,10 +146,13 @@ class SimilarCode:
         self._places.pop(uri, None)
 
     def snippets(self, uri: str, text: str, cursor: int, anchor_line: int,
-                 documents: Sequence[tuple[str, str]]) -> tuple[Snippet, ...]:
+                 documents: Sequence[tuple[str, str]],
+                 widest_line: Callable[[], int] | None = None) -> tuple[Snippet, ...]:
         """The snippets for a prompt of ``uri`` (text ``text``, the cursor at offset
         ``cursor``) that starts at line ``anchor_line``; ``documents`` are the other open
-        documents as ``(uri, text)``.  The best last."""
+        documents as ``(uri, text)``; ``widest_line`` gives the line the widest prompt at
+        this cursor would start at (the server widens to it while the cursor rests, and the
+        snippets stay), asked only when the snippets are chosen.  The best last."""
         cursor_line = text.count("\n", 0, cursor)
         place = self._places.get(uri)
         if place is not None and (place.anchor_line == anchor_line
@@ -157,13 +161,14 @@ class SimilarCode:
             # below a widened prompt start keeps them too.
             self._places[uri] = _Place(anchor_line, place.line, place.snippets)
             return place.snippets
-        found = self._choose(uri, text, cursor, anchor_line, documents)
+        top = anchor_line if widest_line is None else min(anchor_line, widest_line())
+        found = self._choose(uri, text, cursor, top, documents)
         self._places[uri] = _Place(anchor_line, cursor_line, found)
         return found
 
     # ----- choosing -----------------------------------------------------------------------------
 
-    def _choose(self, uri: str, text: str, cursor: int, anchor_line: int,
+    def _choose(self, uri: str, text: str, cursor: int, top: int,
                 documents: Sequence[tuple[str, str]]) -> tuple[Snippet, ...]:
         query = query_of(text[:cursor])
         if not query:
@@ -173,8 +178,8 @@ class SimilarCode:
         for other_uri, piece in self._candidates(uri, text, documents):
             for w in piece.windows:
                 if other_uri == uri and w.start < cursor_line + BELOW_LINES and \
-                        w.start + WINDOW_LINES > anchor_line:
-                    continue  # in the prompt's own window
+                        w.start + WINDOW_LINES > top:
+                    continue  # in the prompt's own window, or in the widened one
                 score = similarity(query, w.keys)
                 if score >= MIN_SIMILARITY:
                     scored.append((score, other_uri, w.start, piece))

@@ -91,6 +91,12 @@ def test_the_prompts_own_window_is_left_out_but_the_file_above_it_counts(project
     cursor_line = text.count("\n", 0, cursor)
     for s in found:
         assert s.start + 12 <= anchor or s.start >= cursor_line + 24, "inside the window"
+    # Where the server would widen the prompt to while the cursor rests counts as the window
+    # too: the widened prompt shows the earlier handler itself.
+    widened = SimilarCode(Workspace(), DefinitionIndex(Workspace())).snippets(
+        "file:///nowhere/views.py", text, cursor, anchor, [], widest_line=lambda: 0)
+    assert not [s for s in widened if s.uri == "file:///nowhere/views.py"
+                and s.start < cursor_line + 24]
 
 
 def test_open_documents_are_read_from_the_editor_and_the_document_never_from_disk(project):
