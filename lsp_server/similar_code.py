@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import keyword
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -58,8 +59,10 @@ MAX_FILES = 48
 PLACE_LINES = 12
 #: Lines below the cursor the prompt's right context may show.
 BELOW_LINES = 24
-#: Cut files remembered (by path).
+#: Cut files remembered (by path), and how long a file's check on disk holds (the checks,
+#: one ``stat`` with every link resolved per file, cost more than the comparing on slow disks).
 _MAX_CUT_FILES = 256
+REFRESH_S = 10.0
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IGNORED = frozenset(keyword.kwlist) | {"self", "cls"}
@@ -111,12 +114,29 @@ class _Place:
 def cut(text: str) -> _Cut:
     """A text's lines and windows (windows of blank lines only are left out)."""
     lines = tuple(text.split("\n"))
+    # Windows overlap: each line's identifiers are found once (and remembered across calls,
+    # since the document is cut again at every new place with most of its lines unchanged).
+    keys_of = [_line_identifiers(line) for line in lines]
     windows = []
     for start in range(0, max(1, len(lines) - MATCH_LINES + 1), STRIDE_LINES):
-        keys = identifiers("\n".join(lines[start:start + MATCH_LINES]))
+        keys = frozenset().union(*keys_of[start:start + MATCH_LINES])
         if keys:
             windows.append(Window(start, keys))
     return _Cut(lines, tuple(windows))
+
+
+_LINE_KEYS: OrderedDict[str, frozenset[str]] = OrderedDict()
+_MAX_LINE_KEYS = 1 << 16
+
+
+def _line_identifiers(line: str) -> frozenset[str]:
+    found = _LINE_KEYS.get(line)
+    if found is None:
+        found = identifiers(line)
+        _LINE_KEYS[line] = found
+        if len(_LINE_KEYS) > _MAX_LINE_KEYS:
+            _LINE_KEYS.popitem(last=False)
+    return found
 
 
 def query_of(before: str) -> frozenset[str]:
@@ -139,6 +159,7 @@ class SimilarCode:
         self.workspace = workspace
         self.definitions = definitions
         self._files: OrderedDict[Path, tuple[tuple[int, int], _Cut | None]] = OrderedDict()
+        self._checked: dict[Path, float] = {}  # when each file's stamp was last read
         self._places: dict[str, _Place] = {}
 
     def forget(self, uri: str) -> None:
@@ -175,14 +196,21 @@ class SimilarCode:
             return ()
         cursor_line = text.count("\n", 0, cursor)
         scored: list[tuple[float, str, int, _Cut]] = []
+        size = len(query)
         for other_uri, piece in self._candidates(uri, text, documents):
+            own = other_uri == uri
             for w in piece.windows:
-                if other_uri == uri and w.start < cursor_line + BELOW_LINES and \
-                        w.start + WINDOW_LINES > top:
+                # `similarity` inlined: this loop runs over every window of up to MAX_FILES
+                # files at each new place, on the event loop.
+                shared = len(query & w.keys)
+                if not shared:
+                    continue
+                score = shared / (size + len(w.keys) - shared)
+                if score < MIN_SIMILARITY:
+                    continue
+                if own and w.start < cursor_line + BELOW_LINES and w.start + WINDOW_LINES > top:
                     continue  # in the prompt's own window, or in the widened one
-                score = similarity(query, w.keys)
-                if score >= MIN_SIMILARITY:
-                    scored.append((score, other_uri, w.start, piece))
+                scored.append((score, other_uri, w.start, piece))
         # Best first; ties by place, so the choice does not depend on dictionary order.
         scored.sort(key=lambda s: (-s[0], s[1], s[2]))
         chosen: list[Snippet] = []
@@ -234,12 +262,18 @@ class SimilarCode:
         return list(dict.fromkeys(out))
 
     def _cut_file(self, path: Path) -> _Cut | None:
-        """A workspace file's windows, cut again only when its mtime or size moved."""
+        """A workspace file's windows, cut again only when its mtime or size moved (looked at
+        once per ``REFRESH_S``)."""
+        now = time.monotonic()
+        hit = self._files.get(path)
+        if hit is not None and now - self._checked.get(path, -REFRESH_S) < REFRESH_S:
+            self._files.move_to_end(path)
+            return hit[1]
         stamp = self.workspace.stat(path)
+        self._checked[path] = now
         if stamp is None:
             self._files.pop(path, None)
             return None
-        hit = self._files.get(path)
         if hit is not None and hit[0] == stamp:
             self._files.move_to_end(path)
             return hit[1]
@@ -247,5 +281,6 @@ class SimilarCode:
         piece = cut(body) if body is not None else None
         self._files[path] = (stamp, piece)
         while len(self._files) > _MAX_CUT_FILES:
-            self._files.popitem(last=False)
+            gone, _ = self._files.popitem(last=False)
+            self._checked.pop(gone, None)
         return piece
