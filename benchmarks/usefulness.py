@@ -40,10 +40,11 @@ modelled as follows (modelling choices, stated in the output):
   does for every open document; other files are read from disk as they are.
 
 Variants: ``off`` (no project context), ``all`` (every source), and each source alone
-(``definitions``, ``open_files``, ``recent_edits``, ``similar_code``) at the same budget.  Reported per variant
-and kind of cursor: success (the file parses with the suggestion), exact match, edit
-similarity, the share a user would accept whole (exact, or the truth starts with it and it
-ends at a line end), p50/p90 latency, and unparsable constrained middles (must be 0).
+(``definitions``, ``open_files``, ``recent_edits``, ``similar_code``) at the same budget.
+Reported per variant and kind of cursor: success (the file parses with the suggestion), exact
+match, edit similarity, the share a user would accept whole (exact, or the truth starts with
+it and it ends at a line end), p50/p90 latency, and unparsable constrained middles (must be
+0); with ``--pairs``, two configurations side by side on the same cursors.
 
     .venv/bin/python benchmarks/usefulness.py --packages email,asyncio,lark --cases 8 \\
         --figures docs/usefulness.md
@@ -482,6 +483,29 @@ def _against_off(rows: list[dict], rs: list[dict], kind: str) -> dict:
             "lost": sum(b and not a for a, b in paired)}
 
 
+def pairs_table(rows: list[dict], pairs: str) -> str:
+    """``a:b,...``: for each pair of configurations, the cases ``a`` got exactly right and
+    ``b`` did not (won) and the other way round (lost), and the mean edit-similarity
+    difference, per kind of cursor, on the cases both ran."""
+    lines = ["| cursor | configuration | against | cases | exact: won / lost | "
+             "edit sim. difference |", "| --- | --- | --- | --- | --- | --- |"]
+    for pair in [p for p in pairs.split(",") if p.strip()]:
+        a, _, b = pair.partition(":")
+        for kind in KINDS:
+            first = {r["id"]: r for r in rows if r["variant"] == a and r["kind"] == kind}
+            second = {r["id"]: r for r in rows if r["variant"] == b and r["kind"] == kind}
+            both = [i for i in first if i in second]
+            if not both:
+                raise SystemExit(f"--pairs {pair}: no {kind} cases ran in both")
+            won = sum(first[i]["exact"] and not second[i]["exact"] for i in both)
+            lost = sum(second[i]["exact"] and not first[i]["exact"] for i in both)
+            diff = statistics.fmean(first[i]["edit_similarity"] - second[i]["edit_similarity"]
+                                    for i in both)
+            lines.append(f"| {kind.replace('_', '-')} | {a} | {b} | {len(both)} | "
+                         f"{won} / {lost} | {diff:+.3f} |")
+    return "\n".join(lines)
+
+
 def by_package(rows: list[dict], variants: list[str]) -> dict:
     out = {}
     for pkg in dict.fromkeys(r["package"] for r in rows):
@@ -574,6 +598,8 @@ def report_only(args) -> int:
     subset = subset_table(rows, names)
     if subset:
         body += "\n\n" + subset
+    if args.pairs:
+        body += "\n\nPaired on the same cursors:\n\n" + pairs_table(rows, args.pairs)
     # The run's own provenance, as it was recorded (not re-read from this machine).
     record = RunRecord.__new__(RunRecord)
     record.__dict__.update(data["run"])
@@ -620,6 +646,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="FILE.json:off,all adds an earlier run's rows of those variants for "
                         "the same cases to the tables (splits measured without re-running "
                         "the baselines)")
+    p.add_argument("--pairs", default="",
+                   help="'a:b,...': exact won / lost and edit-similarity difference of "
+                        "configuration a against b on the same cursors")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--figures", type=Path, default=None,
                    help="write the table into this page's section (see --section)")
@@ -670,6 +699,8 @@ def main(argv: list[str] | None = None) -> int:
     subset = subset_table(rows, names)
     if subset:
         body += "\n\n" + subset
+    if args.pairs:
+        body += "\n\nPaired on the same cursors:\n\n" + pairs_table(rows, args.pairs)
     print(body)
     print()
     print(record.markdown())
