@@ -631,16 +631,19 @@ class SeamServer(LanguageServer):
             return
 
         def widen(cancel: threading.Event) -> None:
-            if widened is not None and planner is not None:
-                # The widened prompt carries the project context too, and it becomes the
-                # anchor: the narrower prompt with the context would be run for nothing.
-                if not engine.warm(widened, cancel.is_set):
-                    return
-                self.call_in_loop(lambda: planner.adopt(uri, request.left, wider))
-            elif deferred is None or not engine.warm(deferred, cancel.is_set):
-                return
             if deferred is not None:
+                # The context on the narrow prompt first: requests here carry it once that
+                # short run is done (seconds on a CPU), not only once the whole widened prompt
+                # is (often longer than the user rests); the widened prompt then shares the
+                # context's cached beginning and runs only its own left context.
+                if not engine.warm(deferred, cancel.is_set):
+                    return
                 log.info("warmed the project context at %s:%d:%d", uri, position.line + 1,
+                         position.character + 1)
+            if widened is not None and planner is not None and \
+                    engine.warm(widened, cancel.is_set):
+                self.call_in_loop(lambda: planner.adopt(uri, request.left, wider))
+                log.info("widened the prompt at %s:%d:%d", uri, position.line + 1,
                          position.character + 1)
 
         self.decoder.background(uri, ("widen", uri), widen, priority=Priority.CONTEXT)

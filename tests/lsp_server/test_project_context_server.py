@@ -130,3 +130,25 @@ async def test_a_resting_cursor_warms_the_prompt_the_request_will_run_first(tmp_
         entry = await model_entry(lc, uri, 7, 20)
         assert entry["context_deferred"] is False and entry["context_tokens"] > 0
         assert entry["cached_tokens"] >= entry["prompt_tokens"] - 1  # all of it was warmed
+
+
+async def test_the_context_is_warmed_on_the_short_prompt_before_the_prompt_is_widened(
+        tmp_path: Path):
+    # A cursor far enough down that the server widens the prompt while it rests: the
+    # project context is run on the short prompt first, so that requests carry it after a
+    # short rest instead of only once the whole widened prompt has run.
+    body = "".join(f"    total = total + scale(v, {i})\n" for i in range(80))
+    text = MAIN.replace("    return total\n", body + "    return total\n")
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    main = tmp_path / "main.py"
+    main.write_text(text)
+    uri = main.as_uri()
+    line = text[:text.index("    return total")].count("\n")
+    async with lsp_session(tmp_path, settings()) as lc:
+        await wait_ready(lc)
+        open_doc(lc, uri, text)
+        lc.protocol.notify("seam/cursor", {"textDocument": {"uri": uri},
+                                           "position": {"line": line, "character": 4}})
+        await idle(lc)
+        log = (tmp_path / "server.log").read_text()
+        assert log.index("warmed the project context at") < log.index("widened the prompt at")
