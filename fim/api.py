@@ -316,19 +316,24 @@ class Engine:
         ids = self.prompt_for(req).ids
         return len(ids) - self.step_model.cached_prefix(ids)
 
-    def warm(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None) -> bool:
+    def warm(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,
+             keep_cached: bool = False) -> bool:
         """Do everything ``complete(req)`` would do before its first token (build the
         constraint language, run the prompt into the cache) and stop; whether it finished.
 
         An editor calls this while the user rests the cursor or reads a suggestion, so that
         the request that follows only decodes.  ``cancel`` is polled as in ``complete``.
+        ``keep_cached``: the cached prompt this one departs from stays cached too (see
+        ``StepModel.prefill``): a prompt warmed for later must not evict the one requests
+        use now.
         """
         req.validate()
         with self._lock:
             _, _, _, prompt = self._prepare(req)
             if cancel is not None and cancel():
                 return False
-            return self._setup.step_model.prefill(prompt.ids, cancel) is not None
+            return self._setup.step_model.prefill(prompt.ids, cancel,
+                                                  keep_cached=keep_cached) is not None
 
     @staticmethod
     def _contexts_to_check(req: CompletionRequest, entry: _LanguageEntry | None

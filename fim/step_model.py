@@ -164,8 +164,9 @@ class StepModel(ABC):
         """The longest beginning of ``ids`` some slot holds (no model work, no change)."""
         return max((common_prefix(list(slot.tokens), ids) for slot in self.slots), default=0)
 
-    def _choose(self, ids: list[int]) -> tuple[Slot, int]:
-        """The slot to run ``ids`` in and how many of its tokens it keeps."""
+    def _choose(self, ids: list[int], fork: bool = False) -> tuple[Slot, int]:
+        """The slot to run ``ids`` in and how many of its tokens it keeps (``fork``: never
+        crop a slot that holds more than the shared part, fork it)."""
         best, best_len = self.slots[0], -1
         for slot in self.slots:
             n = common_prefix(slot.tokens, ids)
@@ -174,7 +175,7 @@ class StepModel(ABC):
         self.forked = False
         held = len(best.tokens)
         if (len(self.slots) == 1 or held <= best_len
-                or best_len >= self.FORK_BELOW * held):
+                or (best_len >= self.FORK_BELOW * held and not fork)):
             return best, best_len
         # The prompt shares only a small part of ``best``: keep ``best`` for later and build
         # this one in the least recently used other slot (an empty one first).
@@ -210,8 +211,13 @@ class StepModel(ABC):
         return logits
 
     def prefill(self, ids: list[int], interrupt: Interrupt | None = None,
-                progress: Callable[[int, int], None] | None = None) -> np.ndarray | None:
+                progress: Callable[[int, int], None] | None = None,
+                keep_cached: bool = False) -> np.ndarray | None:
         """Run the prompt (reusing a cached common prefix); the next-token logits.
+
+        ``keep_cached``: the sequence this prompt departs from stays cached whatever share
+        of it the two have in common (its shared beginning is forked, never cropped): for a
+        prompt run ahead of need while the one it departs from still serves requests.
 
         Long prompts run in chunks of ``self.chunk`` tokens; ``interrupt`` is asked after each
         one (and by engines that can, during one), and a true answer stops the prefill and
@@ -222,7 +228,7 @@ class StepModel(ABC):
         if not ids:
             raise ValueError("empty prompt")
         self.retraced = self.spliced = 0
-        slot, keep = self._choose(ids)
+        slot, keep = self._choose(ids, fork=keep_cached)
         self._touch(slot)
         if keep == len(ids) and keep in slot.saved:
             self.pos = self.reused = keep  # the whole prompt, and its logits, are cached

@@ -640,8 +640,10 @@ class SeamServer(LanguageServer):
                     return
                 log.info("warmed the project context at %s:%d:%d", uri, position.line + 1,
                          position.character + 1)
+            # Forked, not cropped: the narrower prompt serves requests until the widened one
+            # is cached and adopted, and a request that interrupts the widening needs it.
             if widened is not None and planner is not None and \
-                    engine.warm(widened, cancel.is_set):
+                    engine.warm(widened, cancel.is_set, keep_cached=True):
                 self.call_in_loop(lambda: planner.adopt(uri, request.left, wider))
                 log.info("widened the prompt at %s:%d:%d", uri, position.line + 1,
                          position.character + 1)

@@ -160,6 +160,26 @@ def test_a_prompt_sharing_little_forks_and_keeps_the_other_slot(engine_name):
     assert step.reused == len(first) and np.array_equal(again, want_first)
 
 
+def test_a_prompt_run_ahead_keeps_the_one_it_departs_from(engine_name):
+    # The widened prompt shares most of the narrow one's beginning (the project context):
+    # by default the narrow slot would be cropped to it; run ahead, it is forked instead.
+    b = backend(engine_name, slots=3)
+    tok = b.tokenizer
+    context = tok.encode("import os\n" + TEXT * 3)
+    narrow = context + tok.encode("def g():\n    return 1\n")
+    wider = context + tok.encode("x = 1\n" * 4)
+    step = b.step_model
+    step.prefill(narrow)
+    step.prefill(wider, keep_cached=True)
+    assert step.forked and step.reused == len(context)
+    assert step.cached_prefix(narrow) == len(narrow) and step.cached_prefix(wider) == len(wider)
+    # Without it the narrow slot gives its tail to the wider prompt.
+    plain = backend(engine_name, slots=3).step_model
+    plain.prefill(narrow)
+    plain.prefill(wider)
+    assert not plain.forked and plain.cached_prefix(narrow) < len(narrow)
+
+
 def test_reset_forgets_every_slot(engine_name):
     b = backend(engine_name, slots=2)
     ids = b.tokenizer.encode(TEXT)
