@@ -33,6 +33,7 @@ rests) to ``BELOW_LINES`` below the cursor.
 from __future__ import annotations
 
 import keyword
+import os
 import re
 import time
 from collections import OrderedDict
@@ -41,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .python_definitions import DefinitionIndex, imports_of
-from .workspace import Workspace, path_of_uri
+from .workspace import MAX_FILE_BYTES, Workspace, path_of_uri
 
 #: Lines of a window, lines compared of it, and lines between window starts.
 WINDOW_LINES = 12
@@ -229,14 +230,16 @@ class SimilarCode:
         """``(uri, cut)`` of the document, the open documents, then the files next to the
         document and those of its imports; a file the editor has open is read from the
         editor, never from disk."""
-        out: list[tuple[str, _Cut]] = [(uri, cut(text))]
+        # Texts larger than the workspace reads are skipped as it skips such files (generated
+        # tables, bundles): they say little and would cost their cutting at every new place.
+        out: list[tuple[str, _Cut]] = [(uri, cut(text))] if len(text) <= MAX_FILE_BYTES else []
         seen: set[Path] = set()
         for u in [uri, *(d[0] for d in documents)]:
             p = path_of_uri(u)
             if p is not None:
-                seen.add(p.resolve() if p.is_absolute() else p)
+                seen.add(_real(p))
         for u, t in documents:
-            if u != uri and len(out) < MAX_FILES:
+            if u != uri and len(out) < MAX_FILES and len(t) <= MAX_FILE_BYTES:
                 out.append((u, cut(t)))
         for path in self._nearby(uri, text):
             if len(out) >= MAX_FILES:
@@ -258,7 +261,7 @@ class SimilarCode:
         for imp in imports_of(text):
             found = self.definitions.resolve(imp.module, imp.level, document)
             if found is not None:
-                out.append(found.resolve())
+                out.append(_real(found))
         return list(dict.fromkeys(out))
 
     def _cut_file(self, path: Path) -> _Cut | None:
@@ -284,3 +287,12 @@ class SimilarCode:
             gone, _ = self._files.popitem(last=False)
             self._checked.pop(gone, None)
         return piece
+
+
+def _real(path: Path) -> Path:
+    """``path`` with every link resolved (as the workspace lists and reads files); never
+    raises (a link loop or a bad name leaves the path as it is)."""
+    try:
+        return Path(os.path.realpath(path))
+    except (OSError, ValueError):
+        return path

@@ -185,3 +185,17 @@ def test_the_query_is_the_lines_above_the_cursor_without_keywords():
     assert query_of(before) == {"f", "alpha", "beta", "gam"}
     many = "".join(f"v{i} = {i}\n" for i in range(30)) + "w"
     assert "v0" not in query_of(many) and "v29" in query_of(many)
+
+
+def test_a_huge_document_is_not_cut_but_its_neighbours_still_count(project):
+    # Past the workspace's file limit (a generated table): its own windows are skipped, as the
+    # workspace skips such files, so a new place does not cost cutting megabytes.
+    from lsp_server.workspace import MAX_FILE_BYTES
+
+    early = HANDLERS.replace("handle_create", "handle_huge").replace("import json\n", "")
+    pad = "# " + "x" * 78 + "\n"
+    huge = early + pad * (MAX_FILE_BYTES // len(pad) + 1) + DOC
+    cursor = huge.index("    \n", len(huge) - len(DOC)) + 4
+    found = finder(project["ws"]).snippets(project["uri"], huge, cursor,
+                                           anchor_of(huge, cursor), [])
+    assert found and all(s.uri.endswith("/handlers.py") for s in found)
