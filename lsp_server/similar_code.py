@@ -76,8 +76,8 @@ def identifiers(text: str) -> frozenset[str]:
 
 def similarity(a: frozenset[str], b: frozenset[str]) -> float:
     """Jaccard similarity of two identifier sets (0 when both are empty)."""
-    union = len(a | b)
-    return len(a & b) / union if union else 0.0
+    shared = len(a & b)  # the union is counted, not built: this runs for every window
+    return shared / (len(a) + len(b) - shared) if shared else 0.0
 
 
 @dataclass(frozen=True)
@@ -184,29 +184,22 @@ class SimilarCode:
             self._places[uri] = _Place(anchor_line, place.line, place.snippets)
             return place.snippets
         top = anchor_line if widest_line is None else min(anchor_line, widest_line())
-        found = self._choose(uri, text, cursor, top, documents)
+        found = self._choose(uri, text, cursor, cursor_line, top, documents)
         self._places[uri] = _Place(anchor_line, cursor_line, found)
         return found
 
     # ----- choosing -----------------------------------------------------------------------------
 
-    def _choose(self, uri: str, text: str, cursor: int, top: int,
+    def _choose(self, uri: str, text: str, cursor: int, cursor_line: int, top: int,
                 documents: Sequence[tuple[str, str]]) -> tuple[Snippet, ...]:
         query = query_of(text[:cursor])
         if not query:
             return ()
-        cursor_line = text.count("\n", 0, cursor)
         scored: list[tuple[float, str, int, _Cut]] = []
-        size = len(query)
         for other_uri, piece in self._candidates(uri, text, documents):
             own = other_uri == uri
             for w in piece.windows:
-                # `similarity` inlined: this loop runs over every window of up to MAX_FILES
-                # files at each new place, on the event loop.
-                shared = len(query & w.keys)
-                if not shared:
-                    continue
-                score = shared / (size + len(w.keys) - shared)
+                score = similarity(query, w.keys)
                 if score < MIN_SIMILARITY:
                     continue
                 if own and w.start < cursor_line + BELOW_LINES and w.start + WINDOW_LINES > top:

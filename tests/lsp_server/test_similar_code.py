@@ -199,3 +199,14 @@ def test_a_huge_document_is_not_cut_but_its_neighbours_still_count(project):
     found = finder(project["ws"]).snippets(project["uri"], huge, cursor,
                                            anchor_of(huge, cursor), [])
     assert found and all(s.uri.endswith("/handlers.py") for s in found)
+
+
+def test_a_document_behind_a_link_loop_is_no_crash(project):
+    # A client may name any path: one through a loop of links still gets the handler next
+    # door from the open documents, and nothing raises.
+    os.symlink(project["root"] / "loop_b", project["root"] / "loop_a")
+    os.symlink(project["root"] / "loop_a", project["root"] / "loop_b")
+    uri = (project["root"] / "loop_a" / "views.py").as_uri()
+    sibling = ((project["root"] / "handlers.py").as_uri(), HANDLERS)
+    found = finder(project["ws"]).snippets(uri, DOC, CURSOR, anchor_of(DOC, CURSOR), [sibling])
+    assert found and found[-1].uri == sibling[0]
