@@ -276,8 +276,8 @@ async def run_seam(engine: str, files: list[Path], args, workdir: Path,
 
 async def run_llama_server(files: list[Path], args) -> Result:
     from benchmarks.llama_server import LlamaServer, ensure_built
-    from fim import bundled
-    from fim.llama_engine import default_threads
+    from fim.engines import bundled
+    from fim.engines.llama_engine import default_threads
 
     binary = ensure_built()
     model = bundled.gguf_file(bundled.lookup_spec(args.model))

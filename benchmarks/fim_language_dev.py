@@ -1,6 +1,6 @@
 """Development-set measurement of `python_language.FimLanguage`.
 
-Builds Stack-Boundary and Stack-RandSpan cases (`fim.datasets`) from the standard library and
+Builds Stack-Boundary and Stack-RandSpan cases (`fim.eval.datasets`) from the standard library and
 reports, over all cases:
 
 * completeness — the true middle is accepted at every character and `is_complete()` holds at
@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
-from fim.datasets import build_cases  # noqa: E402
+from fim.eval.datasets import build_cases  # noqa: E402
 from lexer.cpython import parses  # noqa: E402  (ast.parse, warnings silenced)
 from python_language import FimLanguage  # noqa: E402
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from fim.transformers_engine import load_model
+from fim.engines.transformers_engine import load_model
 
 TEXTS = (("argparse.py", 20000), ("json/decoder.py", 2000))
 

@@ -71,18 +71,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
 from fim.api import CompletionRequest, Engine  # noqa: E402
-from fim.datasets import python_files, read_python  # noqa: E402
 from fim.editor_policy import LEFT_FIRST_TOKENS  # noqa: E402
-from fim.evaluation import edit_similarity  # noqa: E402
-from lsp_server.project_context import SOURCES, ContextCollector, OpenDocument  # noqa: E402
-from lsp_server.python_definitions import DefinitionIndex, imports_of  # noqa: E402
-from lsp_server.recent_edits import EditRing  # noqa: E402
+from fim.eval.datasets import python_files, read_python  # noqa: E402
+from fim.eval.evaluation import edit_similarity  # noqa: E402
+from lsp_server.project.python_definitions import DefinitionIndex, imports_of  # noqa: E402
+from lsp_server.project.recent_edits import EditRing  # noqa: E402
+from lsp_server.project.sources import SOURCES, ContextCollector, OpenDocument  # noqa: E402
+from lsp_server.project.workspace import MAX_FILE_BYTES, Workspace  # noqa: E402
 from lsp_server.request_plan import RequestPlanner  # noqa: E402
 from lsp_server.settings import (  # noqa: E402
     MAX_TIME_BUDGET_MS,
     Settings,
 )
-from lsp_server.workspace import MAX_FILE_BYTES, Workspace  # noqa: E402
 
 VARIANTS = ("off", "all", *SOURCES)
 KINDS = ("mid_line", "empty_line")

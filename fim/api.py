@@ -24,12 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fim import decoding
-from fim.backend import Backend, TextTokenizer
 from fim.decoding import DecodeSetup, FeedCache, HealIndex
-from fim.loading import load_backend
-from fim.model_specs import EngineKind
+from fim.engines.backend import Backend
+from fim.engines.loading import load_backend
+from fim.engines.model_specs import EngineKind
+from fim.engines.step_model import StepModel
 from fim.options import MODES, SCOPES, Dtype, Mode, Scope, StopReason
-from fim.step_model import StepModel
 from fim.templates import (
     ContextFile,
     FimTemplate,
@@ -41,6 +41,7 @@ from fim.templates import (
     project_context,
     stop_ids,
 )
+from fim.tokenizer import TextTokenizer
 from quotient.constraint import Constraint, ConstraintState, LanguageMode
 
 log = logging.getLogger(__name__)
@@ -215,7 +216,7 @@ class Engine:
         slots: int = 4,
         **options,
     ) -> Engine:
-        """Load ``model_spec`` (see ``fim.model_specs``) with ``engine`` (an ``EngineKind``,
+        """Load ``model_spec`` (see ``fim.engines.model_specs``) with ``engine`` (an ``EngineKind``,
         or its name or alias as ``EngineKind.parse`` reads it); ``options`` go to
         ``Engine(...)``."""
         context = options.get("window")

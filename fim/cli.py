@@ -5,7 +5,7 @@
 --out OUT`` reads ``{"id", "prefix", "suffix"}`` lines and writes one result line each; a line
 that cannot be completed gets an error row and a line on stderr, and the batch goes on.
 ``seam eval`` rebuilds Stack-Boundary and Stack-RandSpan from a folder of Python files and runs
-the paper's experiment (see ``fim.evaluation``).
+the paper's experiment (see ``fim.eval.evaluation``).
 
 Exit codes: 0 success, 1 no completion, 2 bad input (one line on stderr; for a batch, any
 refused line), 130 interrupted (Ctrl-C).  Results go to stdout on lines of their own, never
@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from fim import cli_args, datasets
+from fim import cli_args
 from fim.api import CompletionRequest, Engine
 from fim.editor_policy import CPU_CONTEXT_TOKENS
-from fim.model_specs import ENGINE_NAMES, SPEC_FORMS, EngineKind
+from fim.engines.model_specs import ENGINE_NAMES, SPEC_FORMS, EngineKind
+from fim.eval import datasets
 from fim.options import DEFAULT_MODEL, DTYPE_CHOICES, MODES, SCOPES, Dtype, Mode, Scope
 from fim.templates import PromptTooLong
 
@@ -389,7 +390,7 @@ def _complete_jsonl(args) -> int:
 def cmd_eval(args) -> int:
     """``seam eval``: build the cases, run them (or read ``--records``), write the report and
     print the tables; 130 when interrupted (the report covers the finished cases)."""
-    from fim import evaluation
+    from fim.eval import evaluation
 
     cases = _eval_cases(args)
     started = time.time()
@@ -432,7 +433,7 @@ def _eval_records(args, cases: list[dict]) -> tuple[list[dict], Engine | None, b
     (``--report-only``: no engine), or of running the cases with a loaded engine."""
     from tqdm import tqdm
 
-    from fim import evaluation
+    from fim.eval import evaluation
 
     if args.report_only:
         if args.records is None:
@@ -457,7 +458,7 @@ def _eval_records(args, cases: list[dict]) -> tuple[list[dict], Engine | None, b
 def _eval_report(args, summary: dict, records: list[dict], engine: Engine | None,
                  seconds: float, interrupted: bool) -> dict:
     """The JSON report: the run's configuration and provenance, the summary, the records."""
-    from fim import evaluation
+    from fim.eval import evaluation
 
     config = {
         "model": args.model, "engine": args.engine, "policy": args.policy,

@@ -1,9 +1,9 @@
 """The decoding loop: unconstrained, checked and constrained fill-in-the-middle generation.
 
 One loop serves all three modes and both engines: the prompt is run once, then one token per
-step through the engine's KV cache (``fim.step_model``); logits are numpy vectors.  Generation
-works on token *bytes*; complete characters are fed to the constraint and an incomplete UTF-8
-tail waits for the next token.
+step through the engine's KV cache (``fim.engines.step_model``); logits are numpy vectors.
+Generation works on token *bytes*; complete characters are fed to the constraint and an
+incomplete UTF-8 tail waits for the next token.
 
 * ``unconstrained``: greedy (or Gumbel-max sampling at ``temperature > 0``) until a stop token.
 * ``checked``: unconstrained, then the longest prefix of the output, cut at any character, for
@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from fim.engines.step_model import StepModel
+from fim.engines.vocab import Vocabulary, sorted_ids, split_utf8
 from fim.options import MODES, Mode, StopReason
-from fim.step_model import StepModel
-from fim.vocab import Vocabulary, sorted_ids, split_utf8
 from quotient.constraint import ConstraintState
 
 _FEED_CACHE_LIMIT = 200_000

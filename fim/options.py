@@ -98,8 +98,8 @@ def canonical_model(spec: str) -> str:
     """``"bundled"`` names the bundled model; any other spec is returned stripped.
 
     The one spelling of model specs, for the command line, the server's settings and the
-    loaders (``fim.model_specs``); a value that is not a string is returned as it is, for the
-    loaders to refuse with a message."""
+    loaders (``fim.engines.model_specs``); a value that is not a string is returned as it is,
+    for the loaders to refuse with a message."""
     if not isinstance(spec, str):
         return spec
     spec = spec.strip()

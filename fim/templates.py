@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fim.backend import TextTokenizer
+    from fim.tokenizer import TextTokenizer
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from fim import cli_args
 from fim.options import DEFAULT_MODEL, DTYPE_CHOICES
 
 if TYPE_CHECKING:  # imported by `_sessions`, after stdout is protected
-    from .server import SeamServer
+    from lsp_server.server import SeamServer
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_MAX_MESSAGE_MB = 64
@@ -193,10 +193,10 @@ def _sessions(args: argparse.Namespace, limit: int) -> Callable[[], SeamServer]:
     """Set up logging and the settings the command line fixes; the factory of a session
     per client, all sharing one model host (the model stays loaded between clients)."""
     # The server's modules (pygls, fim) are imported only now, after stdout is protected.
-    from .logs import setup_logging
-    from .model_host import ModelHost
-    from .server import SeamServer
-    from .settings import Settings, merge
+    from lsp_server.logs import setup_logging
+    from lsp_server.model_host import ModelHost
+    from lsp_server.server import SeamServer
+    from lsp_server.settings import Settings, merge
 
     try:
         log_path = setup_logging(args.log_file, args.log_level)
@@ -222,7 +222,7 @@ def _sessions(args: argparse.Namespace, limit: int) -> Callable[[], SeamServer]:
 def _serve_tcp(listener: socket.socket, token: str, new_session: Callable[[], SeamServer],
                limit: int) -> int:
     """Serve one client at a time on ``listener`` until stopped; the exit code."""
-    from .transport import TOKEN_KEY, TcpServer
+    from lsp_server.wire.transport import TOKEN_KEY, TcpServer
 
     address = listener.getsockname()
     where = f"[{address[0]}]:{address[1]}" if ":" in address[0] else \
@@ -236,7 +236,7 @@ def _serve_tcp(listener: socket.socket, token: str, new_session: Callable[[], Se
 
 def _serve_stdio(new_session: Callable[[], SeamServer], protocol_out: BinaryIO | None) -> int:
     """Serve the one client on stdin and the protected stdout; the exit code."""
-    from .transport import serve_stdio
+    from lsp_server.wire.transport import serve_stdio
 
     server = new_session()
     server.exit_code = serve_stdio(server, sys.stdin.buffer, protocol_out,

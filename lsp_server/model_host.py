@@ -11,7 +11,7 @@ Before reporting ``ready`` the host runs one tiny constrained completion, so tha
 costs (the first forward pass, the constraint's tables) are paid while loading instead of on
 the user's first completion; the grammar tables are built in a thread beside the load
 (``benchmarks/bench_ready.py`` reports the phases). The first request on a new file still
-pays its prompt, which the cursor warm-up and the prompt anchors (``lsp_server.context_plan``)
+pays its prompt, which the cursor warm-up and the prompt anchors (``lsp_server.prompt_anchors``)
 hide where they can.
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fim.model_specs import EngineKind
+from fim.engines.model_specs import EngineKind
 from fim.options import Dtype, Mode, Scope
 
 if TYPE_CHECKING:  # fim.api is imported when a load starts (it brings numpy and more)

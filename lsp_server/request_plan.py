@@ -17,23 +17,22 @@ from dataclasses import dataclass
 
 from fim.api import CompletionRequest, Engine
 from fim.editor_policy import EMPTY_LINE, LEFT_FIRST_TOKENS, MID_LINE, EditorPolicy
-
-from . import text as model_text
-from .context_plan import ContextPlanner
-from .project_context import (
+from lsp_server import text as model_text
+from lsp_server.project.sources import (
     ContextCollector,
     ContextSources,
     OpenDocument,
     ProjectContext,
     TokenCounter,
 )
-from .settings import (
+from lsp_server.prompt_anchors import AnchorPlanner
+from lsp_server.settings import (
     MIN_CONTEXT_BUDGET_TOKENS,
     Settings,
     context_sources,
     policy_for,
 )
-from .suggestions import digest
+from lsp_server.suggestions import digest
 
 
 @dataclass(frozen=True)
@@ -93,7 +92,7 @@ class RequestPlanner:
         self.collector = collector
         self.left_first = left_first
         self.right_tokens = right_tokens
-        self._anchors: ContextPlanner | None = None
+        self._anchors: AnchorPlanner | None = None
         self._anchors_for: tuple | None = None  # (engine, left budget) they were made for
         self._counter: tuple[int, TokenCounter] | None = None  # per engine
 
@@ -103,7 +102,7 @@ class RequestPlanner:
         if self.collector is not None:
             self.collector.forget(uri)
 
-    def anchors(self, engine: Engine, policy: EditorPolicy, extra: int) -> ContextPlanner | None:
+    def anchors(self, engine: Engine, policy: EditorPolicy, extra: int) -> AnchorPlanner | None:
         """The per-document prompt starts for this engine, context and extra budget."""
         room = _room(policy)
         if room is None:
@@ -112,7 +111,7 @@ class RequestPlanner:
         key = (id(engine), budget)
         if self._anchors is None or self._anchors_for != key:
             tokenizer = engine.tokenizer
-            self._anchors = ContextPlanner(lambda t: len(tokenizer.encode(t)), budget,
+            self._anchors = AnchorPlanner(lambda t: len(tokenizer.encode(t)), budget,
                                            min(budget, self.left_first))
             self._anchors_for = key
         return self._anchors

@@ -3,7 +3,7 @@
 Requests never wait for the model to load and never fail on odd input: a document that is not
 open, not in an enabled language, a position outside the text or inside a UTF-16 surrogate pair
 all answer an empty list (and say why in the log). Only the model's own output is slow; every
-decode runs on :class:`~lsp_server.decoding.Decoder`'s worker thread. What reaches this module
+decode runs on :class:`~lsp_server.jobs.Decoder`'s worker thread. What reaches this module
 has passed the framing layer (``framing``, ``transport``) and the message and lifecycle gate
 (``protocol``); settings are validated on arrival (``settings``), each refusal shown to the user
 once; the model never sees lone surrogates or ``\r`` line breaks (``text``); and no setting can
@@ -63,21 +63,18 @@ from pygls.lsp.server import LanguageServer
 from fim.api import CompletionRequest, CompletionResult, Engine
 from fim.editor_policy import EditorPolicy
 from fim.options import StopReason
-
-from . import text as model_text
-from .context_plan import ContextPlanner
-from .decoding import Decoder, Outcome, Priority
-from .documents import Cursor, Document, DocumentStore, PositionError
-from .framing import DEFAULT_MAX_CONTENT_BYTES, FrameError, FrameErrorKind
-from .jsonrpc import ErrorCode
-from .logs import EditorLogHandler
-from .model_host import HostState, LoadState, ModelHost
-from .project_context import ContextCollector, OpenDocument
-from .protocol import SeamProtocol
-from .recent_edits import EditRing
-from .request_plan import Planned, RequestPlanner, context_budget
-from .request_plan import device_type as _device_type
-from .settings import (
+from lsp_server import text as model_text
+from lsp_server.documents import Cursor, Document, DocumentStore, PositionError
+from lsp_server.jobs import JobScheduler, Outcome, Priority
+from lsp_server.logs import EditorLogHandler
+from lsp_server.model_host import HostState, LoadState, ModelHost
+from lsp_server.project.recent_edits import EditRing
+from lsp_server.project.sources import ContextCollector, OpenDocument
+from lsp_server.project.workspace import Workspace
+from lsp_server.prompt_anchors import AnchorPlanner
+from lsp_server.request_plan import Planned, RequestPlanner, context_budget
+from lsp_server.request_plan import device_type as _device_type
+from lsp_server.settings import (
     Settings,
     SettingsShapeError,
     check_budget,
@@ -85,8 +82,10 @@ from .settings import (
     merge,
     section_of,
 )
-from .suggestions import SuggestionCache
-from .workspace import Workspace
+from lsp_server.suggestions import SuggestionCache
+from lsp_server.wire.framing import DEFAULT_MAX_CONTENT_BYTES, FrameError, FrameErrorKind
+from lsp_server.wire.jsonrpc import ErrorCode
+from lsp_server.wire.protocol import SeamProtocol
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +168,7 @@ class SeamServer(LanguageServer):
         self.max_content_bytes = max_content_bytes
         self.documents = DocumentStore()
         self.suggestions = SuggestionCache()
-        self.decoder = Decoder()
+        self.decoder = JobScheduler()
         self.host = host or ModelHost()
         self.host.set_listeners(self._state_changed, self._load_progress)
         self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT_TIMINGS)
@@ -571,7 +570,7 @@ class SeamServer(LanguageServer):
 
     # ----- planning requests -----------------------------------------------------------------
 
-    def _planner_of(self, engine: Engine, policy: EditorPolicy) -> ContextPlanner | None:
+    def _planner_of(self, engine: Engine, policy: EditorPolicy) -> AnchorPlanner | None:
         """The per-document prompt starts, for this engine and the context in force."""
         sources = context_sources(self.settings, _device_type(engine))
         return self.requests.anchors(engine, policy, context_budget(policy, sources))

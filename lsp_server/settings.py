@@ -34,7 +34,7 @@ from fim.editor_policy import (
     EditorPolicy,
     cursor_kind,
 )
-from fim.model_specs import ENGINE_NAMES, EngineKind
+from fim.engines.model_specs import ENGINE_NAMES, EngineKind
 from fim.options import (
     DEFAULT_MODEL,
     DEVICE_HELP,
@@ -47,8 +47,7 @@ from fim.options import (
     canonical_dtype,
     canonical_model,
 )
-
-from .project_context import ContextSources
+from lsp_server.project.sources import ContextSources
 
 SECTION = "seam"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fim.decoding import parses
-from fim.transformers_engine import backend_from_loaded
+from fim.engines.transformers_engine import backend_from_loaded
 from quotient.constraint import LanguageMode, Scope
 
 
@@ -47,7 +47,7 @@ class ReferenceLanguage:
 
 @pytest.fixture(scope="session")
 def random_loaded():
-    from fim.transformers_engine import load_model
+    from fim.engines.transformers_engine import load_model
 
     return load_model("random:santacoder", device="cpu", dtype="fp32")
 

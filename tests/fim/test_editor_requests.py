@@ -8,9 +8,9 @@ import pytest
 from conftest import ReferenceLanguage
 
 from fim.api import CompletionRequest, Engine
-from fim.step_model import StepModel
+from fim.engines.step_model import StepModel
+from fim.engines.transformers_engine import HFTokenizer, backend_from_loaded
 from fim.templates import TEMPLATES, build_prompt
-from fim.transformers_engine import HFTokenizer, backend_from_loaded
 
 
 class Scripted(StepModel):

@@ -17,9 +17,9 @@ from fim.decoding import (
     longest_parsing_prefix,
     parses,
 )
+from fim.engines.transformers_engine import HFTokenizer, backend_from_loaded
 from fim.options import StopReason
 from fim.templates import PromptTooLong, build_prompt
-from fim.transformers_engine import HFTokenizer, backend_from_loaded
 from quotient.constraint import LanguageMode
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from fim.api import CompletionRequest
-from fim.datasets import build_cases
 from fim.decoding import parses
+from fim.eval.datasets import build_cases
 
 SMALL = [
     ("def f(x):\n    return ", "\n"),

@@ -6,6 +6,7 @@ import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
+from fim.engines.transformers_engine import HFTokenizer
 from fim.templates import (
     TEMPLATES,
     PromptTooLong,
@@ -14,7 +15,6 @@ from fim.templates import (
     heal_split,
     stop_ids,
 )
-from fim.transformers_engine import HFTokenizer
 
 
 def _tokenizer(specials: list[str], eos: str) -> PreTrainedTokenizerFast:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fim import bundled
 from fim.api import CompletionRequest, Engine
-from fim.model_specs import llama_cpp_available
-from fim.step_model import StepModel
+from fim.engines import bundled
+from fim.engines.model_specs import llama_cpp_available
+from fim.engines.step_model import StepModel
 
 needs_llama = pytest.mark.skipif(not llama_cpp_available(),
                                  reason="llama-cpp-python is not installed")
@@ -51,10 +51,10 @@ class Favouring(StepModel):
 
 
 def _llama_backend_with_marked_ids(tmp_path, marked: dict[int, int]):
-    from fim.gguf_export import write_santacoder_gguf
-    from fim.llama_engine import load_llama_backend
-    from fim.model_specs import ModelKind
-    from fim.random_model import build_random_santacoder
+    from fim.engines.gguf_export import write_santacoder_gguf
+    from fim.engines.llama_engine import load_llama_backend
+    from fim.engines.model_specs import ModelKind
+    from fim.engines.random_model import build_random_santacoder
 
     model, tokenizer = build_random_santacoder()
     path = write_santacoder_gguf(model, tokenizer, tmp_path / "marked.gguf", marked)
@@ -93,9 +93,9 @@ def test_the_decoder_never_picks_a_non_text_id_however_likely(tmp_path, mode):
 
 def test_the_transformers_vocabulary_reads_non_text_ids_from_a_gguf(tmp_path):
     pytest.importorskip("gguf")
-    from fim.gguf_export import write_santacoder_gguf
-    from fim.random_model import build_random_santacoder
-    from fim.transformers_engine import _gguf_non_text_ids
+    from fim.engines.gguf_export import write_santacoder_gguf
+    from fim.engines.random_model import build_random_santacoder
+    from fim.engines.transformers_engine import _gguf_non_text_ids
 
     model, tokenizer = build_random_santacoder()
     word = tokenizer.convert_tokens_to_ids("Ġreturn")
@@ -110,7 +110,7 @@ def test_the_transformers_vocabulary_reads_non_text_ids_from_a_gguf(tmp_path):
 @pytest.mark.skipif(not bundled.installed(), reason="the bundled model is not installed")
 @needs_llama
 def test_bundled_padding_ids_and_control_tokens_are_never_text():
-    from fim.loading import load_backend
+    from fim.engines.loading import load_backend
 
     backend = load_backend("bundled", "llama.cpp", slots=1, context=512)
     table = backend.vocab.token_bytes

@@ -5,8 +5,8 @@ from __future__ import annotations
 from test_fim_templates import _tokenizer
 
 from fim.api import CompletionRequest, Engine
+from fim.engines.transformers_engine import HFTokenizer, backend_from_loaded
 from fim.templates import TEMPLATES, ContextFile, build_prompt, project_context
-from fim.transformers_engine import HFTokenizer, backend_from_loaded
 
 QWEN_SPECIALS = ["<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
                  "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>"]

@@ -12,7 +12,7 @@ import pytest
 from lsprotocol import types
 from seam_lsp_client import TEST_MODEL, inline, items_of, lsp_session, open_doc, status, wait_ready
 
-from fim.model_specs import llama_cpp_available
+from fim.engines.model_specs import llama_cpp_available
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(300)]
 

@@ -1,0 +1,51 @@
+"""Loading a model spec with the engine that runs it, importing only that engine.
+
+``fim.engines.model_specs`` says what a spec names and which engine runs it; this module imports
+the chosen engine (llama.cpp or transformers with torch) and returns its
+``fim.engines.backend.Backend``. Kept apart from the records in ``fim.engines.backend`` so that
+the engines, which build those records, and this module, which imports the engines, do not
+import each other.
+"""
+
+from __future__ import annotations
+
+from fim.engines.backend import Backend, Progress
+from fim.engines.model_specs import EngineKind, choose_engine, classify_spec
+from fim.options import Dtype, canonical_model
+
+
+def load_backend(
+    spec: str,
+    engine: EngineKind | str | None = EngineKind.AUTO,
+    device: str = "auto",
+    dtype: Dtype | str = Dtype.AUTO,
+    trust_remote_code: bool = False,
+    progress: Progress | None = None,
+    *,
+    slots: int = 4,
+    context: int | None = None,
+    threads: int | None = None,
+) -> Backend:
+    """Load ``spec`` with the chosen engine (see ``fim.engines.model_specs``).
+
+    ``slots`` is how many token sequences the step model keeps cached; ``context`` bounds the
+    positions per sequence (llama.cpp allocates ``(slots + 1) * context`` cells up front);
+    ``threads`` is llama.cpp's thread count (default: the CPUs this process may use, at
+    most 8).
+    """
+    spec = canonical_model(spec)
+    kind = classify_spec(spec)
+    chosen = choose_engine(kind, engine, device)
+    if chosen is EngineKind.LLAMA_CPP:
+        if dtype not in (None, "", "auto"):
+            raise ValueError("--dtype applies to the transformers engine; a GGUF file carries "
+                             "its own quantization (use --engine transformers to set it)")
+        from fim.engines.llama_engine import load_llama_backend
+
+        return load_llama_backend(spec, kind, progress=progress, slots=slots,
+                                  context=context, threads=threads)
+    # transformers dequantizes GGUF weights (the bundled model: once, into a safetensors cache).
+    from fim.engines.transformers_engine import load_transformers_backend
+
+    return load_transformers_backend(spec, kind, device, dtype, trust_remote_code, progress,
+                                     slots=slots)

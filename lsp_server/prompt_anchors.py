@@ -1,0 +1,138 @@
+"""Where each document's prompt starts, chosen so that the model's cache keeps serving it.
+
+The model caches the prompts it ran and reruns only what differs from the cached beginning.
+A prompt starts ``<prefix>`` followed by the left context from some line on; if that line
+moved with every request (the last N tokens before the cursor), no two requests would share
+a beginning and every one would pay the whole left context again (about ten seconds for 1,000
+tokens on a two-core laptop).  So each document keeps an *anchor*, a line start, and prompts
+at any cursor below it begin there, for as long as the text from the anchor to the cursor
+fits ``left_max`` tokens: moving the cursor down or typing only adds tokens at the end of
+what is cached.
+
+A new anchor is placed ``left_first`` tokens above the cursor: few enough that the first
+request in a region answers quickly.  The same happens when the cursor jumps down further
+than that below the furthest point served from the anchor (its *reach*): the tokens between
+are not cached, and running more of them than a fresh start holds would only make the
+answer slower.  Once it has answered, the server may *widen* the
+context in the background (``wider``): an anchor up to ``left_max`` tokens above, run into the
+cache while the user reads; the wider anchor takes over once it is cached.
+
+Anchors are remembered with the text that follows them, so an edit above the anchor (which
+moves its offset) does not lose it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+#: characters of the anchored line remembered to find it again after edits above it
+_SIGNATURE = 80
+#: more characters per token than source code has: where the search for a start begins
+_CHARS_PER_TOKEN = 8
+_NEWLINE = re.compile("\n")
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A remembered prompt start: its offset and the text that followed it."""
+
+    offset: int
+    signature: str
+    #: tokens from the anchor to the furthest cursor served from it
+    reach: int = 0
+
+
+class AnchorPlanner:
+    """Per-document prompt starts (see the module docstring)."""
+
+    def __init__(self, count_tokens: Callable[[str], int], left_max: int,
+                 left_first: int) -> None:
+        if not 0 < left_first <= left_max:
+            raise ValueError("need 0 < left_first <= left_max")
+        self.count = count_tokens
+        self.left_max = left_max
+        self.left_first = left_first
+        self._anchors: dict[str, Anchor] = {}
+
+    def forget(self, uri: str) -> None:
+        self._anchors.pop(uri, None)
+
+    def _find(self, uri: str, text: str) -> int | None:
+        """The remembered anchor's offset in ``text``, if its line is still there."""
+        anchor = self._anchors.get(uri)
+        if anchor is None:
+            return None
+        sig = anchor.signature
+        if text.startswith(sig, anchor.offset) and _line_start(text, anchor.offset):
+            return anchor.offset
+        # An edit above moved it: look for the same text nearest the old offset.
+        hits = [m.start() for m in re.finditer(re.escape(sig), text)
+                if _line_start(text, m.start())] if sig else []
+        if not hits:
+            return None
+        return min(hits, key=lambda p: abs(p - anchor.offset))
+
+    def _remember(self, uri: str, text: str, offset: int, reach: int) -> int:
+        self._anchors[uri] = Anchor(offset, text[offset:offset + _SIGNATURE], reach)
+        return offset
+
+    def left_start(self, uri: str, text: str, cursor: int) -> int:
+        """Where the prompt for ``cursor`` starts: the anchor if it still fits and the cursor
+        is not more than ``left_first`` tokens beyond its reach, else a new one ``left_first``
+        tokens above the cursor."""
+        found = self._find(uri, text)
+        if found is not None and found <= cursor:
+            tokens = self.count(text[found:cursor])
+            reach = self._anchors[uri].reach
+            if tokens <= self.left_max and tokens - reach <= self.left_first:
+                return self._remember(uri, text, found, max(reach, tokens))
+        start = self.fit(text, cursor, self.left_first)
+        return self._remember(uri, text, start, self.count(text[start:cursor]))
+
+    def wider(self, uri: str, text: str, cursor: int) -> int | None:
+        """A start up to ``left_max`` tokens above ``cursor`` if that is earlier than the
+        current anchor (worth running into the cache while the user is idle), else ``None``."""
+        current = self._find(uri, text)
+        start = self.fit(text, cursor, self.left_max)
+        if current is None or start < current:
+            return start
+        return None
+
+    def adopt(self, uri: str, text: str, offset: int) -> None:
+        """Make ``offset`` the anchor (its prompt up to the end of ``text`` is now cached)."""
+        self._remember(uri, text, offset, self.count(text[offset:]))
+
+    def fit(self, text: str, cursor: int, budget: int) -> int:
+        """The earliest line start whose text up to ``cursor`` holds at most ``budget``
+        tokens (the cursor's own line start when even that line holds more).
+
+        Only the last ``budget * 8`` characters are searched at first (doubled while all of
+        them fit), so a 5 MB file is not tokenized to place a 1,000-token window.
+        """
+        reach = max(1, budget) * _CHARS_PER_TOKEN
+        while True:
+            floor = max(0, cursor - reach)
+            starts = [m.end() for m in _NEWLINE.finditer(text, floor, cursor)]
+            if floor == 0:
+                starts.insert(0, 0)
+            if not starts:  # one long line
+                return text.rfind("\n", 0, cursor) + 1
+            if floor == 0 or self.count(text[starts[0]:cursor]) > budget:
+                break
+            reach *= 2
+        # A shorter text never has more tokens: binary search the earliest fitting start.
+        lo, hi, best = 0, len(starts) - 1, len(starts) - 1
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if self.count(text[starts[mid]:cursor]) <= budget:
+                best, hi = mid, mid - 1
+            else:
+                lo = mid + 1
+        return starts[best]
+
+
+def _line_start(text: str, offset: int) -> bool:
+    return offset == 0 or (0 < offset <= len(text) and text[offset - 1] == "\n")
+

@@ -1,0 +1,377 @@
+"""The decode scheduler with a real (random) engine: sharing, supersession, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from lsp_server.jobs import JobScheduler
+
+pytestmark = pytest.mark.timeout(300)
+
+LEFT, RIGHT = "def f(x):\n    return ", "\n\nprint(f(1))\n"
+
+
+@pytest.fixture(scope="module")
+def engine():
+    api = pytest.importorskip("fim.api")
+    return api.Engine.load("random:santacoder")
+
+
+def request(max_tokens: int = 300):
+    from fim.api import CompletionRequest
+
+    # Unconstrained, no stop but the budget: long enough that only cancellation ends it early.
+    return CompletionRequest(LEFT, RIGHT, mode="unconstrained", max_tokens=max_tokens,
+                             scope="free", time_budget_ms=120000)
+
+
+async def started(dec: JobScheduler, uri: str = "u") -> None:
+    """Wait until the worker has begun the job on ``uri``."""
+    for _ in range(6000):
+        job = dec._inflight.get(uri)
+        if job is not None and job.started_at is not None:
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError("the job never started")
+
+
+def test_identical_requests_share_one_decode(engine) -> None:
+    async def main():
+        dec = JobScheduler()
+        try:
+            a = asyncio.ensure_future(dec.run("u", engine, request(8), share_key="k"))
+            await asyncio.sleep(0)
+            b = asyncio.ensure_future(dec.run("u", engine, request(8), share_key="k"))
+            ra, rb = await asyncio.gather(a, b)
+            return ra, rb, list(dec.finished)
+        finally:
+            dec.shutdown()
+
+    ra, rb, finished = asyncio.run(main())
+    assert ra is rb and ra.result is not None
+    assert len(finished) == 1
+
+
+def test_newer_request_supersedes_and_stops_within_a_step(engine) -> None:
+    async def main():
+        dec = JobScheduler()
+        try:
+            first = asyncio.ensure_future(dec.run("u", engine, request(), share_key="a"))
+            await started(dec)
+            second = await dec.run("u", engine, request(2), share_key="b")
+            return await first, second, list(dec.finished)
+        finally:
+            dec.shutdown()
+
+    first, second, finished = asyncio.run(main())
+    assert first.result.stop == "cancelled" and first.result.tokens < 300
+    assert second.result is not None and second.result.stop != "cancelled"
+    assert finished[0]["stop"] == "cancelled" and "after_cancel_ms" in finished[0]
+
+
+def test_cancelling_one_of_two_waiters_keeps_the_decode(engine) -> None:
+    async def main():
+        dec = JobScheduler()
+        try:
+            a = asyncio.ensure_future(dec.run("u", engine, request(), share_key="k"))
+            b = asyncio.ensure_future(dec.run("u", engine, request(), share_key="k"))
+            await started(dec)
+            a.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await a
+            return await b
+        finally:
+            dec.shutdown()
+
+    out = asyncio.run(main())
+    assert out.result is not None and out.result.stop != "cancelled"
+
+
+def test_cancelling_the_only_waiter_stops_the_decode(engine) -> None:
+    async def main():
+        dec = JobScheduler()
+        try:
+            a = asyncio.ensure_future(dec.run("u", engine, request(), share_key="k"))
+            await started(dec)
+            a.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await a
+            for _ in range(600):
+                if dec.finished:
+                    break
+                await asyncio.sleep(0.05)
+            return list(dec.finished)
+        finally:
+            dec.shutdown()
+
+    finished = asyncio.run(main())
+    assert finished and finished[0]["stop"] == "cancelled" and finished[0]["tokens"] < 300
+
+
+class LineByLine:
+    """An engine that writes ``lines`` one per ``pause`` seconds, reporting each as a
+    partial middle, and finishes with all of them (or stops when cancelled)."""
+
+    def __init__(self, lines: list[str], pause: float = 0.05) -> None:
+        self.lines, self.pause = lines, pause
+
+    def complete(self, request, cancel=None, on_partial=None):
+        import time
+        from types import SimpleNamespace
+
+        done = []
+        for line in self.lines:
+            if cancel is not None and cancel():
+                return SimpleNamespace(middle=None, stop="cancelled", tokens=len(done))
+            time.sleep(self.pause)
+            done.append(line)
+            if on_partial is not None:
+                on_partial("\n".join(done))
+        return SimpleNamespace(middle="\n".join(done), stop="eos", tokens=len(done))
+
+
+def test_an_early_request_is_answered_with_the_first_line_and_the_rest_follows() -> None:
+    async def main():
+        dec = JobScheduler()
+        partials, finals = [], []
+        try:
+            out = await dec.run("u", LineByLine(["a = 1", "b = 2", "c = 3"], 0.2), None,
+                                early=True, on_partial=partials.append,
+                                on_final=finals.append)
+            answered_with = list(partials)
+            while dec.running() or not finals:
+                await asyncio.sleep(0.02)
+            return out, answered_with, partials, finals
+        finally:
+            dec.shutdown()
+
+    out, answered_with, partials, finals = asyncio.run(main())
+    assert out.partial == "a = 1" and out.result is None
+    assert answered_with == ["a = 1"]  # the answer came before the second line existed
+    assert partials == ["a = 1", "a = 1\nb = 2", "a = 1\nb = 2\nc = 3"]
+    assert finals[0].middle == "a = 1\nb = 2\nc = 3"
+
+
+def test_background_work_waits_for_requests_and_gives_way_to_them() -> None:
+    import threading
+
+    async def main():
+        dec = JobScheduler()
+        log = []
+        started_bg = threading.Event()
+
+        def slow(cancel):
+            started_bg.set()
+            for _ in range(200):
+                if cancel.is_set():
+                    log.append("bg cancelled")
+                    return None
+                cancel.wait(0.01)
+            log.append("bg done")
+
+        try:
+            dec.background("u", "slow", slow)
+            await asyncio.to_thread(started_bg.wait, 5)
+            asked = asyncio.ensure_future(dec.run("u", LineByLine(["x = 1"], 0.2), None))
+            await asyncio.sleep(0.05)
+            # Queued behind the request: the second "a" replaces the first.
+            dec.background("u", "a", lambda c: log.append("a"))
+            dec.background("u", "a", lambda c: log.append("a again"))
+            out = await asked
+            log.append("request done")
+            while not dec.idle():
+                await asyncio.sleep(0.02)
+            return out, log
+        finally:
+            dec.shutdown()
+
+    out, log = asyncio.run(main())
+    assert out.result.middle == "x = 1"
+    assert log[0] == "bg cancelled"  # the request made the running background work stop
+    assert sorted(log[1:]) == ["a again", "request done"]  # the queued "a" was replaced
+
+
+def test_a_request_adopts_the_background_job_with_its_share_key() -> None:
+    import threading
+
+    async def main():
+        dec = JobScheduler()
+        release = threading.Event()
+        runs = []
+
+        def prefetch(cancel):
+            runs.append("prefetch")
+            release.wait(5)
+            from types import SimpleNamespace
+            return SimpleNamespace(middle="y = 2", stop="eos", tokens=3)
+
+        try:
+            dec.background("u", "p", prefetch, share_key="next")
+            while not runs:
+                await asyncio.sleep(0.01)
+            asked = asyncio.ensure_future(dec.run("u", LineByLine(["never"]), None,
+                                                  share_key="next"))
+            await asyncio.sleep(0.1)
+            release.set()
+            return await asked, runs
+        finally:
+            dec.shutdown()
+
+    out, runs = asyncio.run(main())
+    assert out.result.middle == "y = 2" and runs == ["prefetch"]  # no second decode
+
+
+def test_an_answered_early_decode_gives_way_to_a_request_on_another_document() -> None:
+    # The rest of a block nobody waits for must not hold up the user's next file.
+    async def main():
+        dec = JobScheduler()
+        finals = []
+        try:
+            first = await dec.run("a", LineByLine(["x = 1"] * 40, 0.1), None, early=True,
+                                  on_final=finals.append)
+            other = await asyncio.wait_for(
+                dec.run("b", LineByLine(["y = 2"], 0.01), None), timeout=2.0)
+            while not finals:
+                await asyncio.sleep(0.02)
+            return first, other, finals
+        finally:
+            dec.shutdown()
+
+    first, other, finals = asyncio.run(main())
+    assert first.partial == "x = 1"
+    assert other.result.middle == "y = 2" and other.queue_ms < 1000
+    assert finals[0].stop == "cancelled" and finals[0].tokens < 40
+
+
+def test_background_work_runs_by_priority_and_a_prefetch_stops_a_context_warm() -> None:
+    import threading
+
+    from lsp_server.jobs import Priority
+
+    async def main():
+        dec = JobScheduler()
+        log = []
+        begun = threading.Event()
+
+        def context(cancel):
+            begun.set()
+            for _ in range(300):
+                if cancel.is_set():
+                    log.append("context stopped")
+                    return None
+                cancel.wait(0.01)
+            log.append("context done")
+
+        try:
+            dec.background("u", "context", context, priority=Priority.CONTEXT)
+            await asyncio.to_thread(begun.wait, 5)
+            # Queued in this order while the context runs: the prefetch stops the context and
+            # runs first, then the warm-up, then the older low-priority job.
+            dec.background("u", "old", lambda c: log.append("old context"),
+                           priority=Priority.CONTEXT)
+            dec.background("u", "warm", lambda c: log.append("warm"), priority=Priority.WARM)
+            dec.background("u", "prefetch", lambda c: log.append("prefetch"),
+                           priority=Priority.PREFETCH)
+            for _ in range(500):
+                if len(log) == 4:
+                    break
+                await asyncio.sleep(0.01)
+            return log
+        finally:
+            dec.shutdown()
+
+    log = asyncio.run(main())
+    assert log == ["context stopped", "prefetch", "warm", "old context"]
+
+
+def test_background_work_of_lower_priority_does_not_stop_a_prefetch() -> None:
+    import threading
+
+    from lsp_server.jobs import Priority
+
+    async def main():
+        dec = JobScheduler()
+        log = []
+        begun = threading.Event()
+
+        def prefetch(cancel):
+            begun.set()
+            cancel.wait(0.3)
+            log.append("prefetch stopped" if cancel.is_set() else "prefetch done")
+
+        try:
+            dec.background("u", "prefetch", prefetch, priority=Priority.PREFETCH)
+            await asyncio.to_thread(begun.wait, 5)
+            dec.background("u", "warm", lambda c: log.append("warm"), priority=Priority.WARM)
+            for _ in range(500):
+                if len(log) == 2:
+                    break
+                await asyncio.sleep(0.01)
+            return log
+        finally:
+            dec.shutdown()
+
+    assert asyncio.run(main()) == ["prefetch done", "warm"]
+
+
+@pytest.mark.parametrize("same_cursor", [True, False])
+def test_a_request_waits_for_the_warm_up_of_its_own_prompt(same_cursor: bool) -> None:
+    # Stopping the warm-up of the very prompt the request runs would throw away a batch.
+    import threading
+
+    from lsp_server.jobs import Priority
+
+    async def main():
+        dec = JobScheduler()
+        log = []
+        begun = threading.Event()
+
+        def warm(cancel):
+            begun.set()
+            cancel.wait(0.3)
+            log.append("warm stopped" if cancel.is_set() else "warm done")
+
+        try:
+            dec.background("u", "warm", warm, share_key="here", priority=Priority.WARM,
+                           prepares=True)
+            await asyncio.to_thread(begun.wait, 5)
+            out = await dec.run("u", LineByLine(["x = 1"], 0.01), None,
+                                share_key="here" if same_cursor else "elsewhere")
+            log.append("request done")
+            return out, log
+        finally:
+            dec.shutdown()
+
+    out, log = asyncio.run(main())
+    assert out.result.middle == "x = 1"  # the request ran itself: nothing was adopted
+    assert log == ["warm done" if same_cursor else "warm stopped", "request done"]
+
+
+def test_warming_another_document_stops_an_answered_early_decode() -> None:
+    from lsp_server.jobs import Priority
+
+    async def main():
+        dec = JobScheduler()
+        finals, log = [], []
+        try:
+            await dec.run("a", LineByLine(["x = 1"] * 40, 0.1), None, early=True,
+                          on_final=finals.append)
+            dec.background("a", "same", lambda c: log.append("same doc"),
+                           share_key="a-here", priority=Priority.WARM, prepares=True)
+            await asyncio.sleep(0.3)
+            assert not finals  # a warm-up in the same document lets the block go on
+            dec.background("b", "warm", lambda c: log.append("warm b"), share_key="b-here",
+                           priority=Priority.WARM, prepares=True)
+            for _ in range(200):
+                if len(log) == 2 and finals:
+                    break
+                await asyncio.sleep(0.01)
+            return finals, log
+        finally:
+            dec.shutdown()
+
+    finals, log = asyncio.run(main())
+    assert finals and finals[0].stop == "cancelled" and finals[0].tokens < 40
+    assert log == ["warm b", "same doc"]  # after the stopped block; the newest first

@@ -1,0 +1,77 @@
+"""The per-document prompt starts (``lsp_server.prompt_anchors``), with one token per word."""
+
+from __future__ import annotations
+
+from lsp_server.prompt_anchors import AnchorPlanner
+
+# 200 lines of five words: a "token" is a word here.
+TEXT = "".join(f"w{i} a b c d\n" for i in range(200))
+URI = "file:///m.py"
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def line_start(n: int) -> int:
+    return TEXT.index(f"w{n} ")
+
+
+def planner(left_max: int = 400, left_first: int = 50) -> AnchorPlanner:
+    return AnchorPlanner(words, left_max, left_first)
+
+
+def test_a_new_anchor_sits_left_first_tokens_above_the_cursor() -> None:
+    p = planner()
+    start = p.left_start(URI, TEXT, line_start(100))
+    assert start == line_start(90)  # ten lines of five words
+    assert words(TEXT[start:line_start(100)]) == 50
+
+
+def test_moving_down_a_little_or_typing_keeps_the_anchor() -> None:
+    p = planner()
+    start = p.left_start(URI, TEXT, line_start(100))
+    assert p.left_start(URI, TEXT, line_start(100) + 3) == start
+    assert p.left_start(URI, TEXT, line_start(105)) == start  # 25 tokens past its reach
+    assert p.left_start(URI, TEXT, line_start(95)) == start  # back up: all of it cached
+
+
+def test_a_jump_further_than_a_fresh_start_moves_the_anchor() -> None:
+    # Running the 60 lines between would cost more than the 50 tokens of a new start.
+    p = planner()
+    p.left_start(URI, TEXT, line_start(100))
+    assert p.left_start(URI, TEXT, line_start(160)) == line_start(150)
+
+
+def test_steps_within_left_first_walk_the_reach_down_until_left_max() -> None:
+    p = planner(left_max=200)
+    start = p.left_start(URI, TEXT, line_start(100))
+    for n in range(105, 131, 5):
+        assert p.left_start(URI, TEXT, line_start(n)) == start
+    # 40 lines (200 tokens) from the anchor is the most a prompt holds.
+    assert p.left_start(URI, TEXT, line_start(135)) == line_start(125)
+
+
+def test_an_edit_above_the_anchor_does_not_lose_it() -> None:
+    p = planner()
+    start = p.left_start(URI, TEXT, line_start(100))
+    edited = "new line above\n" + TEXT
+    shift = len("new line above\n")
+    assert p.left_start(URI, edited, line_start(100) + shift) == start + shift
+
+
+def test_a_cursor_above_the_anchor_gets_a_new_one() -> None:
+    p = planner()
+    p.left_start(URI, TEXT, line_start(100))
+    assert p.left_start(URI, TEXT, line_start(40)) == line_start(30)
+
+
+def test_a_wider_start_is_offered_then_adopted() -> None:
+    p = planner(left_max=100)
+    cursor = line_start(100)
+    start = p.left_start(URI, TEXT, cursor)
+    wider = p.wider(URI, TEXT[:cursor], cursor)
+    assert wider == line_start(80) and wider < start
+    p.adopt(URI, TEXT[:cursor], wider)
+    assert p.left_start(URI, TEXT, cursor) == wider
+    assert p.wider(URI, TEXT[:cursor], cursor) is None  # nothing wider left to warm
