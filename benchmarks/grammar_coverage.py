@@ -11,10 +11,10 @@ f-strings) is only skipped, with a count.
 
 Run from the repository root:
 
-    .venv/bin/python benchmarks/grammar_coverage.py                   # every stdlib file
-    .venv/bin/python benchmarks/grammar_coverage.py --sample 200      # a seeded random sample
-    .venv/bin/python benchmarks/grammar_coverage.py --lexer tokenize  # CPython's tokenizer
-    .venv/bin/python benchmarks/grammar_coverage.py \
+    .venv/bin/python -m benchmarks.grammar_coverage                   # every stdlib file
+    .venv/bin/python -m benchmarks.grammar_coverage --sample 200      # a seeded random sample
+    .venv/bin/python -m benchmarks.grammar_coverage --lexer tokenize  # CPython's tokenizer
+    .venv/bin/python -m benchmarks.grammar_coverage \
         --library /root/.pyenv/versions/3.12.1/lib/python3.12 \
         --python /root/.pyenv/versions/3.12.1/bin/python3.12    # 3.12's library, 3.12's parser
 
@@ -42,11 +42,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.cpython_terminals import tokenize_terminals  # noqa: E402
 from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
 from lexer.tokenizer import LexError  # noqa: E402
 from python_language.grammar import lex_python  # noqa: E402
 from quotient import Grammar, recognizer  # noqa: E402
-from tests.python_language.grammar._tokenize import tokenize_terminals  # noqa: E402
 
 GRAMMAR_PATH = ROOT / "python_language" / "python.lark"
 DEFAULT_LIBRARY = "/root/.pyenv/versions/3.11.7/lib/python3.11"

@@ -20,7 +20,7 @@ It prints, per layout and cursor kind, exact match, edit similarity (first line 
 cursors), the share of middles that parse, agreement with ``psm`` and the tokens each
 keystroke would have to run.  Run::
 
-    .venv/bin/python benchmarks/prompt_layouts.py --cases 40 --json out.json
+    .venv/bin/python -m benchmarks.prompt_layouts --cases 40 --json out.json
 """
 
 from __future__ import annotations
