@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import ReferenceLanguage
 
 from fim.api import CompletionRequest, Engine
 from fim.engines.step_model import StepModel
 from fim.engines.transformers_engine import HFTokenizer, backend_from_loaded
 from fim.templates import TEMPLATES, build_prompt
+from tests.support.reference_language import ReferenceLanguage
 
 
 class Scripted(StepModel):
