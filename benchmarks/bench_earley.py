@@ -16,7 +16,7 @@ the CPU figure is the better estimate of an idle machine's wall-clock time.
    pattern), and the same after ``gc.collect()``, which evicts CPU caches roughly as a model
    forward pass between two decoding steps does.
 
-Usage: ``.venv/bin/python benchmarks/bench_earley.py [--repeats N] [--samples N]
+Usage: ``.venv/bin/python -m benchmarks.bench_earley [--repeats N] [--samples N]
 [--no-reference] [files]`` (default files: a fixed set of stdlib modules). With
 ``--check-stdlib`` it times nothing and instead runs both recognizers over every stdlib module
 (plus randomly corrupted copies) and reports any disagreement. With ``--figures
@@ -46,6 +46,7 @@ from benchmarks.py_terminals import (  # noqa: E402
     stdlib_file,
 )
 from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
+from benchmarks.stats import percentile as pct  # noqa: E402
 from quotient import Grammar, earley, fast, lr0, right_quotient  # noqa: E402
 
 DEFAULT_FILES = [
@@ -58,11 +59,6 @@ DEFAULT_FILES = [
     "pathlib.py",
     "tarfile.py",
 ]
-
-
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
 def med(xs: list[float]) -> float:

@@ -1,10 +1,10 @@
 """Benchmarks of the fim package (figures for the report; never run as unit tests).
 
-    python benchmarks/bench_fim.py soundness --cases 200        # random model, every middle parses
-    python benchmarks/bench_fim.py overhead --cases 40          # constraint ms/token vs model
-    python benchmarks/bench_fim.py speed --model random:santacoder --tokens 64
+    python -m benchmarks.bench_fim soundness --cases 200        # random model, every middle parses
+    python -m benchmarks.bench_fim overhead --cases 40          # constraint ms/token vs model
+    python -m benchmarks.bench_fim speed --model random:santacoder --tokens 64
                                                                 # our loop vs model.generate
-    python benchmarks/bench_fim.py load --model bundled:qwen2.5-coder-1.5b --repeats 5
+    python -m benchmarks.bench_fim load --model bundled:qwen2.5-coder-1.5b --repeats 5
                                                                 # fresh-process load times
 
 ``soundness`` exits non-zero when any constrained middle fails ``ast.parse`` of the whole

@@ -5,7 +5,7 @@ top-level functions before and after it. Windowing should keep setup flat: the i
 for at most 1.5x the time when the padding grows tenfold. Also reports feed time per
 character (each followed by `is_complete`, as the decoder does).
 
-Usage: python benchmarks/bench_fim_language.py [--repeats 15]
+Usage: python -m benchmarks.bench_fim_language [--repeats 15]
 With `--figures docs/figures.md` the table (and the run's commit, package versions, machine and
 load) replaces the `flat` section of that file.
 """

@@ -6,7 +6,7 @@ suggestions at a few cursors, typing between them; it reports each request's lat
 to its time budget.  With the tiny random model (the default) the figures are the server's
 own costs (document sync, windows, prompt, the check that the middle parses), not a model's.
 
-    .venv/bin/python benchmarks/bench_large_file.py [--model random:santacoder] [--mb 5]
+    .venv/bin/python -m benchmarks.bench_large_file [--model random:santacoder] [--mb 5]
 """
 
 from __future__ import annotations

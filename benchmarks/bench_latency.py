@@ -25,7 +25,7 @@ and the same session for every ``--engines`` entry in one run:
   before and 64 after the cursor, greedy, ``--cache-reuse 256``, no client-side cache.  It gets
   the same requests (it has no cursor notifications and no suggestion cache).
 
-    .venv/bin/python benchmarks/bench_latency.py --engines llama.cpp,transformers,llama-server
+    .venv/bin/python -m benchmarks.bench_latency --engines llama.cpp,transformers,llama-server
 
 Project context (issue 12): with ``--workspace`` the files are opened under their real paths
 and the standard library is the workspace folder, so definitions of imported names are found;
@@ -57,6 +57,7 @@ from benchmarks.report import (  # noqa: E402
     model_packages,
     write_section,
 )
+from benchmarks.stats import percentile  # noqa: E402
 
 FILES = ("shlex.py", "textwrap.py", "gettext.py", "calendar.py", "ftplib.py", "statistics.py")
 KINDS = ("first", "typing", "accepted", "new_position")
@@ -119,13 +120,8 @@ class Result:
         for kind, xs in self.latency.items():
             if xs:
                 out[kind] = {"n": len(xs), "p50": round(statistics.median(xs), 3),
-                             "p90": round(_p90(xs), 3)}
+                             "p90": round(percentile(xs, 0.9), 3)}
         return out
-
-
-def _p90(xs: list[float]) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(0.9 * (len(xs) - 1))))]
 
 
 class SeamClient:

@@ -11,7 +11,7 @@ Prints a table per measurement:
 * the reference string recognizer's throughput and single-scan latency (for comparison with
   the fast recognizer, which owns those figures).
 
-Usage: ``.venv/bin/python benchmarks/bench_quotient.py [--suffix 500] [--repeat 7] [FILE...]``
+Usage: ``.venv/bin/python -m benchmarks.bench_quotient [--suffix 500] [--repeat 7] [FILE...]``
 With ``--figures docs/figures.md`` the right-quotient table (and the run's commit, package
 versions, machine and load) replaces the ``quotient`` section of that file.
 """
@@ -26,12 +26,15 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a file: the root
 
-from py_terminals import PYTHON_START, file_terminals, python_lark_text, stdlib_file  # noqa: E402
-from report import RunRecord, command_line, write_section  # noqa: E402
-
+from benchmarks.py_terminals import (  # noqa: E402
+    PYTHON_START,
+    file_terminals,
+    python_lark_text,
+    stdlib_file,
+)
+from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
 from python_language.grammar import lex_python, python_grammar  # noqa: E402
 from quotient import Grammar, Nfa, right_quotient, right_quotient_split  # noqa: E402
 from quotient.earley import recognizer  # noqa: E402

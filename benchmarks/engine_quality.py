@@ -10,7 +10,7 @@ middles that do not parse (it must be 0 for both).
 
     .venv/bin/python -m fim eval --engine llama.cpp --cases 100 --max-tokens 96 \\
         --context-tokens 256 --records llama.jsonl
-    .venv/bin/python benchmarks/engine_quality.py docs/eval/records-96.jsonl llama.jsonl \\
+    .venv/bin/python -m benchmarks.engine_quality docs/eval/records-96.jsonl llama.jsonl \\
         --names transformers,llama.cpp --figures docs/evaluation.md
 """
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import RunRecord, command_line, model_packages, write_section  # noqa: E402
+from benchmarks.stats import WonLost, paired_interval, won_lost  # noqa: E402
 
 MODES = ("unconstrained", "checked", "constrained")
 
@@ -50,17 +50,11 @@ def paired(first: list[dict], second: list[dict], seed: int = 0) -> str:
     interval holding 0 means the runs are within noise of each other on these cases)."""
     pairs = list(zip(first, second, strict=True))
 
-    def won_lost(key: str) -> str:
-        won = sum(b[key] and not a[key] for a, b in pairs)
-        lost = sum(a[key] and not b[key] for a, b in pairs)
-        return f"{won} / {lost}"
+    def won(key: str) -> WonLost:
+        return won_lost((b[key], a[key]) for a, b in pairs)
 
     diffs = [b["edit_similarity"] - a["edit_similarity"] for a, b in pairs]
-    rng = random.Random(seed)
-    means = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(2000))
-    low, high = means[int(0.025 * len(means))], means[int(0.975 * len(means)) - 1]
-    return (f"{won_lost('success')} | {won_lost('exact')} | "
-            f"{statistics.fmean(diffs):+.3f} ({low:+.3f} to {high:+.3f})")
+    return f"{won('success')} | {won('exact')} | {paired_interval(diffs, seed=seed)}"
 
 
 def table(runs: list[dict], names: list[str]) -> str:

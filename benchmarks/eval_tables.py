@@ -8,14 +8,13 @@ tables (the layout `seam eval --report-only --markdown` prints), followed by one
 figures over all datasets and a paragraph saying where the records came from (`--made-at`) and
 at which commit the tables were rendered.  It measures nothing itself.
 
-    .venv/bin/python benchmarks/eval_tables.py docs/eval/records-96.jsonl --cases 100 \\
+    .venv/bin/python -m benchmarks.eval_tables docs/eval/records-96.jsonl --cases 100 \\
         --made-at "..." --figures docs/evaluation.md --section paper-96
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from benchmarks.report import (  # noqa: E402
     model_packages,
     write_section,
 )
+from benchmarks.stats import percentile  # noqa: E402
 from fim.eval.evaluation import format_markdown, load_records, summarize  # noqa: E402
 
 
@@ -55,7 +55,7 @@ def overall(records: list[dict]) -> str:
     errors = sum(bool(r.get("error")) for r in latest.values())
     c, u = pooled["modes"]["constrained"], pooled["modes"]["unconstrained"]
     setup = [r["setup_ms"] for r in constrained]
-    p90 = statistics.quantiles(setup, n=10)[-1] if len(setup) >= 2 else float("nan")
+    p90 = percentile(setup, 0.9) if setup else float("nan")
     modes = ", ".join(f"{n} `{m}`" for m, n in pooled["language_modes"].items())
     return (
         f"Over all {pooled['cases']} cases: {len(returned)} constrained middles returned, "

@@ -12,7 +12,7 @@ reports, over all cases:
 * setup time (`for_python` + `initial`) and feed time per character (with an `is_complete`
   call after each).
 
-Usage: python benchmarks/fim_language_dev.py [--cases 500] [--corruptions 4] [--json out.json]
+Usage: python -m benchmarks.fim_language_dev [--cases 500] [--corruptions 4] [--json out.json]
 With `--figures docs/figures.md` the table (and the run's commit, package versions, machine and
 load) replaces the section named by `--section` (default `dev`) of that file.
 """

@@ -11,10 +11,10 @@ f-strings) is only skipped, with a count.
 
 Run from the repository root:
 
-    .venv/bin/python benchmarks/grammar_coverage.py                   # every stdlib file
-    .venv/bin/python benchmarks/grammar_coverage.py --sample 200      # a seeded random sample
-    .venv/bin/python benchmarks/grammar_coverage.py --lexer tokenize  # CPython's tokenizer
-    .venv/bin/python benchmarks/grammar_coverage.py \
+    .venv/bin/python -m benchmarks.grammar_coverage                   # every stdlib file
+    .venv/bin/python -m benchmarks.grammar_coverage --sample 200      # a seeded random sample
+    .venv/bin/python -m benchmarks.grammar_coverage --lexer tokenize  # CPython's tokenizer
+    .venv/bin/python -m benchmarks.grammar_coverage \
         --library /root/.pyenv/versions/3.12.1/lib/python3.12 \
         --python /root/.pyenv/versions/3.12.1/bin/python3.12    # 3.12's library, 3.12's parser
 
@@ -42,11 +42,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.cpython_terminals import tokenize_terminals  # noqa: E402
 from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
 from lexer.tokenizer import LexError  # noqa: E402
 from python_language.grammar import lex_python  # noqa: E402
 from quotient import Grammar, recognizer  # noqa: E402
-from tests.python_language.grammar._tokenize import tokenize_terminals  # noqa: E402
 
 GRAMMAR_PATH = ROOT / "python_language" / "python.lark"
 DEFAULT_LIBRARY = "/root/.pyenv/versions/3.11.7/lib/python3.11"
@@ -231,13 +231,25 @@ def _version(python: str) -> str:
     return proc.stdout.strip()
 
 
+CONSTRUCTS_FILE = ROOT / "tests/python_language/grammar/constructs.py"
+
+
+def _constructs() -> dict[str, tuple[list[str], list[str]]]:
+    """The grammar tests' table of constructs, read as data (benchmarks import no tests)."""
+    tree = ast.parse(CONSTRUCTS_FILE.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                and node.target.id == "CONSTRUCTS" and node.value is not None):
+            return ast.literal_eval(node.value)
+    raise SystemExit(f"no CONSTRUCTS table in {CONSTRUCTS_FILE}")
+
+
 def coverage_markdown(c: dict, library: str, oracle: str, lexer_name: str, sample: int,
                       record: RunRecord) -> str:
-    from tests.python_language.grammar.constructs import CONSTRUCTS
-
+    constructs = _constructs()
     share = c["accepted"] / c["checked"] if c["checked"] else 0.0
-    accepted = sum(len(ok) for ok, _ in CONSTRUCTS.values())
-    rejected = sum(len(bad) for _, bad in CONSTRUCTS.values())
+    accepted = sum(len(ok) for ok, _ in constructs.values())
+    rejected = sum(len(bad) for _, bad in constructs.values())
     scope = f"a seeded sample of {sample}" if sample else "all"
     return "\n".join([
         f"`{library}` ({scope} files, site-packages excluded), terminal streams from the "
@@ -250,7 +262,7 @@ def coverage_markdown(c: dict, library: str, oracle: str, lexer_name: str, sampl
         f"| files skipped (unreadable / rejected by `ast.parse` / not lexable by the chosen "
         f"lexer) | {c['unreadable']} / {c['ast_rejected']} / {c['lex_skipped']} | — |",
         "",
-        f"At this commit `tests/python_language/grammar/constructs.py` holds {len(CONSTRUCTS)} "
+        f"At this commit `tests/python_language/grammar/constructs.py` holds {len(constructs)} "
         f"constructs with {accepted} programs that must parse and {rejected} that must not "
         "(each verdict also checked against CPython 3.12 when it is installed).",
         "",

@@ -20,7 +20,7 @@ It prints, per layout and cursor kind, exact match, edit similarity (first line 
 cursors), the share of middles that parse, agreement with ``psm`` and the tokens each
 keystroke would have to run.  Run::
 
-    .venv/bin/python benchmarks/prompt_layouts.py --cases 40 --json out.json
+    .venv/bin/python -m benchmarks.prompt_layouts --cases 40 --json out.json
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ from benchmarks.report import (  # noqa: E402
     model_packages,
     write_section,
 )
-from fim.eval import datasets  # noqa: E402
 from fim.api import CompletionRequest, Engine  # noqa: E402
 from fim.decoding import parses  # noqa: E402
 from fim.engines.step_model import common_prefix  # noqa: E402
+from fim.eval import datasets  # noqa: E402
 from fim.eval.evaluation import edit_similarity  # noqa: E402
 from fim.templates import PromptOrder  # noqa: E402
 

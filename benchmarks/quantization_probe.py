@@ -1,7 +1,7 @@
 """How much dynamic int8 quantization speeds up and changes a model on this CPU.
 
-    python benchmarks/quantization_probe.py --skip lm_head,down_proj
-    python benchmarks/quantization_probe.py --fp32            # the reference row
+    python -m benchmarks.quantization_probe --skip lm_head,down_proj
+    python -m benchmarks.quantization_probe --fp32            # the reference row
 
 Quantizes the model's linear layers in place (per-channel int8 weights, activations quantized
 at run time; layers whose name contains one of ``--skip`` stay fp32), then reports one decode
@@ -25,7 +25,9 @@ from pathlib import Path
 
 import torch
 
-from fim.engines.transformers_engine import load_model
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a file: the root
+
+from fim.engines.transformers_engine import load_model  # noqa: E402
 
 TEXTS = (("argparse.py", 20000), ("json/decoder.py", 2000))
 

@@ -126,15 +126,20 @@ def model_packages() -> dict[str, str]:
 
 
 def command_line() -> str:
-    """The command that ran this script, as typed from the repository root."""
+    """The command that ran this script, as typed from the repository root: a benchmark as
+    the module it is (``python -m benchmarks.x``, however it was started)."""
     script = Path(sys.argv[0]).resolve()
     try:
-        script_text = str(script.relative_to(ROOT))
+        relative = script.relative_to(ROOT)
     except ValueError:
-        script_text = str(script)
+        relative = None
+    if relative is not None and relative.parent == Path("benchmarks") and script.suffix == ".py":
+        run = ["-m", f"benchmarks.{script.stem}"]
+    else:
+        run = [str(relative if relative is not None else script)]
     # Paths inside the repository are shown relative to it, as they would be typed there.
     args = [a.replace(f"{ROOT}/", "") for a in sys.argv[1:]]
-    return shlex.join([".venv/bin/python", script_text, *args])
+    return shlex.join([".venv/bin/python", *run, *args])
 
 
 def write_section(path: Path, name: str, body: str) -> None:

@@ -29,6 +29,7 @@ from fim.engines.backend import Backend
 from fim.engines.loading import load_backend
 from fim.engines.model_specs import EngineKind
 from fim.engines.step_model import StepModel
+from fim.lru import LRU
 from fim.options import MODES, SCOPES, Dtype, Mode, Scope, StopReason
 from fim.templates import (
     ContextFile,
@@ -198,7 +199,7 @@ class Engine:
             heal_index=HealIndex(vocab, backend.heal_order) if heal else None,
         )
         self._languages: list[_LanguageEntry] = []
-        self._contexts: dict[tuple, list[int]] = {}
+        self._contexts: LRU[tuple, list[int]] = LRU(16)
         # Prompts are built on the caller's thread too (``uncached``): the remembered
         # contexts get their own lock, not the decoding lock.
         self._contexts_lock = threading.Lock()
@@ -305,9 +306,7 @@ class Engine:
             ids = project_context(self.tokenizer, self.template, req.context_files,
                                   req.context_budget, req.repo, req.path)
             with self._contexts_lock:
-                self._contexts[key] = ids
-                while len(self._contexts) > 16:
-                    self._contexts.pop(next(iter(self._contexts)))
+                self._contexts.put(key, ids)
         return ids
 
     def uncached(self, req: CompletionRequest) -> int:

@@ -35,6 +35,9 @@ RIGHT_TOKENS = 64
 #: good as 256 on 72 project cases (docs/usefulness.md, "The first window at a new place")
 #: at 40% fewer prompt tokens, which is what a new place waits for.
 LEFT_FIRST_TOKENS = 128
+#: The part of any context kept for the prompt (FIM sentinels plus a few lines around the
+#: cursor) whatever the token budget asks.
+MIN_PROMPT_TOKENS = 32
 
 
 class CursorKind(enum.StrEnum):
@@ -92,11 +95,55 @@ EMPTY_LINE = EditorPolicy(Scope.BLOCK, 96, 20_000, line_stop=False, early=True,
 POLICIES = {CursorKind.MID_LINE: MID_LINE, CursorKind.EMPTY_LINE: EMPTY_LINE}
 
 
+def cursor_line(text: str, offset: int) -> tuple[str, str]:
+    """The line of ``text`` that holds ``offset``, split there: (before, after) the cursor."""
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    return text[start:offset], text[offset:] if end < 0 else text[offset:end]
+
+
+def auto_context(device_type: str) -> int | None:
+    """The "auto" context on a device: ``CPU_CONTEXT_TOKENS`` on a CPU; ``None`` (the
+    model's whole window) on a GPU, where a long prompt costs little."""
+    return CPU_CONTEXT_TOKENS if device_type == "cpu" else None
+
+
+def known_context(context_tokens: int | None, device_type: str | None,
+                  model_window: int | None) -> int | None:
+    """The context (prompt plus middle, in tokens) requests get, where it is known:
+    ``context_tokens`` (``None``: "auto" for the device), capped by the model's window.
+    ``device_type`` and ``model_window`` are ``None`` while no model is loaded."""
+    context = context_tokens
+    if context is None and device_type is not None:
+        context = auto_context(device_type)
+    if model_window is not None:
+        context = min(context or model_window, model_window)
+    return context
+
+
+def auto_policy(line_before: str, line_after: str, *, device_type: str = "cpu",
+                context_tokens: int | None = None,
+                model_window: int | None = None) -> EditorPolicy:
+    """The "auto" policy at a cursor whose line reads ``line_before|line_after``: the one
+    definition of "auto", which the server's settings resolve over (``lsp_server.settings.
+    policy_for``) and ``seam eval --policy ide`` runs as it is.
+
+    The kind of cursor picks the budgets (``POLICIES``); ``context_tokens`` is the context
+    asked for (``None``: "auto" for ``device_type``). The token budget never crowds the
+    prompt out of a known context (``MIN_PROMPT_TOKENS`` stay for it).
+    """
+    auto = POLICIES[cursor_kind(line_before, line_after)]
+    max_tokens = auto.max_tokens
+    known = known_context(context_tokens, device_type, model_window)
+    if known is not None:
+        max_tokens = max(1, min(max_tokens, known - MIN_PROMPT_TOKENS))
+    return replace(auto, max_tokens=max_tokens,
+                   context_tokens=context_tokens or auto_context(device_type))
+
+
 def policy_at(left: str, right: str) -> EditorPolicy:
-    """The "auto" policy for a cursor between ``left`` and ``right``."""
-    line_before = left[left.rfind("\n") + 1:]
-    line_after = right.split("\n", 1)[0]
-    return POLICIES[cursor_kind(line_before, line_after)]
+    """The "auto" policy for a cursor between ``left`` and ``right`` (a model on a CPU)."""
+    return auto_policy(cursor_line(left, len(left))[0], cursor_line(right, 0)[1])
 
 
 def editor_request(left: str, right: str, *, mode: Mode | str = Mode.CONSTRAINED, top_k: int = 50,

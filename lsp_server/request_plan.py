@@ -16,7 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fim.api import CompletionRequest, Engine
-from fim.editor_policy import EMPTY_LINE, LEFT_FIRST_TOKENS, MID_LINE, EditorPolicy
+from fim.editor_policy import (
+    EMPTY_LINE,
+    LEFT_FIRST_TOKENS,
+    MID_LINE,
+    EditorPolicy,
+    cursor_line,
+)
 from lsp_server import text as model_text
 from lsp_server.project.sources import (
     ContextCollector,
@@ -124,10 +130,8 @@ class RequestPlanner:
         return self._counter[1]
 
     def policy(self, engine: Engine, settings: Settings, text: str, offset: int) -> EditorPolicy:
-        line_start = text.rfind("\n", 0, offset) + 1
-        line_end = text.find("\n", offset)
-        line_end = len(text) if line_end < 0 else line_end
-        policy = policy_for(settings, text[line_start:offset], text[offset:line_end],
+        line_before, line_after = cursor_line(text, offset)
+        policy = policy_for(settings, line_before, line_after,
                             device_type=device_type(engine),
                             model_window=engine.window)
         if self.right_tokens is not None:

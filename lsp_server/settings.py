@@ -20,19 +20,27 @@ a CPU), taken out of the left context's share of ``contextTokens``; ``contextDef
 ``contextOpenFiles`` and ``contextRecentEdits`` turn each source on or off.
 ``model: "bundled"`` names the default bundled model. Keys the server does not know (a client's
 own settings such as VS Code's ``seam.server.*``) are ignored.
+
+Each key is written once, as a field of :class:`Settings` that names its JSON key and its
+validator; validation (:func:`merge`), the JSON the server reports (:func:`settings_json`) and
+the editors' test (``tests/lsp_server/test_settings_and_cache.py`` checks VS Code's
+``package.json`` and the Neovim plugin against :data:`KEYS`) all read that one table.
+A refused value is quoted as the client sent it, in JSON (``null``, ``true``, ``["python"]``).
 """
 
 from __future__ import annotations
 
+import enum
+import json
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from fim.editor_policy import (
-    CPU_CONTEXT_TOKENS,
-    POLICIES,
+    MIN_PROMPT_TOKENS,
     EditorPolicy,
-    cursor_kind,
+    auto_policy,
+    known_context,
 )
 from fim.engines.model_specs import ENGINE_NAMES, EngineKind
 from fim.options import (
@@ -51,8 +59,9 @@ from lsp_server.project.sources import ContextSources
 
 SECTION = "seam"
 
-# The "auto" policies (mid-line vs empty line, the CPU context, the right window) are fim's
-# editor policy, shared with `seam eval --policy ide`.
+# The "auto" policies (mid-line vs empty line, the CPU context, the right window, the room
+# kept for the prompt) are fim's editor policy (`fim.editor_policy.auto_policy`), shared with
+# `seam eval --policy ide`.
 
 #: "auto" project context (``contextBudgetTokens``) in tokens, out of the left context's
 #: share of the window: chosen by benchmarks/usefulness.py (docs/usefulness.md).  On a GPU,
@@ -64,66 +73,11 @@ MAX_CONTEXT_BUDGET_TOKENS = 1 << 16
 #: The smallest project context worth having (a few definitions).
 MIN_CONTEXT_BUDGET_TOKENS = 64
 
-#: The smallest context worth prompting with, and the part of any context kept for the prompt
-#: (FIM sentinels plus a few lines around the cursor) whatever ``maxTokens`` asks.
+#: The smallest context worth prompting with.
 MIN_CONTEXT_TOKENS = 128
-MIN_PROMPT_TOKENS = 32
 MAX_TOP_K = 1000
 MAX_TIME_BUDGET_MS = 600_000
 MAX_MODEL_SPEC_CHARS = 4096
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Validated settings. ``None`` for maxTokens / timeBudgetMs / scope means "auto"."""
-
-    model: str = DEFAULT_MODEL
-    device: str = "auto"
-    dtype: Dtype = Dtype.AUTO
-    max_tokens: int | None = None
-    time_budget_ms: int | None = None
-    context_tokens: int | None = None
-    scope: Scope | None = None
-    top_k: int = 50
-    constrained: bool = True
-    languages: tuple[str, ...] = ("python",)
-    trust_remote_code: bool = False
-    engine: EngineKind = EngineKind.AUTO
-    #: project context: its budget in tokens (``None``: "auto") and its sources
-    context_budget: int | None = None
-    context_definitions: bool = True
-    context_open_files: bool = True
-    context_recent_edits: bool = True
-    context_similar_code: bool = True
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    @property
-    def model_key(self) -> tuple[str, str, Dtype, bool, EngineKind, int | None]:
-        """What decides whether the model must be reloaded (the context, because llama.cpp
-        sizes its cache for it when it loads)."""
-        return (self.model, self.device, self.dtype, self.trust_remote_code, self.engine,
-                self.context_tokens)
-
-
-@dataclass(frozen=True)
-class SettingProblem:
-    """A refused setting: the key, what was sent, what is accepted, and what stays in force."""
-
-    key: str
-    value: Any
-    accepted: str
-    kept: Any
-
-    def message(self) -> str:
-        return (f"seam.{self.key} = {_shown(self.value)} is not valid ({self.accepted}); "
-                f"keeping {_shown(self.kept)}")
-
-
-def _shown(value: Any) -> str:
-    if value is None:
-        return '"auto"'
-    text = repr(value) if not isinstance(value, str) else '"' + value + '"'
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class Rejected(ValueError):
@@ -195,11 +149,15 @@ def _languages(value: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v.strip() for v in value if v.strip()))
 
 
+def _one_of(names: tuple[str, ...]) -> str:
+    return "one of " + ", ".join(f'"{name}"' for name in names)
+
+
 def _scope(value: Any) -> Scope | None:
     if value is None or value == "auto":
         return None
     if value not in SCOPES:
-        raise Rejected("one of " + ", ".join(f'"{s}"' for s in ("auto", *SCOPES)))
+        raise Rejected(_one_of(("auto", *SCOPES)))
     return Scope(value)
 
 
@@ -220,7 +178,7 @@ def _device(value: Any) -> str:
 def _dtype(value: Any) -> Dtype:
     name = canonical_dtype(value)
     if name is None:
-        raise Rejected("one of " + ", ".join(f'"{d}"' for d in DTYPE_CHOICES))
+        raise Rejected(_one_of(DTYPE_CHOICES))
     return name
 
 
@@ -228,30 +186,114 @@ def _engine(value: Any) -> EngineKind:
     try:
         return EngineKind.parse(value if isinstance(value, str) else None)
     except ValueError:
-        raise Rejected("one of " + ", ".join(f'"{e}"' for e in ENGINE_NAMES)) from None
+        raise Rejected(_one_of(ENGINE_NAMES)) from None
 
 
-# JSON key -> (dataclass field, validator)
-_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
-    "model": ("model", _model),
-    "device": ("device", _device),
-    "dtype": ("dtype", _dtype),
-    "maxTokens": ("max_tokens", _budget(1 << 16)),
-    "timeBudgetMs": ("time_budget_ms", _budget(MAX_TIME_BUDGET_MS)),
-    "contextTokens": ("context_tokens", _context_tokens),
-    "scope": ("scope", _scope),
-    "topK": ("top_k", _top_k),
-    "constrained": ("constrained", _bool),
-    "languages": ("languages", _languages),
-    "trustRemoteCode": ("trust_remote_code", _bool),
-    "engine": ("engine", _engine),
-    "contextBudgetTokens": ("context_budget", _context_budget),
-    "contextDefinitions": ("context_definitions", _bool),
-    "contextOpenFiles": ("context_open_files", _bool),
-    "contextRecentEdits": ("context_recent_edits", _bool),
-    "contextSimilarCode": ("context_similar_code", _bool),
-}
+@dataclass(frozen=True)
+class SettingKey:
+    """One setting as the client sends it: its JSON key, its validator, and whether ``None``
+    stands for "auto" (sent and reported as ``"auto"``)."""
+
+    name: str
+    validate: Callable[[Any], Any]
+    auto: bool = False
+    #: the values of a key that takes one of a few names (what the editors offer)
+    choices: tuple[str, ...] = ()
+    #: taken only from the server's command line (``seam serve --trust-remote-code``), so
+    #: the editors send no value (the server refuses one)
+    pinned: bool = False
+
+
+def _key(name: str, validate: Callable[[Any], Any], default: Any, *, auto: bool = False,
+         choices: tuple[str, ...] = (), pinned: bool = False) -> Any:
+    """A :class:`Settings` field that is the setting ``name`` on the wire."""
+    spec = SettingKey(name, validate, auto, choices, pinned)
+    return field(default=default, metadata={SECTION: spec})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated settings, one field per JSON key (the table the server and the editors'
+    test read). ``None`` for the "auto" keys means "auto"."""
+
+    model: str = _key("model", _model, DEFAULT_MODEL)
+    device: str = _key("device", _device, "auto")
+    dtype: Dtype = _key("dtype", _dtype, Dtype.AUTO, choices=DTYPE_CHOICES)
+    max_tokens: int | None = _key("maxTokens", _budget(1 << 16), None, auto=True)
+    time_budget_ms: int | None = _key("timeBudgetMs", _budget(MAX_TIME_BUDGET_MS), None,
+                                      auto=True)
+    context_tokens: int | None = _key("contextTokens", _context_tokens, None, auto=True)
+    scope: Scope | None = _key("scope", _scope, None, auto=True, choices=("auto", *SCOPES))
+    top_k: int = _key("topK", _top_k, 50)
+    constrained: bool = _key("constrained", _bool, True)
+    languages: tuple[str, ...] = _key("languages", _languages, ("python",))
+    trust_remote_code: bool = _key("trustRemoteCode", _bool, False, pinned=True)
+    engine: EngineKind = _key("engine", _engine, EngineKind.AUTO, choices=ENGINE_NAMES)
+    #: project context: its budget in tokens (``None``: "auto") and its sources
+    context_budget: int | None = _key("contextBudgetTokens", _context_budget, None, auto=True)
+    context_definitions: bool = _key("contextDefinitions", _bool, True)
+    context_open_files: bool = _key("contextOpenFiles", _bool, True)
+    context_recent_edits: bool = _key("contextRecentEdits", _bool, True)
+    context_similar_code: bool = _key("contextSimilarCode", _bool, True)
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def model_key(self) -> tuple[str, str, Dtype, bool, EngineKind, int | None]:
+        """What decides whether the model must be reloaded (the context, because llama.cpp
+        sizes its cache for it when it loads)."""
+        return (self.model, self.device, self.dtype, self.trust_remote_code, self.engine,
+                self.context_tokens)
+
+
+#: JSON key -> (``Settings`` field, the key), in the order of the fields.
+_KEYS: dict[str, tuple[str, SettingKey]] = {
+    f.metadata[SECTION].name: (f.name, f.metadata[SECTION])
+    for f in fields(Settings) if SECTION in f.metadata}
 KEYS = tuple(_KEYS)
+#: The keys, for the editors' test and the documentation.
+SETTING_KEYS: tuple[SettingKey, ...] = tuple(spec for _, spec in _KEYS.values())
+
+
+def _json_value(spec: SettingKey, value: Any) -> Any:
+    """A validated value as the server reports it (and as a client may send it back)."""
+    if value is None and spec.auto:
+        return "auto"
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, enum.Enum):
+        return value.value
+    return value
+
+
+def settings_json(settings: Settings) -> dict[str, Any]:
+    """The settings as JSON, one entry per key (``seam/status`` reports this)."""
+    return {name: _json_value(spec, getattr(settings, attr))
+            for name, (attr, spec) in _KEYS.items()}
+
+
+@dataclass(frozen=True)
+class SettingProblem:
+    """A refused setting: the key, the value the client sent, what is accepted, and the value
+    that stays in force (in the JSON form of :func:`settings_json`)."""
+
+    key: str
+    value: Any
+    accepted: str
+    kept: Any
+
+    def message(self) -> str:
+        return (f"seam.{self.key} = {_shown(self.value)} is not valid ({self.accepted}); "
+                f"keeping {_shown(self.kept)}")
+
+
+def _shown(value: Any) -> str:
+    """A value in JSON, as the client wrote it (``null``, ``true``, ``["python"]``); a value
+    that is no JSON (from a Python caller) in its Python form."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def section_of(payload: Any) -> dict[str, Any] | None:
@@ -285,11 +327,12 @@ def merge(base: Settings, payload: dict[str, Any]) -> tuple[Settings, list[Setti
         spec = _KEYS.get(key)
         if spec is None:
             continue
-        attr, validate = spec
+        attr, setting = spec
         try:
-            changes[attr] = validate(value)
+            changes[attr] = setting.validate(value)
         except Rejected as exc:
-            problems.append(SettingProblem(key, value, str(exc), getattr(base, attr)))
+            kept = _json_value(setting, getattr(base, attr))
+            problems.append(SettingProblem(key, value, str(exc), kept))
     return replace(base, **changes), problems
 
 
@@ -299,12 +342,7 @@ def context_for(settings: Settings, device_type: str | None,
 
     ``device_type`` and ``model_window`` are ``None`` while no model is loaded.
     """
-    context = settings.context_tokens
-    if context is None and device_type == "cpu":
-        context = CPU_CONTEXT_TOKENS
-    if model_window is not None:
-        context = min(context or model_window, model_window)
-    return context
+    return known_context(settings.context_tokens, device_type, model_window)
 
 
 def check_budget(settings: Settings, previous: Settings, device_type: str | None,
@@ -321,7 +359,8 @@ def check_budget(settings: Settings, previous: Settings, device_type: str | None
     kept = previous.max_tokens if (previous.max_tokens or 0) <= most else None
     problem = SettingProblem(
         "maxTokens", wanted,
-        f"at most {most} with a context of {context} tokens, or \"auto\"", kept)
+        f"at most {most} with a context of {context} tokens, or \"auto\"",
+        _json_value(_KEYS["maxTokens"][1], kept))
     return replace(settings, max_tokens=kept), [problem]
 
 
@@ -333,22 +372,15 @@ def policy_for(settings: Settings, line_before: str, line_after: str,
     ``device_type`` is where the model runs (``"cpu"``, ``"cuda"``): it decides the "auto"
     context size. An "auto" token budget never crowds the prompt out of a small context.
     """
-    auto = POLICIES[cursor_kind(line_before, line_after)]
-    max_tokens = auto.max_tokens
-    auto_context = CPU_CONTEXT_TOKENS if device_type == "cpu" else None
-    context = settings.context_tokens or auto_context
-    if settings.max_tokens is None:
-        known = context_for(settings, device_type, model_window)
-        if known is not None:
-            max_tokens = max(1, min(max_tokens, known - MIN_PROMPT_TOKENS))
+    auto = auto_policy(line_before, line_after, device_type=device_type,
+                       context_tokens=settings.context_tokens, model_window=model_window)
     return replace(
         auto,
         scope=Scope(settings.scope or auto.scope),
-        max_tokens=settings.max_tokens or max_tokens,
+        max_tokens=settings.max_tokens or auto.max_tokens,
         time_budget_ms=settings.time_budget_ms or auto.time_budget_ms,
         mode=Mode.CONSTRAINED if settings.constrained else Mode.UNCONSTRAINED,
         top_k=settings.top_k,
-        context_tokens=context,
     )
 
 

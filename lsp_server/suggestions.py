@@ -9,8 +9,9 @@ first ``k`` characters of ``M``, the new split is ``(L + M[:k], R)`` and the ans
 from __future__ import annotations
 
 import hashlib
-from collections import OrderedDict
 from dataclasses import dataclass
+
+from fim.lru import LRU
 
 
 def digest(text: str) -> bytes:
@@ -32,17 +33,14 @@ class SuggestionCache:
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
         self.capacity = capacity
-        self._entries: OrderedDict[tuple[str, bytes, int], _Entry] = OrderedDict()
+        self._entries: LRU[tuple[str, bytes, int], _Entry] = LRU(capacity)
 
     def put(self, uri: str, left: str, right: str, middle: str) -> None:
         """Remember ``middle`` for the split ``(left, right)``; an empty middle records that
         there is no suggestion there (a prefetch found none: the request need not ask)."""
         entry = _Entry(len(left), digest(left), digest(right), middle)
         key = (uri, entry.left_digest, entry.left_len)
-        self._entries[key] = entry
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.capacity:
-            self._entries.popitem(last=False)
+        self._entries.put(key, entry)
 
     def lookup(self, uri: str, left: str, right: str) -> str | None:
         """The rest of a cached middle that ``left`` has typed part of ("" where the cache
@@ -53,7 +51,9 @@ class SuggestionCache:
             entry_uri, _, entry_len = key
             if entry_uri != uri:
                 continue
-            entry = self._entries[key]
+            entry = self._entries.peek(key)
+            if entry is None:
+                continue
             typed = len(left) - entry_len
             if typed < 0 or (typed >= len(entry.middle) and (typed or entry.middle)):
                 continue
@@ -65,13 +65,13 @@ class SuggestionCache:
                 continue
             if digest(left[:entry_len]) != entry.left_digest:
                 continue
-            self._entries.move_to_end(key)
+            self._entries.get(key)  # a use: the suggestion being typed stays
             return entry.middle[typed:]
         return None
 
     def forget(self, uri: str) -> None:
         for key in [k for k in self._entries if k[0] == uri]:
-            del self._entries[key]
+            self._entries.pop(key)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -31,6 +31,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from fim.lru import LRU
 from lsp_server.project.workspace import Workspace
 
 #: Functions and classes up to these many lines are shown whole; longer ones as outlines.
@@ -305,9 +306,9 @@ class DefinitionIndex:
     def __init__(self, workspace: Workspace, refresh_s: float = 2.0) -> None:
         self.workspace = workspace
         self.refresh_s = refresh_s
-        self._modules: dict[Path, tuple[tuple[int, int], _Outline | None]] = {}
-        self._answers: dict[tuple, tuple[float, list[Definition]]] = {}
-        self._scans: dict[str, tuple[tuple[Import, frozenset[str]], ...]] = {}
+        self._modules: LRU[Path, tuple[tuple[int, int], _Outline | None]] = LRU(MAX_MODULES)
+        self._answers: LRU[tuple, tuple[float, list[Definition]]] = LRU(32)
+        self._scans: LRU[str, tuple[tuple[Import, frozenset[str]], ...]] = LRU(8)
 
     def _outline(self, path: Path) -> _Outline | None:
         """The outline of a workspace file, parsed again only when its mtime or size moved."""
@@ -320,9 +321,7 @@ class DefinitionIndex:
             return cached[1]
         text = self.workspace.read(path)
         outline = outline_module(text) if text is not None else None
-        self._modules[path] = (stamp, outline)
-        while len(self._modules) > MAX_MODULES:
-            self._modules.pop(next(iter(self._modules)))
+        self._modules.put(path, (stamp, outline))
         return outline
 
     def _module_file(self, base: Path, parts: list[str]) -> Path | None:
@@ -387,9 +386,7 @@ class DefinitionIndex:
         if hit is not None and now - hit[0] < self.refresh_s:
             return hit[1]
         out = self._look_up(document, wanted)
-        self._answers[key] = (now, out)
-        while len(self._answers) > 32:
-            self._answers.pop(next(iter(self._answers)))
+        self._answers.put(key, (now, out))
         return out
 
     def _wanted(self, text: str) -> tuple[tuple[Import, frozenset[str]], ...]:
@@ -399,9 +396,7 @@ class DefinitionIndex:
             used, attrs = used_names(text)
             found = tuple((imp, attrs.get(imp.alias, frozenset()))
                           for imp in imports_of(text) if imp.alias in used)
-            self._scans[text] = found
-            while len(self._scans) > 8:
-                self._scans.pop(next(iter(self._scans)))
+            self._scans.put(text, found)
         return found
 
     def _look_up(self, document: Path | None,

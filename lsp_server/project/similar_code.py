@@ -36,11 +36,11 @@ import keyword
 import os
 import re
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fim.lru import LRU
 from lsp_server.project.python_definitions import DefinitionIndex, imports_of
 from lsp_server.project.workspace import MAX_FILE_BYTES, Workspace, path_of_uri
 
@@ -126,17 +126,15 @@ def cut(text: str) -> _Cut:
     return _Cut(lines, tuple(windows))
 
 
-_LINE_KEYS: OrderedDict[str, frozenset[str]] = OrderedDict()
 _MAX_LINE_KEYS = 1 << 16
+_LINE_KEYS: LRU[str, frozenset[str]] = LRU(_MAX_LINE_KEYS)
 
 
 def _line_identifiers(line: str) -> frozenset[str]:
     found = _LINE_KEYS.get(line)
     if found is None:
         found = identifiers(line)
-        _LINE_KEYS[line] = found
-        if len(_LINE_KEYS) > _MAX_LINE_KEYS:
-            _LINE_KEYS.popitem(last=False)
+        _LINE_KEYS.put(line, found)
     return found
 
 
@@ -159,8 +157,9 @@ class SimilarCode:
     def __init__(self, workspace: Workspace, definitions: DefinitionIndex) -> None:
         self.workspace = workspace
         self.definitions = definitions
-        self._files: OrderedDict[Path, tuple[tuple[int, int], _Cut | None]] = OrderedDict()
         self._checked: dict[Path, float] = {}  # when each file's stamp was last read
+        self._files: LRU[Path, tuple[tuple[int, int], _Cut | None]] = LRU(
+            _MAX_CUT_FILES, on_evict=lambda gone, _: self._checked.pop(gone, None))
         self._places: dict[str, _Place] = {}
 
     def forget(self, uri: str) -> None:
@@ -263,7 +262,6 @@ class SimilarCode:
         now = time.monotonic()
         hit = self._files.get(path)
         if hit is not None and now - self._checked.get(path, -REFRESH_S) < REFRESH_S:
-            self._files.move_to_end(path)
             return hit[1]
         stamp = self.workspace.stat(path)
         self._checked[path] = now
@@ -271,14 +269,10 @@ class SimilarCode:
             self._files.pop(path, None)
             return None
         if hit is not None and hit[0] == stamp:
-            self._files.move_to_end(path)
             return hit[1]
         body = self.workspace.read(path)
         piece = cut(body) if body is not None else None
-        self._files[path] = (stamp, piece)
-        while len(self._files) > _MAX_CUT_FILES:
-            gone, _ = self._files.popitem(last=False)
-            self._checked.pop(gone, None)
+        self._files.put(path, (stamp, piece))
         return piece
 
 

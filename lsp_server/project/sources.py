@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import ast
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from fim.lru import LRU
 from fim.templates import ContextFile
 from lsp_server.project.python_definitions import DefinitionIndex, signatures_of
 from lsp_server.project.recent_edits import EditRing
@@ -99,17 +99,13 @@ class TokenCounter:
 
     def __init__(self, count: Callable[[str], int]) -> None:
         self._count = count
-        self._cache: OrderedDict[str, int] = OrderedDict()
+        self._cache: LRU[str, int] = LRU(_COUNT_CACHE)
 
     def __call__(self, text: str) -> int:
         n = self._cache.get(text)
         if n is None:
             n = self._count(text)
-            self._cache[text] = n
-            while len(self._cache) > _COUNT_CACHE:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(text)
+            self._cache.put(text, n)
         return n
 
 
@@ -135,17 +131,14 @@ class ContextCollector:
         self.ring = ring or EditRing()
         self.definitions = DefinitionIndex(workspace)
         self.similar = SimilarCode(workspace, self.definitions)
-        self._visits: OrderedDict[str, int] = OrderedDict()  # uri -> line, least recent first
-        self._outlines: OrderedDict[tuple[str, int], str | None] = OrderedDict()
+        self._visits: LRU[str, int] = LRU(256)  # uri -> line, least recent first
+        self._outlines: LRU[tuple[str, int], str | None] = LRU(64)
 
     # ----- what the user did ------------------------------------------------------------------
 
     def visit(self, uri: str, line: int) -> None:
         """The user was at ``line`` of ``uri`` (a request, a cursor rest or an edit)."""
-        self._visits[uri] = line
-        self._visits.move_to_end(uri)
-        while len(self._visits) > 256:
-            self._visits.popitem(last=False)
+        self._visits.put(uri, line)
 
     def forget(self, uri: str) -> None:
         """``uri`` was closed: its visits and place go (its edits stay in the ring)."""
@@ -180,8 +173,7 @@ class ContextCollector:
     def _outline_of(self, doc: OpenDocument) -> str:
         key = (doc.uri, hash(doc.text))
         if key in self._outlines:
-            self._outlines.move_to_end(key)
-            found = self._outlines[key]
+            found = self._outlines.get(key)
         else:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -189,9 +181,7 @@ class ContextCollector:
                     found = signatures_of(doc.text)
                 except (SyntaxError, ValueError, RecursionError, MemoryError, ast.error):
                     found = None
-            self._outlines[key] = found
-            while len(self._outlines) > 64:
-                self._outlines.popitem(last=False)
+            self._outlines.put(key, found)
         if found is None:  # not parsable now: its first lines
             return "\n".join(doc.text.split("\n")[:OPEN_FILE_LINES])
         return found
@@ -204,7 +194,7 @@ class ContextCollector:
         for doc in documents:
             if doc.uri == uri or not doc.text.strip():
                 continue
-            line = self._visits.get(doc.uri)
+            line = self._visits.peek(doc.uri)
             if line is None:
                 text = self._outline_of(doc)
             else:

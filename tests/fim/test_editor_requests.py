@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import ReferenceLanguage
 
 from fim.api import CompletionRequest, Engine
+from fim.editor_policy import EMPTY_LINE, MIN_PROMPT_TOKENS, auto_policy, cursor_line, policy_at
 from fim.engines.step_model import StepModel
 from fim.engines.transformers_engine import HFTokenizer, backend_from_loaded
 from fim.templates import TEMPLATES, build_prompt
+from lsp_server.settings import Settings, policy_for
+from tests.support.reference_language import ReferenceLanguage
 
 
 class Scripted(StepModel):
@@ -169,3 +171,32 @@ def test_line_stop_also_when_the_constraint_forbids_the_newline(random_loaded):
     assert (res.middle, res.stop) == ("12", "line_end")
     plain = engine.complete(CompletionRequest("x = ", "\n", max_tokens=20, scope="statement"))
     assert plain.stop != "line_end"
+
+
+# ----- the "auto" policy, defined once --------------------------------------------------------
+
+def test_cursor_line_splits_the_line_that_holds_the_offset() -> None:
+    text = "a = 1\n    foo(x)\nlast"
+    assert cursor_line(text, text.index("(x)")) == ("    foo", "(x)")
+    assert cursor_line(text, 0) == ("", "a = 1")
+    assert cursor_line(text, len(text)) == ("last", "")
+    assert cursor_line(text, text.index("\n")) == ("a = 1", "")
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+@pytest.mark.parametrize("line", [("    x = foo(", ")"), ("    ", ""), ("", "")])
+def test_the_servers_default_settings_are_the_auto_policy(device: str, line) -> None:
+    """The server resolves its default settings to exactly the policy `seam eval --policy
+    ide` runs: one definition of "auto" (``fim.editor_policy.auto_policy``)."""
+    before, after = line
+    for window in (None, 100, 4096):
+        assert (policy_for(Settings(), before, after, device_type=device, model_window=window)
+                == auto_policy(before, after, device_type=device, model_window=window))
+    if device == "cpu":
+        assert policy_at("def f():\n" + before, after + "\nreturn") == auto_policy(before, after)
+
+
+def test_an_auto_budget_leaves_room_for_the_prompt_in_a_small_window() -> None:
+    assert auto_policy("", "", device_type="cuda").max_tokens == EMPTY_LINE.max_tokens
+    small = auto_policy("", "", device_type="cuda", model_window=100)
+    assert small.max_tokens == 100 - MIN_PROMPT_TOKENS and small.context_tokens is None

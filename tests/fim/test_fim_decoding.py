@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-from conftest import ReferenceLanguage, ReferenceState
 
 from fim.api import CompletionRequest, Engine
 from fim.decoding import (
@@ -21,6 +20,7 @@ from fim.engines.transformers_engine import HFTokenizer, backend_from_loaded
 from fim.options import StopReason
 from fim.templates import PromptTooLong, build_prompt
 from quotient.constraint import LanguageMode
+from tests.support.reference_language import ReferenceLanguage, ReferenceState
 
 
 class DigitsState:

@@ -15,17 +15,7 @@ from fim.templates import (
     heal_split,
     stop_ids,
 )
-
-
-def _tokenizer(specials: list[str], eos: str) -> PreTrainedTokenizerFast:
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=specials, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(["def f(x):\n    return x + 1\n"] * 3, trainer=trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=eos,
-                                   additional_special_tokens=specials)
+from tests.support.tiny_tokenizers import bpe_tokenizer
 
 
 def test_detects_santacoder_on_the_random_tokenizer(random_loaded):
@@ -35,7 +25,7 @@ def test_detects_santacoder_on_the_random_tokenizer(random_loaded):
 def test_detects_qwen_and_its_stop_tokens():
     specials = ["<|endoftext|>", "<|im_end|>", "<|fim_prefix|>", "<|fim_middle|>",
                 "<|fim_suffix|>", "<|fim_pad|>"]
-    tok = _tokenizer(specials, eos="<|im_end|>")
+    tok = bpe_tokenizer(specials, eos="<|im_end|>")
     template = detect_template(HFTokenizer(tok))
     assert template.name == "qwen2.5-coder"
     vocab = tok.get_vocab()
@@ -47,7 +37,7 @@ def test_detects_qwen_and_its_stop_tokens():
 
 
 def test_detects_starcoder_and_override():
-    tok = _tokenizer(["<|endoftext|>", "<fim_prefix>", "<fim_middle>", "<fim_suffix>"],
+    tok = bpe_tokenizer(["<|endoftext|>", "<fim_prefix>", "<fim_middle>", "<fim_suffix>"],
                      eos="<|endoftext|>")
     assert detect_template(HFTokenizer(tok)).name == "starcoder"
     assert detect_template(HFTokenizer(tok), "santacoder").name == "santacoder"
@@ -56,7 +46,7 @@ def test_detects_starcoder_and_override():
 
 
 def test_no_fim_tokens_is_a_clear_error():
-    tok = _tokenizer(["<|endoftext|>"], eos="<|endoftext|>")
+    tok = bpe_tokenizer(["<|endoftext|>"], eos="<|endoftext|>")
     with pytest.raises(ValueError, match="no known fill-in-the-middle tokens"):
         detect_template(HFTokenizer(tok))
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from test_fim_templates import _tokenizer
-
 from fim.api import CompletionRequest, Engine
 from fim.engines.transformers_engine import HFTokenizer, backend_from_loaded
 from fim.templates import TEMPLATES, ContextFile, build_prompt, project_context
+from tests.support.tiny_tokenizers import bpe_tokenizer
 
 QWEN_SPECIALS = ["<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
                  "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>"]
@@ -15,7 +14,7 @@ FILES = (ContextFile("pkg/util.py", "def helper(x):\n    return x + 1\n"),
 
 
 def qwen() -> HFTokenizer:
-    return HFTokenizer(_tokenizer(QWEN_SPECIALS, eos="<|endoftext|>"))
+    return HFTokenizer(bpe_tokenizer(QWEN_SPECIALS, eos="<|endoftext|>"))
 
 
 def test_repository_format_in_order_with_the_current_file_last():

@@ -1,17 +1,25 @@
-"""Settings validation, the auto policy, and the typing-through cache."""
+"""Settings validation, the auto policy, the editors' settings against the server's table,
+and the typing-through cache."""
 
 from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
 
 import pytest
 
 from fim.editor_policy import CPU_CONTEXT_TOKENS, EMPTY_LINE, MID_LINE
 from lsp_server.settings import (
+    KEYS,
+    SETTING_KEYS,
     Settings,
     SettingsShapeError,
     check_budget,
     merge,
     policy_for,
     section_of,
+    settings_json,
 )
 from lsp_server.suggestions import SuggestionCache
 
@@ -136,3 +144,99 @@ def test_auto_budget_never_crowds_out_the_prompt() -> None:
     policy = policy_for(small, "", "")
     assert policy.max_tokens == 128 - 32 and policy.context_tokens == 128
     assert policy_for(Settings(), "", "", device_type="cuda", model_window=100).max_tokens == 68
+
+
+@pytest.mark.parametrize("key,value,sent,kept", [
+    ("model", None, "null", '"bundled:qwen2.5-coder-1.5b"'),
+    ("constrained", "yes", '"yes"', "true"),
+    ("languages", 5, "5", '["python"]'),
+    ("maxTokens", -3, "-3", '"auto"'),
+    ("scope", ["line"], '["line"]', '"auto"'),
+])
+def test_a_refused_value_is_quoted_as_the_client_sent_it_in_json(key, value, sent,
+                                                                  kept) -> None:
+    _, problems = merge(Settings(), {key: value})
+    assert problems[0].message().startswith(f"seam.{key} = {sent} is not valid")
+    assert problems[0].message().endswith(f"; keeping {kept}")
+
+
+def test_the_settings_json_round_trips_through_validation() -> None:
+    s = Settings(max_tokens=12, scope="line", languages=("python", "cython"))
+    shown = settings_json(s)
+    assert list(shown) == list(KEYS)
+    assert json.loads(json.dumps(shown)) == shown
+    again, problems = merge(Settings(), {k: v for k, v in shown.items()})
+    assert not problems and again == s
+
+
+# ----- the editors declare the same keys, defaults and choices as the server's table ----------
+
+ROOT = Path(__file__).resolve().parents[2]
+#: VS Code settings the extension keeps for itself (how to start the server, the suggest widget)
+VSCODE_OWN = {"completionItems", "server.python", "server.command"}
+SENT = {k.name for k in SETTING_KEYS if not k.pinned}  # pinned: the server's command line only
+
+
+def _accepted_as_default(key: str, value: object) -> bool:
+    """The editor's default, validated by the server, is the server's default."""
+    after, problems = merge(Settings(), {key: value})
+    return not problems and after == Settings()
+
+
+def test_vscode_package_json_declares_the_servers_keys() -> None:
+    package = json.loads((ROOT / "editors/vscode/package.json").read_text(encoding="utf-8"))
+    props = package["contributes"]["configuration"]["properties"]
+    declared = {name.removeprefix("seam."): spec for name, spec in props.items()}
+    assert set(declared) - VSCODE_OWN == set(KEYS)
+    for setting in SETTING_KEYS:
+        spec = declared[setting.name]
+        assert _accepted_as_default(setting.name, spec["default"]), setting.name
+        if setting.choices:
+            assert tuple(spec.get("enum", ())) == setting.choices, setting.name
+
+
+def test_vscode_sends_every_key_with_its_declared_default() -> None:
+    source = (ROOT / "editors/vscode/src/settings.ts").read_text(encoding="utf-8")
+    interface = re.search(r"interface ServerSettings \{(.*?)\}", source, re.S)
+    assert interface is not None
+    assert set(re.findall(r"^\s*(\w+):", interface.group(1), re.M)) == SENT
+    read = dict(re.findall(r'(?:get|userValue)<[^>]*>\("([\w.]+)", ([^)]*)\)', source))
+    package = json.loads((ROOT / "editors/vscode/package.json").read_text(encoding="utf-8"))
+    props = package["contributes"]["configuration"]["properties"]
+    for key in SENT:
+        assert json.loads(read[key]) == props["seam." + key]["default"], key
+
+
+def _table_rows(markdown: str, heading: str) -> dict[str, str]:
+    """``key -> second column`` of the first table from ``heading`` on."""
+    lines = markdown[markdown.index(heading):].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    table = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        table.append(line)
+    return dict(re.findall(r"^\| `([\w.]+)` \| (.*?) \|", "\n".join(table), re.M))
+
+
+def test_the_neovim_plugin_documents_the_servers_keys_and_defaults() -> None:
+    readme = (ROOT / "editors/nvim/README.md").read_text(encoding="utf-8")
+    rows = _table_rows(readme, "## Server settings")
+    assert set(rows) == SENT
+    for key, default in rows.items():
+        literal = default.strip("`")
+        try:
+            value = json.loads(literal)
+        except ValueError:
+            value = literal  # a bare word such as auto or a model spec
+        assert _accepted_as_default(key, value), (key, default)
+    plugin = (ROOT / "editors/nvim/lua/seam/init.lua").read_text(encoding="utf-8")
+    listed = re.search(r"The server's settings \(section `seam`\):(.*?)settings = \{\}",
+                       plugin, re.S)
+    assert listed is not None
+    assert set(re.findall(r"\b([a-z]\w+)\b", listed.group(1).replace("--", ""))) == SENT
+
+
+def test_the_readme_lists_the_servers_keys() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert set(_table_rows(readme, "| key | accepted values | meaning |")) == SENT

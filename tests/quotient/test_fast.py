@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from quotient_families import _g
 
 from quotient import Grammar, GrammarError, earley, fast, left_quotient, lr0, right_quotient
+from tests.support.quotient_families import _g
 
 FAMILIES: dict[str, Grammar] = {
     "expr": _g(

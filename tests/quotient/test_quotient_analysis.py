@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from hypothesis import given, settings
-from quotient_families import FAMILIES, derives, random_grammars, words
 
 from quotient import Grammar
+from tests.support.quotient_families import FAMILIES, derives, random_grammars, words
 
 
 def _names(g: Grammar, mask: int) -> set[str]:

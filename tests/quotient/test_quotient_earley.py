@@ -3,7 +3,11 @@
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from quotient_families import (
+
+from quotient import Grammar, Nfa
+from quotient.earley import recognizer
+from quotient.nfa_charts import parse_nfa
+from tests.support.quotient_families import (
     FAMILIES,
     alphabet,
     derives,
@@ -12,10 +16,6 @@ from quotient_families import (
     recognizes,
     words,
 )
-
-from quotient import Grammar, Nfa
-from quotient.earley import recognizer
-from quotient.nfa_charts import parse_nfa
 
 NAMES = sorted(FAMILIES)
 

@@ -2,9 +2,9 @@
 
 import pytest
 from hypothesis import given, settings
-from quotient_families import FAMILIES, derives, random_grammars, recognizes, words
 
 from quotient import Grammar, GrammarError, TerminalDef
+from tests.support.quotient_families import FAMILIES, derives, random_grammars, recognizes, words
 
 LARK = r"""
 start: stmt+

@@ -1,9 +1,9 @@
 """Unit tests for quotient.nfa: builders and combinators against their set semantics."""
 
 import pytest
-from quotient_families import nfa_accepts, words
 
 from quotient import Nfa
+from tests.support.quotient_families import nfa_accepts, words
 
 ALPHA = ["a", "b"]
 

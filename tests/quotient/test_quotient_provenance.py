@@ -10,13 +10,13 @@ exactly the derived rules that `quotients._extract` reads off the prediction ind
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from provenance_oracle import parse_nfa_provenance
-from quotient_families import FAMILIES, alphabet
 
 from quotient import Nfa
 from quotient.keys import MASK, SHIFT
 from quotient.nfa_charts import parse_nfa
 from quotient.quotients import _Derived, _extract
+from tests.support.provenance_oracle import parse_nfa_provenance
+from tests.support.quotient_families import FAMILIES, alphabet
 
 NAMES = sorted(FAMILIES)
 

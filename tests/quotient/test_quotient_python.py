@@ -1,20 +1,15 @@
 """The engine on a real grammar: lark's python.lark and standard-library terminal streams."""
 
-import os
-import sys
-
 import pytest
 
-from quotient import Grammar, Nfa, left_quotient, right_quotient, right_quotient_split
-from quotient.earley import recognizer
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
-from py_terminals import (  # noqa: E402
+from benchmarks.py_terminals import (
     PYTHON_START,
     file_terminals,
     python_lark_text,
     stdlib_file,
 )
+from quotient import Grammar, Nfa, left_quotient, right_quotient, right_quotient_split
+from quotient.earley import recognizer
 
 
 @pytest.fixture(scope="module")

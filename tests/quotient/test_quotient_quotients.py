@@ -10,16 +10,6 @@ brute-force span oracle applied to the quotient grammar itself.
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from quotient_families import (
-    FAMILIES,
-    alphabet,
-    derives,
-    nfa_words,
-    random_grammars,
-    recognizes,
-    with_start,
-    words,
-)
 
 from quotient import (
     Grammar,
@@ -29,6 +19,16 @@ from quotient import (
     recognizer,
     right_quotient,
     right_quotient_split,
+)
+from tests.support.quotient_families import (
+    FAMILIES,
+    alphabet,
+    derives,
+    nfa_words,
+    random_grammars,
+    recognizes,
+    with_start,
+    words,
 )
 
 NAMES = sorted(FAMILIES)

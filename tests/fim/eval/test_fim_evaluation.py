@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from conftest import ReferenceLanguage
-
 from fim.api import Engine
 from fim.engines.transformers_engine import backend_from_loaded
 from fim.eval import evaluation
+from tests.support.reference_language import ReferenceLanguage
 
 
 def test_edit_distance_and_similarity():

@@ -2,8 +2,9 @@
 
 `accepts(source, lexer)` feeds a program's terminal stream to the recognizer of Seam's own
 Python grammar (`quotient.recognizer(Grammar.from_lark(...))`) and says whether the whole
-program is a sentence. Streams come from the `tokenize` adapter (`_tokenize.py`) and from Seam's
-lexer (`python_language.lex_python`, whose `LexError` is re-raised as `SyntaxError`).
+program is a sentence. Streams come from the `tokenize` adapter
+(`benchmarks/cpython_terminals.py`) and from Seam's lexer (`python_language.lex_python`, whose
+`LexError` is re-raised as `SyntaxError`).
 
 The oracle is CPython's parser: `python3.12` in a subprocess when it is installed (the grammar
 targets 3.12), else the running interpreter's `ast.parse` for sources whose verdict did not
@@ -22,10 +23,10 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 
+from benchmarks.cpython_terminals import tokenize_terminals
 from lexer.tokenizer import LexError
 from python_language.grammar import lex_python
 from quotient import Grammar, recognizer
-from tests.python_language.grammar._tokenize import tokenize_terminals
 
 GRAMMAR_PATH = Path(__file__).resolve().parents[3] / "python_language" / "python.lark"
 PYENV_VERSIONS = Path("/root/.pyenv/versions")

@@ -1,6 +1,7 @@
-"""Terminal streams for the grammar tests, from Python's own `tokenize` module.
+"""Terminal streams of Seam's Python grammar from Python's own `tokenize` module.
 
-Seam's lexer produces the grammar's terminals in production; these tests need streams that do
+Seam's lexer produces the grammar's terminals in production; the grammar tests
+(``tests/python_language/grammar``) and ``benchmarks/grammar_coverage.py`` need streams that do
 not depend on it, so this adapter turns CPython 3.11's tokenizer output into the same contract:
 keywords, soft keywords and operators become the names of the grammar's string terminals,
 numbers and strings are classified into the grammar's number and string terminals, and NL,
