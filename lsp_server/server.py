@@ -67,6 +67,14 @@ from lsp_server import text as model_text
 from lsp_server.documents import Cursor, Document, DocumentStore, PositionError
 from lsp_server.jobs import JobScheduler, Outcome, Priority
 from lsp_server.logs import EditorLogHandler
+from lsp_server.messages import (
+    CompletionRecord,
+    CompletionSource,
+    CursorMessage,
+    MessageError,
+    RuntimeInfo,
+    StatusReply,
+)
 from lsp_server.model_host import HostState, LoadState, ModelHost
 from lsp_server.project.recent_edits import EditRing
 from lsp_server.project.sources import ContextCollector, OpenDocument
@@ -106,20 +114,6 @@ REMOTE_CODE_REFUSED = (
 #: would cost more (it is not in the model's cache yet), the request goes without it and the
 #: context is run into the cache in the background, so it never delays a suggestion.
 CONTEXT_SLACK_TOKENS = 16
-
-
-def _cursor_params(params: Any) -> tuple[str | None, types.Position | None]:
-    """``(uri, position)`` of a ``seam/cursor`` notification, ``(None, None)`` if malformed."""
-    def get(obj: Any, name: str) -> Any:
-        return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-
-    uri = get(get(params, "textDocument"), "uri")
-    pos = get(params, "position")
-    line, character = get(pos, "line"), get(pos, "character")
-    if not isinstance(uri, str) or not all(isinstance(v, int) and not isinstance(v, bool)
-                                           and v >= 0 for v in (line, character)):
-        return None, None
-    return uri, types.Position(line=line, character=character)
 
 
 @dataclasses.dataclass
@@ -171,7 +165,7 @@ class SeamServer(LanguageServer):
         self.decoder = JobScheduler()
         self.host = host or ModelHost()
         self.host.set_listeners(self._state_changed, self._load_progress)
-        self.recent: deque[dict[str, Any]] = deque(maxlen=RECENT_TIMINGS)
+        self.recent: deque[CompletionRecord] = deque(maxlen=RECENT_TIMINGS)
         self.folders = Workspace()
         self.context = ContextCollector(self.folders, EditRing())
         self.requests = RequestPlanner(self.context)
@@ -553,20 +547,13 @@ class SeamServer(LanguageServer):
         return types.CompletionList(is_incomplete=True, items=[item])
 
     def on_status(self, params: Any = None) -> dict[str, Any]:
-        out = self.host.state.as_json()
-        out["settings"] = self._settings_json()
-        out["recent"] = list(self.recent)
-        out["decodes"] = list(self.decoder.finished)
-        out["running"] = self.decoder.running()
-        out["idle"] = self.decoder.idle()
-        out["documents"] = len(self.documents)
         engine = self.host.engine
-        if engine is not None:
-            out["runtime"] = {"engine": str(engine.backend.engine),
-                              "device": engine.backend.device,
-                              "description": engine.backend.description,
-                              "window": engine.window}
-        return out
+        runtime = None if engine is None else RuntimeInfo(
+            str(engine.backend.engine), engine.backend.device, engine.backend.description,
+            engine.window)
+        return StatusReply(self.host.state, self._settings_json(), tuple(self.recent),
+                           tuple(self.decoder.finished), tuple(self.decoder.running()),
+                           self.decoder.idle(), len(self.documents), runtime).to_json()
 
     # ----- planning requests -----------------------------------------------------------------
 
@@ -590,11 +577,16 @@ class SeamServer(LanguageServer):
     def on_cursor(self, params: Any) -> None:
         """The cursor moved or rests: warm the prompt there while the worker is idle, then
         widen the document's context (both give way to any request)."""
-        uri, position = _cursor_params(params)
-        doc = self.documents.get(uri) if uri else None
+        try:
+            message = CursorMessage.from_json(params)
+        except MessageError as exc:
+            log.warning("dropped a seam/cursor: %s", exc)
+            return
+        uri = message.uri
+        position = types.Position(line=message.line, character=message.character)
+        doc = self.documents.get(uri)
         engine = self.host.engine
-        if doc is None or engine is None or position is None or \
-                doc.language_id not in self.settings.languages:
+        if doc is None or engine is None or doc.language_id not in self.settings.languages:
             return
         try:
             cur = doc.cursor(position)
@@ -701,7 +693,7 @@ class SeamServer(LanguageServer):
         if cached is not None:
             # Typing through a shown suggestion (or asking where a prefetch answered): no
             # model work, and the background work that filled the cache goes on.
-            self._record(uri, t0, source="typed-through", tokens=0, stop="cache")
+            self._record(uri, t0, CompletionSource.TYPED_THROUGH, "cache", tokens=0)
             return (doc, Suggestion(cached, cur.offset, cur.line_end)) if cached else None
         engine = self.host.engine
         if engine is None:
@@ -765,11 +757,12 @@ class SeamServer(LanguageServer):
                                           early=policy.early, on_partial=store,
                                           on_final=final)
         except asyncio.CancelledError:
-            self._record(uri, ask.t0, source="model", stop="cancelled-by-client")
+            self._record(uri, ask.t0, CompletionSource.MODEL, "cancelled-by-client")
             raise
         except Exception as exc:
             log.error("decode failed for %s: %s", uri, type(exc).__name__, exc_info=exc)
-            self._record(uri, ask.t0, source="model", stop="error", error=type(exc).__name__)
+            self._record(uri, ask.t0, CompletionSource.MODEL, "error",
+                         error=type(exc).__name__)
             return None
 
     def _middle_of(self, engine: Engine, ask: _Ask, planned: Planned, outcome: Outcome,
@@ -778,20 +771,21 @@ class SeamServer(LanguageServer):
         document's), with its timings recorded; ``None`` when there is none to show."""
         uri, t0, policy = ask.uri, ask.t0, planned.policy
         # What the project context held (the planned one, also when it was deferred).
-        context = {"context_files": [f.path for f in planned.request.context_files],
+        context = {"context_files": tuple(f.path for f in planned.request.context_files),
                    "context_sources": dict(planned.context.tokens),
                    "context_deferred": deferred}
         if outcome.partial is not None:
-            self._record(uri, t0, source="early", queue_ms=outcome.queue_ms, stop="line",
+            self._record(uri, t0, CompletionSource.EARLY, "line", queue_ms=outcome.queue_ms,
                          resume_ms=resume_ms, scope=policy.scope, **context)
             return outcome.partial
         res = outcome.result
         if res is None:
-            self._record(uri, t0, source="model", stop="superseded", queue_ms=outcome.queue_ms)
+            self._record(uri, t0, CompletionSource.MODEL, "superseded",
+                         queue_ms=outcome.queue_ms)
             return None
-        self._record(uri, t0, source="model", queue_ms=outcome.queue_ms,
+        self._record(uri, t0, CompletionSource.MODEL, res.stop, queue_ms=outcome.queue_ms,
                      setup_ms=res.setup_ms, model_ms=res.model_ms,
-                     constraint_ms=res.constraint_ms, tokens=res.tokens, stop=res.stop,
+                     constraint_ms=res.constraint_ms, tokens=res.tokens,
                      resume_ms=resume_ms, mode=res.mode, scope=policy.scope,
                      prompt_tokens=res.prompt_tokens, cached_tokens=engine.step_model.reused,
                      context_tokens=res.context_tokens, **context)
@@ -823,14 +817,15 @@ class SeamServer(LanguageServer):
 
         self.decoder.background(uri, ("context", uri), warm, priority=Priority.CONTEXT)
 
-    def _record(self, uri: str, t0: float, **fields: Any) -> None:
+    def _record(self, uri: str, t0: float, source: CompletionSource, stop: str,
+                **fields: Any) -> None:
+        """Remember how a request was answered (``seam/status``'s ``recent``) and log it;
+        ``fields`` are :class:`CompletionRecord`'s optional ones."""
         total = (time.perf_counter() - t0) * 1000.0
-        entry: dict[str, Any] = {"uri": uri, "total_ms": round(total, 3)}
         for key, value in fields.items():
-            if isinstance(value, enum.Enum):  # the log and seam/status show the plain name
-                value = value.value
-            entry[key] = round(value, 3) if isinstance(value, float) else value
-        model_ms = float(fields.get("model_ms", 0.0) or 0.0)
-        entry["overhead_ms"] = round(total - model_ms, 3)
-        self.recent.append(entry)
-        log.info("completion %s", entry)
+            if isinstance(value, enum.Enum):  # the record holds the plain names
+                fields[key] = value.value
+        record = CompletionRecord(uri, source, str(stop), total,
+                                  total - (fields.get("model_ms") or 0.0), **fields)
+        self.recent.append(record)
+        log.info("completion %s", record.to_json())
