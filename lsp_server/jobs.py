@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # types only: this module runs whatever engine it is handed
     from fim.api import CompletionRequest, CompletionResult, Engine
+    from fim.templates import Prompt
 
 log = logging.getLogger(__name__)
 
@@ -190,13 +191,15 @@ class JobScheduler:
     async def run(self, uri: str, engine: Engine, request: CompletionRequest,
                   share_key: Hashable | None = None, *, early: bool = False,
                   on_partial: Callable[[str], None] | None = None,
-                  on_final: Callable[[CompletionResult], None] | None = None) -> Outcome:
+                  on_final: Callable[[CompletionResult], None] | None = None,
+                  prompt: Prompt | None = None) -> Outcome:
         """Decode ``request`` with ``engine``; a newer call on the same ``uri`` cancels this one,
         unless it has an equal, non-``None`` ``share_key``: then both await one decode.
 
         ``early``: answer with the first partial middle (a line end where the file parses)
         and let the decode go on; every partial middle, the first included, goes to
         ``on_partial`` and the final result to ``on_final``, both called on the event loop.
+        ``prompt``: the request's prompt when the caller built it (``Engine.complete``).
 
         Raises ``asyncio.CancelledError`` when the awaiting task is cancelled, after raising the
         job's flag (if no other request waits on it) so the worker stops within one model step.
@@ -218,7 +221,7 @@ class JobScheduler:
                     or job.cancel.is_set()):
                 self.supersede(uri)
                 job = self._submit(uri, share_key, engine, request, early, on_partial,
-                                   on_final, loop)
+                                   on_final, loop, prompt)
         job.waiters += 1
         try:
             if job.first_partial is not None:
@@ -241,7 +244,7 @@ class JobScheduler:
                 request: CompletionRequest, early: bool,
                 on_partial: Callable[[str], None] | None,
                 on_final: Callable[[CompletionResult], None] | None,
-                loop: asyncio.AbstractEventLoop) -> Job:
+                loop: asyncio.AbstractEventLoop, prompt: Prompt | None = None) -> Job:
         job = Job(uri, share_key)
         self._inflight[uri] = job
         self._foreground += 1
@@ -257,7 +260,8 @@ class JobScheduler:
             loop.call_soon_threadsafe(deliver)
 
         hook = partial if (early or on_partial is not None) else None
-        job.future = loop.run_in_executor(self._executor, self._work, job, engine, request, hook)
+        job.future = loop.run_in_executor(self._executor, self._work, job, engine, request, hook,
+                                          prompt)
 
         def done(f: asyncio.Future[Outcome]) -> None:
             self._foreground -= 1
@@ -275,18 +279,21 @@ class JobScheduler:
         return job
 
     def _work(self, job: Job, engine: Engine, request: CompletionRequest,
-              on_partial: Callable[[str], None] | None) -> Outcome:
+              on_partial: Callable[[str], None] | None, prompt: Prompt | None = None
+              ) -> Outcome:
         job.started_at = time.perf_counter()
         queue_ms = (job.started_at - job.queued_at) * 1000.0
         if job.cancel.is_set():
             self.finished.append(DecodeRecord(job.uri, DecodeOutcome.SKIPPED, tokens=0))
             return Outcome(None, queue_ms, True, time.perf_counter())
+        # Only what is given: stand-in engines in tests take no more than they use.
+        extra: dict[str, Any] = {}
+        if on_partial is not None:
+            extra["on_partial"] = on_partial
+        if prompt is not None:
+            extra["prompt"] = prompt
         try:
-            if on_partial is not None:
-                result = engine.complete(request, cancel=job.cancel.is_set,
-                                         on_partial=on_partial)
-            else:
-                result = engine.complete(request, cancel=job.cancel.is_set)
+            result = engine.complete(request, cancel=job.cancel.is_set, **extra)
         except Exception as exc:
             self.finished.append(DecodeRecord(job.uri, DecodeOutcome.ERROR, error=repr(exc)))
             raise
