@@ -197,6 +197,7 @@ class CompletionService:
         # while that is not cached (see `_runnable`); the context comes after.
         run = self._runnable(engine, planned)
         where = f"{uri}:{position.line + 1}:{position.character + 1}"
+        widen = self._widening(engine, uri, text, cur.offset, planned.policy, run, where)
 
         def warm(cancel: threading.Event) -> None:
             if engine.warm(run.request, cancel.is_set, prompt=run.prompt):
@@ -208,12 +209,14 @@ class CompletionService:
         # the same prompt, and work stopped inside a llama.cpp batch would be lost.
         self.jobs.background(uri, ("warm", uri), warm, share_key=planned.share_key,
                              priority=Priority.WARM, prepares=True)
-        self._widen(engine, uri, text, cur.offset, planned.policy, run, where)
+        if widen is not None:
+            self.jobs.background(uri, ("widen", uri), widen, priority=Priority.CONTEXT)
 
-    def _widen(self, engine: Engine, uri: str, text: str, offset: int, policy: EditorPolicy,
-               run: Runnable, where: str) -> None:
-        """After the warm-up: the deferred project context, then the prompt started higher
-        in the document (``prompt_anchors``), both into the cache in the background."""
+    def _widening(self, engine: Engine, uri: str, text: str, offset: int,
+                  policy: EditorPolicy, run: Runnable, where: str
+                  ) -> Callable[[threading.Event], None] | None:
+        """The work after the warm-up: the deferred project context, then the prompt
+        started higher in the document (``prompt_anchors``); ``None`` when there is none."""
         anchors = self._anchors_of(engine, policy)
         left = run.request.left
         wider = anchors.wider(uri, left, len(left)) if anchors else None
@@ -222,7 +225,7 @@ class CompletionService:
         widened = (self._plan(engine, uri, text, offset, left_start=wider).request
                    if wider is not None else None)
         if widened is None and run.deferred is None:
-            return
+            return None
 
         def widen(cancel: threading.Event) -> None:
             if run.deferred is not None:
@@ -240,7 +243,7 @@ class CompletionService:
                 self._post(lambda: anchors.adopt(uri, left, wider))
                 log.info("widened the prompt at %s", where)
 
-        self.jobs.background(uri, ("widen", uri), widen, priority=Priority.CONTEXT)
+        return widen
 
     # ----- background work after an answer ---------------------------------------------------
 
