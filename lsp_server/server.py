@@ -416,8 +416,8 @@ class SeamServer(LanguageServer):
             new_end = first + len(model_text.for_model(change.text).split("\n"))
             self.service.context.ring.record(doc.uri, new_text, first, old_end, new_end)
         else:
-            self.service.context.ring.record_text_change(doc.uri, model_text.for_model(old_text),
-                                                 new_text)
+            self.service.context.ring.record_text_change(
+                doc.uri, model_text.for_model(old_text), new_text)
 
     def on_close(self, params: types.DidCloseTextDocumentParams) -> None:
         self.service.close(params.text_document.uri)
