@@ -24,7 +24,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -132,6 +132,23 @@ class CompletionService:
 
     def shutdown(self) -> None:
         self.jobs.shutdown()
+
+    def remember_edit(self, doc: Document, old_text: str,
+                      changes: Sequence[types.TextDocumentContentChangeEvent]) -> None:
+        """An edit changed ``doc`` from ``old_text``: put the edited lines into the ring of
+        recent edits (project context)."""
+        if doc.language_id not in self.settings.languages:
+            return
+        new_text = model_text.for_model(doc.text)
+        if len(changes) == 1 and isinstance(changes[0], types.TextDocumentContentChangePartial):
+            change = changes[0]
+            first = change.range.start.line
+            old_end = max(first, change.range.end.line) + 1
+            new_end = first + len(model_text.for_model(change.text).split("\n"))
+            self.context.ring.record(doc.uri, new_text, first, old_end, new_end)
+        else:
+            self.context.ring.record_text_change(
+                doc.uri, model_text.for_model(old_text), new_text)
 
     # ----- planning --------------------------------------------------------------------------
 

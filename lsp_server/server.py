@@ -41,9 +41,8 @@ from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
 from pygls.lsp.server import LanguageServer
 
-from lsp_server import text as model_text
 from lsp_server.completion_service import CompletionService
-from lsp_server.documents import Document, PositionError
+from lsp_server.documents import PositionError
 from lsp_server.load_progress import LoadProgress
 from lsp_server.logs import EditorLogHandler
 from lsp_server.messages import (
@@ -402,22 +401,7 @@ class SeamServer(LanguageServer):
         if doc is None:
             log.warning("change to a document that is not open: %s", uri)
         elif old_text is not None:
-            self._remember_edit(doc, old_text, params.content_changes)
-
-    def _remember_edit(self, doc: Document, old_text: str, changes: Any) -> None:
-        """Put the edited lines into the ring of recent edits (project context)."""
-        if doc.language_id not in self.settings.languages:
-            return
-        new_text = model_text.for_model(doc.text)
-        if len(changes) == 1 and isinstance(changes[0], types.TextDocumentContentChangePartial):
-            change = changes[0]
-            first = change.range.start.line
-            old_end = max(first, change.range.end.line) + 1
-            new_end = first + len(model_text.for_model(change.text).split("\n"))
-            self.service.context.ring.record(doc.uri, new_text, first, old_end, new_end)
-        else:
-            self.service.context.ring.record_text_change(
-                doc.uri, model_text.for_model(old_text), new_text)
+            self.service.remember_edit(doc, old_text, params.content_changes)
 
     def on_close(self, params: types.DidCloseTextDocumentParams) -> None:
         self.service.close(params.text_document.uri)
