@@ -58,6 +58,7 @@ from benchmarks.report import (  # noqa: E402
     write_section,
 )
 from benchmarks.stats import percentile  # noqa: E402
+from lsp_server.messages import CompletionSource, StatusReply  # noqa: E402
 
 FILES = ("shlex.py", "textwrap.py", "gettext.py", "calendar.py", "ftplib.py", "statistics.py")
 KINDS = ("first", "typing", "accepted", "new_position")
@@ -260,11 +261,12 @@ async def run_seam(engine: str, files: list[Path], args, workdir: Path,
     try:
         await replay(SeamClient(session), result, files, args)
         result.peak_rss_mb = session.peak_rss_mb()
-        recent = (await session.request("seam/status", {}))["recent"]
-        answers = [r for r in recent if r.get("source") in ("model", "early")]
+        reply = StatusReply.from_json(await session.request("seam/status", {}))
+        answers = [r for r in reply.recent
+                   if r.source in (CompletionSource.MODEL, CompletionSource.EARLY)]
         result.context = {"answers": len(answers),
-                          "with_context": sum(bool(r.get("context_tokens")) for r in answers),
-                          "deferred": sum(bool(r.get("context_deferred")) for r in answers)}
+                          "with_context": sum(bool(r.context_tokens) for r in answers),
+                          "deferred": sum(bool(r.context_deferred) for r in answers)}
     finally:
         await session.close()
     return result

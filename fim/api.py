@@ -255,13 +255,16 @@ class Engine:
         self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,
         on_partial: Callable[[str], None] | None = None,
         progress: Callable[[str, int, int], None] | None = None,
+        prompt: Prompt | None = None,
     ) -> CompletionResult:
         """Complete one request; see ``CompletionResult`` for the fields.
 
         ``on_partial`` (called on the decoding thread) is told each middle that ends at a line
         end where the whole file parses, while decoding goes on: an editor can show the
         first line of a longer suggestion early.  ``progress(phase, done, total)`` hears of
-        the prompt (``prefill``) and the middle (``decode``) as they run.
+        the prompt (``prefill``) and the middle (``decode``) as they run.  ``prompt``: the
+        request's ``prompt_for(req)`` when the caller built it already (an editor that asked
+        ``uncached`` first), so that it is not built again.
         """
         req.validate()
         window = self.window_for(req)
@@ -271,18 +274,18 @@ class Engine:
                 f"{req.max_tokens} generated tokens; lower --max-tokens"
             )
         with self._lock:
-            return self._complete(req, cancel, on_partial, progress)
+            return self._complete(req, cancel, on_partial, progress, prompt)
 
-    def _prepare(self, req: CompletionRequest) -> tuple[
+    def _prepare(self, req: CompletionRequest, prompt: Prompt | None = None) -> tuple[
             _LanguageEntry | None, ConstraintState | None, LanguageMode, Prompt]:
         """The constraint language (cached by contexts), its state after the left context, its
-        mode, and the prompt."""
+        mode, and the prompt (``prompt`` when the caller built it)."""
         state = entry = None
         lang_mode = LanguageMode.NONE
         if req.mode == Mode.CONSTRAINED:
             entry, state = self._language(req.left, req.right, req.scope)
             lang_mode = LanguageMode(entry.language.mode)
-        return entry, state, lang_mode, self.prompt_for(req)
+        return entry, state, lang_mode, prompt if prompt is not None else self.prompt_for(req)
 
     def prompt_for(self, req: CompletionRequest) -> Prompt:
         """The prompt ``complete(req)`` would run (no model work)."""
@@ -309,15 +312,16 @@ class Engine:
                 self._contexts.put(key, ids)
         return ids
 
-    def uncached(self, req: CompletionRequest) -> int:
+    def uncached(self, req: CompletionRequest, prompt: Prompt | None = None) -> int:
         """How many of ``req``'s prompt tokens the model's cache does not hold: what its
-        prefill would run now.  Safe to call while another request decodes (the answer may
-        then be stale by that request's tokens)."""
-        ids = self.prompt_for(req).ids
+        prefill would run now (``prompt``: its ``prompt_for(req)``, when built already).
+        Safe to call while another request decodes (the answer may then be stale by that
+        request's tokens)."""
+        ids = (prompt if prompt is not None else self.prompt_for(req)).ids
         return len(ids) - self.step_model.cached_prefix(ids)
 
     def warm(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,
-             keep_cached: bool = False) -> bool:
+             keep_cached: bool = False, prompt: Prompt | None = None) -> bool:
         """Do everything ``complete(req)`` would do before its first token (build the
         constraint language, run the prompt into the cache) and stop; whether it finished.
 
@@ -325,11 +329,11 @@ class Engine:
         the request that follows only decodes.  ``cancel`` is polled as in ``complete``.
         ``keep_cached``: the cached prompt this one departs from stays cached too (see
         ``StepModel.prefill``): a prompt warmed for later must not evict the one requests
-        use now.
+        use now. ``prompt``: as for ``complete``.
         """
         req.validate()
         with self._lock:
-            _, _, _, prompt = self._prepare(req)
+            _, _, _, prompt = self._prepare(req, prompt)
             if cancel is not None and cancel():
                 return False
             return self._setup.step_model.prefill(prompt.ids, cancel,
@@ -369,12 +373,12 @@ class Engine:
         return min(self.window, req.context_tokens) if req.context_tokens else self.window
 
     def _complete(self, req: CompletionRequest, cancel, on_partial=None,
-                  progress=None) -> CompletionResult:
+                  progress=None, prompt: Prompt | None = None) -> CompletionResult:
         start = time.perf_counter()
         deadline = None
         if req.time_budget_ms is not None:
             deadline = time.monotonic() + req.time_budget_ms / 1e3
-        entry, state, lang_mode, prompt = self._prepare(req)
+        entry, state, lang_mode, prompt = self._prepare(req, prompt)
         setup_ms = (time.perf_counter() - start) * 1e3
         out = decoding.decode(
             self._setup, prompt.ids, prompt.healed,

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # types only: this module runs whatever engine it is handed
     from fim.api import CompletionRequest, CompletionResult, Engine
+    from fim.templates import Prompt
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +102,47 @@ class Outcome:
     partial: str | None = None
 
 
+class DecodeOutcome(enum.StrEnum):
+    """How a job ended when the engine's own ``StopReason`` does not say it."""
+
+    SKIPPED = "skipped"  # cancelled before the worker reached it
+    ERROR = "error"  # the engine raised
+    DONE = "done"  # background work that ran to its end
+    CANCELLED = "cancelled"  # background work stopped by its flag
+
+
+@dataclass(frozen=True)
+class DecodeRecord:
+    """What the worker did with one job (``seam/status``'s ``decodes``). Fields a job does
+    not have are ``None`` and left out of the JSON."""
+
+    uri: str
+    stop: str  # a ``fim.options.StopReason`` value or a ``DecodeOutcome`` one
+    tokens: int | None = None
+    decode_ms: float | None = None  # the work's wall time on the worker
+    background: bool | None = None
+    #: from the raising of the cancel flag to the end of the work, when raised while working
+    after_cancel_ms: float | None = None
+    error: str | None = None  # the exception, for ``DecodeOutcome.ERROR``
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, enum.Enum):
+                value = value.value
+            out[name] = round(value, 3) if isinstance(value, float) else value
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> DecodeRecord:
+        if not isinstance(data, dict):
+            raise ValueError(f"a decode record must be an object, not {type(data).__name__}")
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
 @dataclass
 class _Pending:
     """Background work waiting for an idle worker."""
@@ -123,11 +165,8 @@ class JobScheduler:
         self._foreground = 0  # requests queued or running
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
-        #: What the worker did with recent jobs, including those whose requester went away:
-        #: {"uri", "stop", "tokens", "decode_ms", "background", and "after_cancel_ms": from
-        #: the raising of the cancel flag to the end of the work, when it was raised while
-        #: working}.
-        self.finished: deque[dict[str, Any]] = deque(maxlen=256)
+        #: What the worker did with recent jobs, including those whose requester went away.
+        self.finished: deque[DecodeRecord] = deque(maxlen=256)
 
     # ----- requests ---------------------------------------------------------------------------
 
@@ -152,13 +191,15 @@ class JobScheduler:
     async def run(self, uri: str, engine: Engine, request: CompletionRequest,
                   share_key: Hashable | None = None, *, early: bool = False,
                   on_partial: Callable[[str], None] | None = None,
-                  on_final: Callable[[CompletionResult], None] | None = None) -> Outcome:
+                  on_final: Callable[[CompletionResult], None] | None = None,
+                  prompt: Prompt | None = None) -> Outcome:
         """Decode ``request`` with ``engine``; a newer call on the same ``uri`` cancels this one,
         unless it has an equal, non-``None`` ``share_key``: then both await one decode.
 
         ``early``: answer with the first partial middle (a line end where the file parses)
         and let the decode go on; every partial middle, the first included, goes to
         ``on_partial`` and the final result to ``on_final``, both called on the event loop.
+        ``prompt``: the request's prompt when the caller built it (``Engine.complete``).
 
         Raises ``asyncio.CancelledError`` when the awaiting task is cancelled, after raising the
         job's flag (if no other request waits on it) so the worker stops within one model step.
@@ -180,7 +221,7 @@ class JobScheduler:
                     or job.cancel.is_set()):
                 self.supersede(uri)
                 job = self._submit(uri, share_key, engine, request, early, on_partial,
-                                   on_final, loop)
+                                   on_final, loop, prompt)
         job.waiters += 1
         try:
             if job.first_partial is not None:
@@ -203,7 +244,7 @@ class JobScheduler:
                 request: CompletionRequest, early: bool,
                 on_partial: Callable[[str], None] | None,
                 on_final: Callable[[CompletionResult], None] | None,
-                loop: asyncio.AbstractEventLoop) -> Job:
+                loop: asyncio.AbstractEventLoop, prompt: Prompt | None = None) -> Job:
         job = Job(uri, share_key)
         self._inflight[uri] = job
         self._foreground += 1
@@ -219,7 +260,8 @@ class JobScheduler:
             loop.call_soon_threadsafe(deliver)
 
         hook = partial if (early or on_partial is not None) else None
-        job.future = loop.run_in_executor(self._executor, self._work, job, engine, request, hook)
+        job.future = loop.run_in_executor(self._executor, self._work, job, engine, request, hook,
+                                          prompt)
 
         def done(f: asyncio.Future[Outcome]) -> None:
             self._foreground -= 1
@@ -237,31 +279,35 @@ class JobScheduler:
         return job
 
     def _work(self, job: Job, engine: Engine, request: CompletionRequest,
-              on_partial: Callable[[str], None] | None) -> Outcome:
+              on_partial: Callable[[str], None] | None, prompt: Prompt | None = None
+              ) -> Outcome:
         job.started_at = time.perf_counter()
         queue_ms = (job.started_at - job.queued_at) * 1000.0
         if job.cancel.is_set():
-            self.finished.append({"uri": job.uri, "stop": "skipped", "tokens": 0})
+            self.finished.append(DecodeRecord(job.uri, DecodeOutcome.SKIPPED, tokens=0))
             return Outcome(None, queue_ms, True, time.perf_counter())
+        # Only what is given: stand-in engines in tests take no more than they use.
+        extra: dict[str, Any] = {}
+        if on_partial is not None:
+            extra["on_partial"] = on_partial
+        if prompt is not None:
+            extra["prompt"] = prompt
         try:
-            if on_partial is not None:
-                result = engine.complete(request, cancel=job.cancel.is_set,
-                                         on_partial=on_partial)
-            else:
-                result = engine.complete(request, cancel=job.cancel.is_set)
+            result = engine.complete(request, cancel=job.cancel.is_set, **extra)
         except Exception as exc:
-            self.finished.append({"uri": job.uri, "stop": "error", "error": repr(exc)})
+            self.finished.append(DecodeRecord(job.uri, DecodeOutcome.ERROR, error=repr(exc)))
             raise
         self._record(job, result.stop, result.tokens)
         return Outcome(result, queue_ms, False, time.perf_counter())
 
     def _record(self, job: Job, stop: str, tokens: int | None) -> None:
         done = time.perf_counter()
-        entry = {"uri": job.uri, "stop": stop, "tokens": tokens, "background": job.background,
-                 "decode_ms": round((done - (job.started_at or done)) * 1000.0, 3)}
+        after_cancel = None
         if job.cancelled_at is not None and job.cancelled_at <= done:
-            entry["after_cancel_ms"] = round((done - job.cancelled_at) * 1000.0, 3)
-        self.finished.append(entry)
+            after_cancel = (done - job.cancelled_at) * 1000.0
+        self.finished.append(DecodeRecord(
+            job.uri, stop, tokens, decode_ms=(done - (job.started_at or done)) * 1000.0,
+            background=job.background, after_cancel_ms=after_cancel))
 
     # ----- background work ----------------------------------------------------------------------
 
@@ -311,7 +357,8 @@ class JobScheduler:
             except Exception:
                 log.exception("background work on %s failed", job.uri)
                 out = None
-            self._record(job, "cancelled" if job.cancel.is_set() else "done", None)
+            self._record(job, DecodeOutcome.CANCELLED if job.cancel.is_set()
+                         else DecodeOutcome.DONE, None)
             return Outcome(out, 0.0, False, time.perf_counter())
 
         job.future = self._loop.run_in_executor(self._executor, work)

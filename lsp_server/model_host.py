@@ -76,7 +76,17 @@ class HostState:
     message: str = ""
 
     def as_json(self) -> dict[str, Any]:
+        """The ``seam/status`` notification (see ``lsp_server.messages``)."""
         return {"state": self.state.value, "model": self.model, "message": self.message}
+
+    @classmethod
+    def from_json(cls, data: Any) -> HostState:
+        """The notification's record; ``ValueError`` when ``state`` is not a known one."""
+        if not isinstance(data, dict):
+            raise ValueError("seam/status must be an object")
+        model = data.get("model")
+        return cls(LoadState(data.get("state")), model if isinstance(model, str) else None,
+                   str(data.get("message", "")))
 
 
 def _hint_for(exc: BaseException, model: str) -> str:

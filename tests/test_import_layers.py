@@ -194,8 +194,6 @@ ROOM_USERS: dict[str, tuple[str, ...] | None] = {
 #: Known violations, each to be fixed by a change in flight (the test then passes and its
 #: strict xfail fails, so the entry must go).
 KNOWN = {
-    ("lsp_server.wire.transport", "lsp_server.server"):
-        "the transport's type-only import of SeamServer, to be replaced by a session protocol",
     ("fim.engines.transformers_engine", "fim.templates"):
         "model_window (a transformers config's window) lives in fim.templates; it belongs "
         "beside the transformers engine that reads it",

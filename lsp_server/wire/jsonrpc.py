@@ -66,6 +66,12 @@ def valid_id(value: Any) -> bool:
     return (isinstance(value, int) and not isinstance(value, bool)) or isinstance(value, str)
 
 
+def error_payload(msg_id: MsgId | None, code: ErrorCode, message: str) -> dict[str, Any]:
+    """An error response; ``msg_id`` ``None`` when the request's id could not be read (the
+    one shape every error Seam answers with, before and after a session exists)."""
+    return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": int(code), "message": message}}
+
+
 def classify(payload: Any) -> Message:
     """What a top-level JSON value is, as a JSON-RPC message."""
     if isinstance(payload, list):

@@ -35,6 +35,7 @@ from lsp_server.wire.jsonrpc import (
     Request,
     Response,
     classify,
+    error_payload,
     valid_id,
 )
 
@@ -104,8 +105,7 @@ class SeamProtocol(LanguageServerProtocol):
 
     def send_error(self, msg_id: MsgId | None, code: ErrorCode, message: str) -> None:
         """An error response; ``msg_id`` ``None`` when the request's id could not be read."""
-        self._send_data({"jsonrpc": "2.0", "id": msg_id,
-                         "error": {"code": int(code), "message": message}})
+        self._send_data(error_payload(msg_id, code, message))
 
     # ----- receiving -----------------------------------------------------------------------
 

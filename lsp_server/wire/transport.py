@@ -6,6 +6,10 @@ This replaces pygls's read loops (``pygls.io_``) and keeps its protocol: bytes g
 JSON-RPC error it deserves (``ParseError`` -32700, or ``InvalidRequest`` -32600 for a message
 over the size limit) under the request's own id when it could be read.
 
+The transport drives a :class:`Session` (the server is one) through the few calls that
+protocol names, and imports nothing else of the package outside ``wire``: the wire can be
+read, tested and changed without the completion service behind it.
+
 TCP (``seam serve --tcp``) listens on loopback by default, but any local user can reach
 loopback, and pygls's TCP server let a second connection take over the first one's responses
 and end the whole server when it left. Here:
@@ -32,7 +36,7 @@ import socket
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from lsp_server.wire.framing import (
     DEFAULT_MAX_CONTENT_BYTES,
@@ -41,10 +45,15 @@ from lsp_server.wire.framing import (
     FrameError,
     FrameErrorKind,
 )
-from lsp_server.wire.jsonrpc import ErrorCode, Invalid, MsgId, Notification, Request, classify
-
-if TYPE_CHECKING:
-    from lsp_server.server import SeamServer
+from lsp_server.wire.jsonrpc import (
+    ErrorCode,
+    Invalid,
+    MsgId,
+    Notification,
+    Request,
+    classify,
+    error_payload,
+)
 
 log = logging.getLogger(__name__)
 
@@ -146,13 +155,48 @@ def frame_bytes(payload: dict) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-def error_payload(msg_id: MsgId | None, code: ErrorCode, message: str) -> dict:
-    return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": int(code), "message": message}}
+# ----- what the transport needs of a session ---------------------------------------------------
+
+class SessionProtocol(Protocol):
+    """The message side of a session (``wire.protocol.SeamProtocol``): it takes one checked
+    JSON value at a time, answers errors, and says when the client has ended the session."""
+
+    exited: bool  # ``exit`` was received
+    exit_code: int | None  # 0 after ``shutdown`` + ``exit``, 1 for ``exit`` alone
+
+    @property
+    def shut_down(self) -> bool: ...
+
+    def set_writer(self, writer: Any) -> None: ...
+
+    def receive(self, payload: Any) -> None: ...
+
+    def send_error(self, msg_id: MsgId | None, code: ErrorCode, message: str) -> None: ...
+
+
+class Session(Protocol):
+    """One client's session as the transport drives it (``lsp_server.server.SeamServer``):
+    the wire knows these calls, and nothing else of the server."""
+
+    @property
+    def protocol(self) -> SessionProtocol: ...
+
+    def bind_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The event loop the session's messages are sent from."""
+        ...
+
+    def on_framing_error(self, error: FrameError, code: ErrorCode) -> None:
+        """Damage in the byte stream, with the JSON-RPC error code it deserves."""
+        ...
+
+    def end_session(self) -> None:
+        """The client is gone (``exit``, end of stream, or a broken connection)."""
+        ...
 
 
 # ----- one session ----------------------------------------------------------------------------
 
-def deliver(server: SeamServer, event: Any) -> None:
+def deliver(server: Session, event: Any) -> None:
     """Hand one decoder event to the session."""
     protocol = server.protocol
     if isinstance(event, Frame):
@@ -170,7 +214,7 @@ def deliver(server: SeamServer, event: Any) -> None:
         log.warning("framing: %s", event.detail)
 
 
-async def pump(source: ChunkSource, decoder: FrameDecoder, server: SeamServer,
+async def pump(source: ChunkSource, decoder: FrameDecoder, server: Session,
                writer: SafeWriter) -> None:
     """Feed the session until ``exit``, the end of the stream, or a client that went away."""
     protocol = server.protocol
@@ -185,7 +229,7 @@ async def pump(source: ChunkSource, decoder: FrameDecoder, server: SeamServer,
             break
 
 
-def session_exit_code(server: SeamServer) -> int:
+def session_exit_code(server: Session) -> int:
     """0 after ``shutdown`` + ``exit``; 1 for ``exit`` without ``shutdown`` or a lost client."""
     protocol = server.protocol
     if protocol.exit_code is not None:
@@ -193,7 +237,7 @@ def session_exit_code(server: SeamServer) -> int:
     return 0 if protocol.shut_down else 1
 
 
-def serve_stdio(server: SeamServer, stdin: BinaryIO, stdout: BinaryIO,
+def serve_stdio(server: Session, stdin: BinaryIO, stdout: BinaryIO,
                 max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES) -> int:
     """Serve one client on a pair of streams; return the process exit code."""
     writer = stdout_writer(stdout)
@@ -227,13 +271,13 @@ class _Hello:
 class TcpServer:
     """Serves authenticated clients one at a time on a listening socket."""
 
-    def __init__(self, sock: socket.socket, new_session: Callable[[], SeamServer], token: str,
+    def __init__(self, sock: socket.socket, new_session: Callable[[], Session], token: str,
                  max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES) -> None:
         self._sock = sock
         self._new_session = new_session
         self._token = token
         self._max_content_bytes = max_content_bytes
-        self._active: SeamServer | None = None
+        self._active: Session | None = None
         self._idle = asyncio.Event()
         self._idle.set()
         self._pending: list[asyncio.StreamWriter] = []

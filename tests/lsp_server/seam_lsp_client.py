@@ -118,3 +118,20 @@ def items_of(result: Any) -> list:
     if isinstance(result, list):
         return result
     return list(result.items)
+
+
+def documented_examples() -> dict[str, Any]:
+    """The JSON examples of Seam's own messages in docs/INTERFACES.md, by their heading
+    (``### `seam/cursor` notification (client -> server)`` -> ``seam/cursor notification``)."""
+    import json
+    import re
+
+    text = (REPO / "docs" / "INTERFACES.md").read_text(encoding="utf-8")
+    part = text.split("## lsp_server: Seam's own messages", 1)[1]
+    found = {}
+    for heading, body in re.findall(r"^### (.+?)\n(.*?)(?=^### |\Z)", part, re.M | re.S):
+        block = re.search(r"```json\n(.*?)```", body, re.S)
+        if block is not None:
+            name = re.sub(r"\s*\(.*?\)", "", heading).replace("`", "").strip()
+            found[name] = json.loads(block.group(1))
+    return found

@@ -68,7 +68,7 @@ def test_newer_request_supersedes_and_stops_within_a_step(engine) -> None:
     first, second, finished = asyncio.run(main())
     assert first.result.stop == "cancelled" and first.result.tokens < 300
     assert second.result is not None and second.result.stop != "cancelled"
-    assert finished[0]["stop"] == "cancelled" and "after_cancel_ms" in finished[0]
+    assert finished[0].stop == "cancelled" and finished[0].after_cancel_ms is not None
 
 
 def test_cancelling_one_of_two_waiters_keeps_the_decode(engine) -> None:
@@ -107,7 +107,7 @@ def test_cancelling_the_only_waiter_stops_the_decode(engine) -> None:
             dec.shutdown()
 
     finished = asyncio.run(main())
-    assert finished and finished[0]["stop"] == "cancelled" and finished[0]["tokens"] < 300
+    assert finished and finished[0].stop == "cancelled" and finished[0].tokens < 300
 
 
 class LineByLine:

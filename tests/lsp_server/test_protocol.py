@@ -12,6 +12,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from seam_lsp_client import (
     TEST_MODEL,
+    documented_examples,
     inline,
     items_of,
     lsp_session,
@@ -22,6 +23,7 @@ from seam_lsp_client import (
 )
 
 from lsp_server.documents import Document
+from lsp_server.messages import StatusReply
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(300)]
 
@@ -168,6 +170,12 @@ async def test_completion_on_examples(tmp_path, constrained) -> None:
                    for k in kinds), kinds
         st = await status(lc)
         assert any(r.get("source") == "model" for r in st["recent"])
+        # What the server sends is what docs/INTERFACES.md shows, member for member.
+        documented = documented_examples()
+        assert set(st) == set(documented["seam/status request"])
+        assert all(set(r) <= set(documented["completion record"]) for r in st["recent"])
+        assert all(set(d) <= set(documented["decode record"]) for d in st["decodes"])
+        assert StatusReply.from_json(st).to_json() == st
 
 
 @needs_fim

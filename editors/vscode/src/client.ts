@@ -23,7 +23,8 @@ type Progress = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgres
 /** How long the cursor must rest before the server hears of it. */
 const CURSOR_DEBOUNCE_MS = 150;
 
-/** The server's own notification of the model's state (lsp_server/server.py). */
+/** The server's own notification of the model's state (lsp_server/messages.py; the shape is in
+ * docs/INTERFACES.md, and tests/lsp_server/test_messages.py checks these names against it). */
 interface SeamStatus {
   state: string;
   model?: string | null;

@@ -1,0 +1,78 @@
+"""The completion service in process, on the random test model: what a request costs in
+prompt builds (each prompt is built once: the one built to decide whether the project context
+is cached is the one the engine runs, where it used to be built again) and what it answers."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+
+from fim.engines.model_specs import EngineKind
+from lsp_server.completion_service import CompletionService
+from lsp_server.model_host import LoadState, ModelHost
+from lsp_server.settings import Settings
+
+pytestmark = [pytest.mark.timeout(300)]
+
+TEST_MODEL = "random:santacoder"
+HELPERS = ('def scale(value, factor):\n    """Multiply value by factor."""\n'
+           "    return value * factor\n")
+MAIN = ("from helpers import scale\n\n\ndef compute(values):\n    total = 0\n"
+        "    for v in values:\n        total = total + scale(v, 2)\n    return total\n")
+
+
+def loaded_host() -> ModelHost:
+    host = ModelHost()
+    host.load(TEST_MODEL, engine=EngineKind.TRANSFORMERS).join(240)
+    assert host.state.state is LoadState.READY, host.state
+    return host
+
+
+async def until_idle(service: CompletionService) -> None:
+    for _ in range(2400):
+        if service.jobs.idle():
+            return
+        await asyncio.sleep(0.05)
+    raise TimeoutError("the worker did not become idle")
+
+
+def test_each_prompt_of_a_request_is_built_once(tmp_path: Path) -> None:
+    (tmp_path / "helpers.py").write_text(HELPERS)
+    uri = (tmp_path / "main.py").as_uri()
+    host = loaded_host()
+    engine = host.engine
+    built = []  # every request whose prompt the engine built, in order
+    build = engine.prompt_for
+
+    def counted(req):
+        built.append(req)
+        return build(req)
+
+    engine.prompt_for = counted  # the real method, counted
+
+    async def main() -> tuple[object, list]:
+        loop = asyncio.get_running_loop()
+        service = CompletionService(
+            Settings(model=TEST_MODEL, engine=EngineKind.TRANSFORMERS, max_tokens=4,
+                     context_budget=256), host, loop.call_soon_threadsafe)
+        try:
+            assert service.folders.add(tmp_path.as_uri(), "project") is not None
+            service.documents.open(types.TextDocumentItem(uri=uri, language_id="python",
+                                                          version=1, text=MAIN))
+            await service.suggest(uri, types.Position(line=5, character=4))
+            on_request = list(built)
+            await until_idle(service)  # the context warmed after, and the prefetch
+            return service.recent[-1], on_request
+        finally:
+            service.shutdown()
+
+    record, on_request = asyncio.run(main())
+    # The context is not cached on the first request: the prompt with it and the one without
+    # are built to compare them, and the engine runs the one without as it was built.
+    assert record.context_files and record.context_deferred, record
+    assert len(on_request) == 2, on_request
+    repeated = [r for i, r in enumerate(built) if r in built[:i]]
+    assert not repeated, f"{len(repeated)} prompt(s) built again"
