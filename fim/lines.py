@@ -60,7 +60,8 @@ def offset_of(text: str, line: int, column: int) -> int:
     start = starts[line - 1]
     width = line_end(text, starts, line - 1) - start
     if not 1 <= column <= width + 1:
-        raise LineColumnError(f"column {column} is outside line {line} (1..{width + 1})")
+        raise LineColumnError(
+            f"line {line}: column {column} is outside the line (1..{width + 1})")
     return start + column - 1
 
 
