@@ -26,10 +26,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from fim import cli_args
-from fim.api import CompletionRequest, Engine
 from fim.cli_args import UsageError
 from fim.cli_batch import complete_jsonl
 from fim.cli_eval import cmd_eval
@@ -38,6 +37,11 @@ from fim.engines.model_specs import ENGINE_NAMES, SPEC_FORMS, EngineKind
 from fim.lines import for_model
 from fim.options import DEFAULT_MODEL, DTYPE_CHOICES, MODES, SCOPES, Dtype, Mode, Scope
 from fim.templates import PromptTooLong
+
+if TYPE_CHECKING:
+    # Imported where an engine is needed (numpy and the decoder take a second on a busy
+    # machine): a bad path or position is refused before that.
+    from fim.api import CompletionRequest, Engine
 
 __all__ = ["UsageError", "add_commands", "build_parser", "main", "offset_of",
            "parse_position", "read_source", "run"]
@@ -203,6 +207,8 @@ def _decode_progress(quiet: bool):
 
 
 def load_engine(args) -> Engine:
+    from fim.api import Engine
+
     progress, close = _progress_bar(args.quiet or getattr(args, "json", False))
     try:
         return Engine.load(args.model, device=args.device, dtype=args.dtype,
@@ -217,6 +223,8 @@ def load_engine(args) -> Engine:
 
 
 def _request(args, left: str, right: str, mode: str | None = None) -> CompletionRequest:
+    from fim.api import CompletionRequest
+
     return CompletionRequest(
         left, right, mode=mode or args.mode, max_tokens=args.max_tokens, top_k=args.top_k,
         scope=args.scope, temperature=args.temperature, seed=args.seed,

@@ -22,11 +22,13 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from fim.api import CompletionRequest, CompletionResult, Engine
 from fim.cli_args import UsageError
 from fim.cli_files import MAX_JSONL_BYTES, read_regular_file
+
+if TYPE_CHECKING:  # the engine's modules load only once the input has been read
+    from fim.api import CompletionRequest, CompletionResult, Engine
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,13 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fim.api import Engine
 from fim.cli_args import UsageError
-from fim.editor_policy import CPU_CONTEXT_TOKENS
 from fim.eval import datasets
+
+if TYPE_CHECKING:  # the engine's modules load only once there is work for them
+    from fim.api import Engine
 
 
 def cmd_eval(args: Any, load: Callable[[], Engine]) -> int:
@@ -67,6 +68,7 @@ def _eval_records(args: Any, cases: list[dict], load: Callable[[], Engine],
     (``--report-only``: no engine), or of running the cases with a loaded engine."""
     from tqdm import tqdm
 
+    from fim.editor_policy import CPU_CONTEXT_TOKENS
     from fim.eval import evaluation
 
     if args.report_only:
