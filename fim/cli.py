@@ -1,7 +1,7 @@
 """The ``seam`` command line: ``complete`` (one position or a JSONL batch) and ``eval``.
 
 ``seam complete FILE:LINE:COL`` prints the middle for the cursor at 1-based LINE and COL
-(COL counts characters; ``len(line) + 1`` is the end of the line).  ``seam complete --jsonl IN
+(``len(line) + 1`` is the end of the line).  ``seam complete --jsonl IN
 --out OUT`` reads ``{"id", "prefix", "suffix"}`` lines and writes one result line each; a line
 that cannot be completed gets an error row and a line on stderr, and the batch goes on.
 ``seam eval`` rebuilds Stack-Boundary and Stack-RandSpan from a folder of Python files and runs
