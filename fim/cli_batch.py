@@ -87,7 +87,9 @@ class PendingOutput:
     """The rows of a batch in a temporary file beside ``out``, renamed over it at the end."""
 
     def __init__(self, out: Path) -> None:
-        self.out = out
+        # A link is written through, as opening OUT for writing would: the rename must
+        # replace the file it names, not the link.
+        self.out = out = Path(os.path.realpath(out)) if out.is_symlink() else out
         try:
             fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part",
                                         dir=out.parent or ".")

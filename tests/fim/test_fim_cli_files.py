@@ -142,3 +142,14 @@ def test_out_is_replaced_whole_and_keeps_its_permissions(tmp_path) -> None:
     assert [r["id"] for r in rows] == [1]
     assert stat.S_IMODE(out.stat().st_mode) == 0o640
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "out.jsonl"]
+
+
+def test_out_through_a_link_replaces_the_file_it_names(tmp_path) -> None:
+    inp, real = _batch(tmp_path), tmp_path / "real.jsonl"
+    real.write_text("previous results\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    assert main(["complete", "--jsonl", str(inp), "--out", str(link), *RANDOM,
+                 "--mode", "unconstrained", "--max-tokens", "2"]) == 0
+    assert link.is_symlink()
+    assert [json.loads(line)["id"] for line in real.read_text().splitlines()] == [1]
