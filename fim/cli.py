@@ -1,45 +1,50 @@
 """The ``seam`` command line: ``complete`` (one position or a JSONL batch) and ``eval``.
 
 ``seam complete FILE:LINE:COL`` prints the middle for the cursor at 1-based LINE and COL
-(COL counts characters; ``len(line) + 1`` is the end of the line).  ``seam complete --jsonl IN
+(``len(line) + 1`` is the end of the line).  ``seam complete --jsonl IN
 --out OUT`` reads ``{"id", "prefix", "suffix"}`` lines and writes one result line each; a line
 that cannot be completed gets an error row and a line on stderr, and the batch goes on.
 ``seam eval`` rebuilds Stack-Boundary and Stack-RandSpan from a folder of Python files and runs
 the paper's experiment (see ``fim.eval.evaluation``).
 
+Lines and columns are ``fim.lines``'s, the language server's too: a line ends at ``\n``,
+``\r\n`` or a lone ``\r``, COL counts code points from 1, and a byte order mark is not a
+column. FILE and IN must be regular files of bounded size (``fim.cli_files``): a FIFO, a device
+or a directory is one line on stderr, never a hang. The batch is ``fim.cli_batch`` (OUT is
+replaced only once there are rows for it), the experiment ``fim.cli_eval``.
+
 Exit codes: 0 success, 1 no completion, 2 bad input (one line on stderr; for a batch, any
 refused line), 130 interrupted (Ctrl-C).  Results go to stdout on lines of their own, never
-onto a progress bar's line.  The ``serve`` command belongs to the LSP server, whose console
-script adds it to this parser (``build_parser(extra=...)``) and handles it itself.
+onto a progress bar's line.  ``seam serve`` belongs to the language server: its console script
+(``lsp_server.cli``) builds the ``seam`` parser from :func:`add_commands` and its own
+``serve``, so nothing here knows of the package above.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
-import re
 import sys
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from fim import cli_args
-from fim.api import CompletionRequest, Engine
-from fim.editor_policy import CPU_CONTEXT_TOKENS
+from fim.cli_args import UsageError
+from fim.cli_batch import complete_jsonl
+from fim.cli_eval import cmd_eval
+from fim.cli_files import offset_of, parse_position, read_source
 from fim.engines.model_specs import ENGINE_NAMES, SPEC_FORMS, EngineKind
-from fim.eval import datasets
+from fim.lines import for_model
 from fim.options import DEFAULT_MODEL, DTYPE_CHOICES, MODES, SCOPES, Dtype, Mode, Scope
 from fim.templates import PromptTooLong
 
-#: Called with the subparsers action, to add subcommands defined elsewhere (``seam serve``).
-ExtraCommands = Callable[[Any], None]
+if TYPE_CHECKING:
+    # Imported where an engine is needed (numpy and the decoder take a second on a busy
+    # machine): a bad path or position is refused before that.
+    from fim.api import CompletionRequest, Engine
 
-
-class UsageError(Exception):
-    """Bad input from the user: printed as one line, exit code 2."""
+__all__ = ["UsageError", "add_commands", "build_parser", "main", "offset_of",
+           "parse_position", "read_source", "run"]
 
 
 def _context_tokens(text: str) -> int:
@@ -83,12 +88,19 @@ def _model_options(p: argparse.ArgumentParser, scope: Scope = Scope.STATEMENT,
                    help="no progress bars (default: bars on stderr)")
 
 
-def build_parser(extra: ExtraCommands | None = None) -> argparse.ArgumentParser:
-    """The ``seam`` parser; ``extra`` adds subcommands that live elsewhere (``serve``)."""
-    parser = cli_args.OneLineParser(
-        prog="seam", description="Fill-in-the-middle Python completion that always parses.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+DESCRIPTION = "Fill-in-the-middle Python completion that always parses."
 
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m fim``: ``complete`` and ``eval`` (the console script's
+    ``seam`` adds ``serve``, see ``lsp_server.cli``)."""
+    parser = cli_args.OneLineParser(prog="seam", description=DESCRIPTION)
+    add_commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    return parser
+
+
+def add_commands(sub: Any) -> None:
+    """Add ``complete`` and ``eval`` to the subparsers action ``sub``."""
     c = sub.add_parser("complete", help="complete at FILE:LINE:COL, or a JSONL batch",
                        description="Print the middle for a cursor, or complete a JSONL batch.")
     c.add_argument("position", nargs="?",
@@ -138,9 +150,6 @@ def build_parser(extra: ExtraCommands | None = None) -> argparse.ArgumentParser:
                    help="summarise the finished cases in --records without running anything "
                         "(default: off)")
     _model_options(e, scope=Scope.FREE, scope_note=", the paper's setting")
-    if extra is not None:
-        extra(sub)
-    return parser
 
 
 def _folder(text: str) -> Path:
@@ -157,45 +166,6 @@ def emit(line: str, stream: TextIO) -> None:
     with tqdm.external_write_mode(file=stream):
         stream.write(line + "\n")
         stream.flush()
-
-
-def parse_position(spec: str) -> tuple[Path, int, int]:
-    """``FILE:LINE:COL`` (the file name may itself contain colons)."""
-    parts = spec.rsplit(":", 2)
-    if len(parts) != 3:
-        raise UsageError(f"expected FILE:LINE:COL, got {spec!r}")
-    try:
-        line, col = int(parts[1]), int(parts[2])
-    except ValueError:
-        raise UsageError(f"LINE and COL must be integers in {spec!r}") from None
-    return Path(parts[0]), line, col
-
-
-def read_source(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise UsageError(f"{path}: no such file") from None
-    except OSError as err:
-        raise UsageError(f"{path}: cannot read ({err.strerror})") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise UsageError(f"{path}: not UTF-8 text (invalid byte at offset {err.start})") from None
-    if not text:
-        raise UsageError(f"{path}: the file is empty; there is no context to complete in")
-    return text.replace("\r\n", "\n")
-
-
-def offset_of(text: str, line: int, col: int, path: Path | str = "<file>") -> int:
-    """Character offset of 1-based ``line``/``col``; ``UsageError`` outside the file."""
-    lines = text.split("\n")
-    if not 1 <= line <= len(lines):
-        raise UsageError(f"{path}: line {line} is outside the file (1..{len(lines)})")
-    width = len(lines[line - 1])
-    if not 1 <= col <= width + 1:
-        raise UsageError(f"{path}:{line}: column {col} is outside the line (1..{width + 1})")
-    return sum(len(x) + 1 for x in lines[: line - 1]) + col - 1
 
 
 def _progress_bar(quiet: bool):
@@ -237,6 +207,8 @@ def _decode_progress(quiet: bool):
 
 
 def load_engine(args) -> Engine:
+    from fim.api import Engine
+
     progress, close = _progress_bar(args.quiet or getattr(args, "json", False))
     try:
         return Engine.load(args.model, device=args.device, dtype=args.dtype,
@@ -251,6 +223,8 @@ def load_engine(args) -> Engine:
 
 
 def _request(args, left: str, right: str, mode: str | None = None) -> CompletionRequest:
+    from fim.api import CompletionRequest
+
     return CompletionRequest(
         left, right, mode=mode or args.mode, max_tokens=args.max_tokens, top_k=args.top_k,
         scope=args.scope, temperature=args.temperature, seed=args.seed,
@@ -270,8 +244,9 @@ def cmd_complete(args) -> int:
         engine = load_engine(args)
         progress, close = _decode_progress(args.quiet or args.json)
         try:
-            res = engine.complete(_request(args, text[:offset], text[offset:]),
-                                  progress=progress)
+            # The model sees \n line breaks whatever the file uses, as in the server.
+            res = engine.complete(_request(args, for_model(text[:offset]),
+                                           for_model(text[offset:])), progress=progress)
         finally:
             close()
         if res.left_chars_dropped or res.right_chars_dropped:
@@ -288,196 +263,8 @@ def cmd_complete(args) -> int:
             print(f"no completion (stop: {res.stop})", file=sys.stderr)
             return 1
         return 0
-    return _complete_jsonl(args)
-
-
-@dataclass(frozen=True)
-class BatchItem:
-    """One input line of ``--jsonl``: what to complete, or why it cannot be."""
-
-    line: int
-    id: Any
-    prefix: str = ""
-    suffix: str = ""
-    problem: str | None = None
-
-
-_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
-
-
-def _text_problem(name: str, value: Any) -> str | None:
-    if not isinstance(value, str):
-        return f"needs a string field {name!r}"
-    m = _LONE_SURROGATE.search(value)
-    if m:
-        return (f"{name!r} holds a lone surrogate (\\u{ord(m.group()):04x}) at character "
-                f"{m.start()}: not Unicode text")
-    return None
-
-
-def _read_jsonl(path: Path) -> list[BatchItem]:
-    """Every non-blank line of ``path``; a line that cannot be completed carries its problem."""
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise UsageError(f"{path}: cannot read ({err.strerror or err})") from None
-    items = []
-    for n, data in enumerate(raw.split(b"\n"), 1):
-        if not data.strip():
-            continue
-        try:
-            item = json.loads(data.decode("utf-8"))
-        except UnicodeDecodeError as err:
-            items.append(BatchItem(n, n, problem=f"not UTF-8 (byte {err.start})"))
-            continue
-        except ValueError as err:
-            items.append(BatchItem(n, n, problem=f"not JSON ({str(err).splitlines()[0]})"))
-            continue
-        if not isinstance(item, dict):
-            items.append(BatchItem(n, n, problem="not a JSON object"))
-            continue
-        ident = item.get("id", n)
-        problem = _text_problem("prefix", item.get("prefix")) or \
-            _text_problem("suffix", item.get("suffix"))
-        if problem:
-            items.append(BatchItem(n, ident, problem=problem))
-        else:
-            items.append(BatchItem(n, ident, item["prefix"], item["suffix"]))
-    return items
-
-
-def _complete_jsonl(args) -> int:
-    """Complete every line; a bad line gets an error row and a line on stderr, and the batch
-    goes on. Exit code 2 if any line was refused, else 0."""
-    items = _read_jsonl(args.jsonl)
-    try:
-        out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115
-    except OSError as err:
-        raise UsageError(f"cannot write {args.out}: {err.strerror or err}") from None
-    from tqdm import tqdm
-
-    refused = 0
-    try:
-        engine = load_engine(args)
-        for item in tqdm(items, desc="complete", file=sys.stderr, disable=args.quiet):
-            problem = item.problem
-            if problem is None:
-                try:
-                    res = engine.complete(_request(args, item.prefix, item.suffix))
-                except Exception as err:  # one bad item must not end the batch
-                    problem = str(err).splitlines()[0] if str(err) else type(err).__name__
-            if problem is not None:
-                refused += 1
-                emit(f"seam: {args.jsonl}:{item.line}: {problem}", sys.stderr)
-                emit(json.dumps({"id": item.id, "middle": None, "stop": "error",
-                                 "error": problem}), out)
-                continue
-            row = {
-                "id": item.id, "middle": res.middle, "stop": res.stop, "tokens": res.tokens,
-                "setup_ms": round(res.setup_ms, 3), "model_ms": round(res.model_ms, 3),
-                "constraint_ms": round(res.constraint_ms, 3), "mode": res.mode,
-                "parses": res.parses,
-            }
-            if res.error:
-                row["error"] = res.error
-            emit(json.dumps(row), out)
-    finally:
-        if out is not sys.stdout:
-            out.close()
-    return 2 if refused else 0
-
-
-def cmd_eval(args) -> int:
-    """``seam eval``: build the cases, run them (or read ``--records``), write the report and
-    print the tables; 130 when interrupted (the report covers the finished cases)."""
-    from fim.eval import evaluation
-
-    cases = _eval_cases(args)
-    started = time.time()
-    records, engine, interrupted = _eval_records(args, cases)
-    ids = {c["id"] for c in cases}
-    records = [r for r in records if r["id"] in ids]
-    summary = evaluation.summarize(records)
-    report = _eval_report(args, summary, records, engine, time.time() - started, interrupted)
-    args.report.write_text(json.dumps(report, indent=1), encoding="utf-8")
-    fmt = evaluation.format_markdown if args.markdown else evaluation.format_summary
-    print(fmt(summary))
-    print(f"report: {args.report}")
-    if interrupted:
-        print("seam: interrupted; the report covers the finished cases", file=sys.stderr)
-        return 130
-    return 0
-
-
-def _eval_cases(args) -> list[dict]:
-    """The cases of ``--datasets``, interleaved so that an interrupted run has cases of
-    each."""
-    names = [d.strip() for d in args.datasets.split(",") if d.strip()]
-    for d in names:
-        if d not in datasets.DATASETS:
-            raise UsageError(f"unknown dataset {d!r}; use {', '.join(datasets.DATASETS)}")
-    try:
-        per_dataset = [datasets.build_cases(
-            d, args.cases, args.folder, seed=args.seed, per_file=args.per_file,
-            max_file_chars=args.max_file_chars) for d in names]
-    except FileNotFoundError as err:
-        raise UsageError(str(err)) from None
-    cases = [c for group in itertools.zip_longest(*per_dataset) for c in group if c]
-    if not cases:
-        raise UsageError("the folder yields no cases (no parseable .py files)")
-    return cases
-
-
-def _eval_records(args, cases: list[dict]) -> tuple[list[dict], Engine | None, bool]:
-    """``(records, engine, interrupted)``: the records of ``--records`` alone
-    (``--report-only``: no engine), or of running the cases with a loaded engine."""
-    from tqdm import tqdm
-
-    from fim.eval import evaluation
-
-    if args.report_only:
-        if args.records is None:
-            raise UsageError("--report-only needs --records FILE")
-        return evaluation.load_records(args.records), None, False
-    engine = load_engine(args)
-    bar = tqdm(total=len(cases), desc="eval", file=sys.stderr, disable=args.quiet)
-    try:
-        records = evaluation.run(
-            engine, cases, max_tokens=args.max_tokens, top_k=args.top_k,
-            scope=args.scope, records_path=args.records,
-            progress=lambda _case: bar.update(1), policy=args.policy,
-            context_tokens=args.context_tokens or CPU_CONTEXT_TOKENS)
-    except KeyboardInterrupt:
-        # Report what finished: every finished case is already in the records file.
-        return (evaluation.load_records(args.records) if args.records else []), engine, True
-    finally:
-        bar.close()
-    return records, engine, False
-
-
-def _eval_report(args, summary: dict, records: list[dict], engine: Engine | None,
-                 seconds: float, interrupted: bool) -> dict:
-    """The JSON report: the run's configuration and provenance, the summary, the records."""
-    from fim.eval import evaluation
-
-    config = {
-        "model": args.model, "engine": args.engine, "policy": args.policy,
-        "max_tokens": args.max_tokens,
-        "top_k": args.top_k, "scope": args.scope, "seed": args.seed,
-        "per_file": args.per_file, "cases_per_dataset": args.cases,
-        "left_share": args.left_share,
-        "folder": str(args.folder or datasets.default_folder()),
-        "seconds": round(seconds, 1),
-        "interrupted": interrupted,
-        **evaluation.provenance(),
-    }
-    if engine is not None:
-        config.update({
-            "engine": str(engine.backend.engine), "device": engine.backend.device,
-            "runtime": engine.backend.description,
-            "template": engine.template.name, "context_tokens": engine.window,
-        })
-    return {"config": config, "summary": summary, "records": records}
+    return complete_jsonl(args, lambda: load_engine(args),
+                          lambda left, right: _request(args, left, right), emit)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -485,7 +272,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.command == "complete":
             return cmd_complete(args)
-        return cmd_eval(args)
+        return cmd_eval(args, lambda: load_engine(args))
     except (UsageError, PromptTooLong) as err:
         return cli_args.fail("seam", " ".join(str(err).split()))
     except OSError as err:  # an output that cannot be written, a full disk
@@ -496,10 +283,10 @@ def run(args: argparse.Namespace) -> int:
         return 130
 
 
-def main(argv: list[str] | None = None, extra: ExtraCommands | None = None) -> int:
-    """Run the ``seam`` command line; returns the exit code (2 for bad arguments)."""
+def main(argv: list[str] | None = None) -> int:
+    """Run ``complete`` or ``eval``; returns the exit code (2 for bad arguments)."""
     try:
-        args = build_parser(extra).parse_args(argv)
+        args = build_parser().parse_args(argv)
     except SystemExit as exc:  # --help, or a one-line argument error
         return exc.code if isinstance(exc.code, int) else 2
     return run(args)

@@ -26,6 +26,10 @@ from fim.options import (
 )
 
 
+class UsageError(Exception):
+    """Bad input from the user: printed as one line, exit code 2."""
+
+
 class OneLineParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors are one line: ``PROG: error: ...`` and exit 2."""
 
@@ -96,13 +100,16 @@ def model(text: str) -> str:
 
 
 def readable_file(what: str) -> Callable[[str], Path]:
-    """A path that must be an existing, readable regular file."""
+    """A path that must be an existing regular file (``fim.cli_files`` checks it again, on
+    the open file, when it is read)."""
     def check(text: str) -> Path:
         path = Path(text)
         if path.is_dir():
             raise argparse.ArgumentTypeError(f"{text} is a directory, not a {what}")
-        if not path.is_file():
+        if not path.exists():
             raise argparse.ArgumentTypeError(f"{text}: no such file")
+        if not path.is_file():  # a FIFO or a device: reading it could hang or never end
+            raise argparse.ArgumentTypeError(f"{text} is not a regular file, not a {what}")
         return path
     return check
 

@@ -17,8 +17,11 @@ A model's own Python code (Hugging Face ``trust_remote_code``) runs only with
 Exit codes: 0 after ``shutdown`` + ``exit``; 1 for ``exit`` without ``shutdown`` or a client
 that went away; 2 for bad arguments (one line on stderr).
 
-``seam`` with any other subcommand (``complete``, ``eval``) is ``fim.cli``; ``seam --help``
-lists all of them.
+``seam`` with any other subcommand (``complete``, ``eval``) is ``fim.cli``. This module owns
+the ``seam`` parser (:func:`seam_parser`): ``fim.cli.add_commands`` adds ``complete`` and
+``eval``, and ``serve`` is added here, so ``seam --help`` lists all three while ``fim`` knows
+nothing of the package above it. ``seam serve ...`` is recognised before that parser is built:
+the server must protect its stdout before ``fim``'s heavier modules are imported.
 """
 
 from __future__ import annotations
@@ -113,6 +116,18 @@ def add_serve_command(subparsers: Any) -> None:
     p = subparsers.add_parser("serve", help="run the language server (stdio or TCP)",
                               description="Run the Seam language server.")
     add_serve_options(p)
+
+
+def seam_parser() -> argparse.ArgumentParser:
+    """The ``seam`` console script's parser: ``fim``'s ``complete`` and ``eval``, and
+    ``serve``."""
+    from fim import cli as fim_cli
+
+    parser = cli_args.OneLineParser(prog="seam", description=fim_cli.DESCRIPTION)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    fim_cli.add_commands(sub)
+    add_serve_command(sub)
+    return parser
 
 
 def _protect_stdout() -> BinaryIO:
@@ -264,9 +279,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "serve":
         return serve(argv[1:])
-    from fim.cli import main as fim_main
+    from fim import cli as fim_cli
 
-    return fim_main(argv, extra=add_serve_command)
+    try:
+        args = seam_parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a one-line argument error
+        return exc.code if isinstance(exc.code, int) else 2
+    return fim_cli.run(args)
 
 
 if __name__ == "__main__":

@@ -9,18 +9,25 @@ list around each edit instead of rebuilding it.
 Positions arrive in the negotiated encoding (UTF-16 by default, or UTF-8 / UTF-32). A position
 whose line lies beyond the document or whose column splits a character raises
 :class:`PositionError`; a column past the end of its line is clamped to the line's end, as the
-LSP specification prescribes.
+LSP specification prescribes. An *edit* whose column splits a character (inside a UTF-16
+surrogate pair, say) is not refused, which would leave the server without the document until
+the editor reopened it: its column moves back to the start of that character, as VS Code
+validates such a position, and a warning says so once per document. Lines are ``fim.lines``'s
+(the command line counts them the same way).
 """
 
 from __future__ import annotations
 
 import bisect
-import re
+import logging
 from dataclasses import dataclass
 
 from lsprotocol import types
 
-_BREAK = re.compile(r"\r\n|\r|\n")
+from fim.lines import BREAK as _BREAK
+from fim.lines import line_end, line_starts
+
+log = logging.getLogger(__name__)
 
 
 class PositionError(ValueError):
@@ -46,10 +53,6 @@ def _units(ch: str, encoding: str) -> int:
     return 2 if cp > 0xFFFF else 1
 
 
-def _line_starts(text: str) -> list[int]:
-    return [0] + [m.end() for m in _BREAK.finditer(text)]
-
-
 class Document:
     """One open document: its text, version, language and line index."""
 
@@ -60,7 +63,8 @@ class Document:
         self.language_id = language_id
         self.encoding = encoding
         self._text = text
-        self._starts = _line_starts(text)
+        self._starts = line_starts(text)
+        self._warned_split = False
 
     @property
     def text(self) -> str:
@@ -71,16 +75,13 @@ class Document:
         return len(self._starts)
 
     def _line_bounds(self, line: int) -> tuple[int, int]:
-        start = self._starts[line]
-        if line + 1 < len(self._starts):
-            nxt = self._starts[line + 1]
-            end = nxt - 2 if self._text.startswith("\r\n", nxt - 2) else nxt - 1
-        else:
-            end = len(self._text)
-        return start, end
+        return self._starts[line], line_end(self._text, self._starts, line)
 
-    def cursor(self, position: types.Position, *, clamp_line: bool = False) -> Cursor:
-        """Resolve a client position; raise :class:`PositionError` when it names no place."""
+    def cursor(self, position: types.Position, *, clamp_line: bool = False,
+               snap: bool = False) -> Cursor:
+        """Resolve a client position; raise :class:`PositionError` when it names no place.
+        ``clamp_line`` moves a line past the end to the end of the text; ``snap`` moves a
+        column inside a character to that character's start instead of refusing it."""
         line, col = position.line, position.character
         if line < 0 or col < 0:
             raise PositionError(f"negative position {line}:{col}")
@@ -103,10 +104,22 @@ class Document:
                 return Cursor(start + i, line, start, end)
             units += _units(ch, self.encoding)
             if units > col:
+                if snap:
+                    self._warn_split(line, col)
+                    return Cursor(start + i, line, start, end)
                 raise PositionError(
                     f"character {col} on line {line} falls inside a character "
                     f"({self.encoding} code units)")
         return Cursor(end, line, start, end)
+
+    def _warn_split(self, line: int, col: int) -> None:
+        if self._warned_split:
+            return
+        self._warned_split = True
+        log.warning("an edit to %s names character %d on line %d, inside a character (%s "
+                    "code units); it was applied at that character's start, as editors do. "
+                    "If the text looks wrong, close and reopen the file.",
+                    self.uri, col, line, getattr(self.encoding, "value", self.encoding))
 
     def offset_at(self, position: types.Position) -> int:
         return self.cursor(position).offset
@@ -125,14 +138,14 @@ class Document:
     def apply_change(self, change: types.TextDocumentContentChangeEvent) -> None:
         """Apply one content change (a ranged edit, or a whole new text)."""
         if isinstance(change, types.TextDocumentContentChangePartial):
-            a = self.cursor(change.range.start, clamp_line=True).offset
-            b = self.cursor(change.range.end, clamp_line=True).offset
+            a = self.cursor(change.range.start, clamp_line=True, snap=True).offset
+            b = self.cursor(change.range.end, clamp_line=True, snap=True).offset
             if b < a:
                 a, b = b, a
             self._splice(a, b, change.text)
         else:
             self._text = change.text
-            self._starts = _line_starts(change.text)
+            self._starts = line_starts(change.text)
 
     def _splice(self, a: int, b: int, new: str) -> None:
         # Line starts strictly before the edited line's predecessor cannot change, nor can starts

@@ -9,37 +9,13 @@ Editors send whatever the buffer holds. Two kinds of text broke every request:
   was trained on), and the middle it writes gets the document's own line break back.
 
 The document itself keeps its exact text: only the copy handed to the model is normalised,
-so accepting a suggestion never rewrites characters outside the middle.
+so accepting a suggestion never rewrites characters outside the middle. The functions are
+``fim.lines``'s, which the ``seam complete`` command line uses too: one definition of a line
+break for both (this module names them where the server looks for them).
 """
 
 from __future__ import annotations
 
-import re
+from fim.lines import for_document, for_model, line_break_of
 
-_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
-_BREAK = re.compile(r"\r\n?")
-
-
-def for_model(text: str) -> str:
-    """``text`` with lone surrogates replaced and every line break a ``\\n``."""
-    if not text.isascii():
-        text = _LONE_SURROGATE.sub("\ufffd", text)
-    if "\r" in text:
-        text = _BREAK.sub("\n", text)
-    return text
-
-
-def line_break_of(text: str) -> str:
-    """The document's line break: that of its first line, ``\\n`` when it has none."""
-    i = text.find("\n")
-    j = text.find("\r")
-    if j < 0:
-        return "\n"
-    if i < 0 or j < i:
-        return "\r\n" if text.startswith("\r\n", j) else "\r"
-    return "\n"
-
-
-def for_document(middle: str, line_break: str) -> str:
-    """A middle written with ``\\n`` breaks, in the document's line break."""
-    return middle if line_break == "\n" else middle.replace("\n", line_break)
+__all__ = ["for_document", "for_model", "line_break_of"]

@@ -12,6 +12,11 @@ from the framing layer and
   ``exit`` ends the session with code 0 after ``shutdown`` and 1 without it;
 * decodes the params with pygls's converter and answers a request whose params break the
   schema with ``InvalidParams``; a malformed notification is logged on one line and dropped.
+  The converter is made strict first and the structured params are checked against their
+  declared types (``schema``): cattrs would otherwise coerce a scalar to the schema's type
+  (``str(12345)`` for a document's text, ``int("1")`` and ``int(1.9)`` for a position,
+  ``str(None)`` for an edit) or let it through a union (``languageId: 7``), so a message that
+  breaks the schema would be answered or stored as something the client never sent.
 
 Nothing here logs a message's content: a document's text must not reach the log.
 """
@@ -38,6 +43,7 @@ from lsp_server.wire.jsonrpc import (
     error_payload,
     valid_id,
 )
+from lsp_server.wire.schema import schema_problem_of, strict_scalars
 
 
 class DocumentSync(Protocol):
@@ -92,6 +98,7 @@ class SeamProtocol(LanguageServerProtocol):
     _server: DocumentSync
 
     def __init__(self, server: Any, converter: Any) -> None:
+        strict_scalars(converter)
         super().__init__(server, converter)
         self.initialize_received = False
         self.exited = False
@@ -170,16 +177,22 @@ class SeamProtocol(LanguageServerProtocol):
         data = dict(payload)
         data.setdefault("params", None)
         try:
-            return self.structure_message(data)
+            decoded = self.structure_message(data)
         except Exception as first:
+            decoded = None
+            problem = schema_problem(first)
             if data["params"] is None:
                 # A params-less message whose type wants an object: an empty one may do
                 # (`initialized`, `seam/status`).
                 try:
-                    return self.structure_message({**data, "params": {}})
+                    decoded = self.structure_message({**data, "params": {}})
                 except Exception:
                     pass
-            problem = schema_problem(first)
+        if decoded is not None:
+            # What the lenient parts of the converter let through (see `schema`).
+            problem = schema_problem_of(getattr(decoded, "params", None))
+            if problem is None:
+                return decoded
         log.warning("invalid params for %s: %s", message.method, problem)
         if isinstance(message, Request):
             self.send_error(message.id, ErrorCode.INVALID_PARAMS,

@@ -15,8 +15,8 @@ from fim import cli_args
 from fim.cli import build_parser
 from fim.cli import main as fim_main
 from fim.options import DEFAULT_MODEL, SCOPES
-from lsp_server.cli import add_serve_command, serve_parser
 from lsp_server.cli import main as seam_main
+from lsp_server.cli import seam_parser, serve_parser
 from lsp_server.settings import Settings, merge
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +70,7 @@ def test_bad_paths_are_one_line_and_exit_2(tmp_path, source, capsys) -> None:
           *RANDOM], "does not exist"),
         (["complete", "--jsonl", str(source), "--out", str(tmp_path), *RANDOM],
          "is a directory"),
-        (["complete", f"{tmp_path}:1:1", *RANDOM], "cannot read"),
+        (["complete", f"{tmp_path}:1:1", *RANDOM], "is a directory"),
         (["eval", "--report", str(tmp_path / "no" / "r.json"), *RANDOM], "does not exist"),
         (["eval", "--folder", str(source), *RANDOM], "not a directory"),
         (["eval", "--cases", "0", *RANDOM], "--cases"),
@@ -147,7 +147,7 @@ def _option_actions(parser):
 
 
 def test_every_option_says_its_default() -> None:
-    parsers = [build_parser(extra=add_serve_command), serve_parser()]
+    parsers = [seam_parser(), serve_parser()]
     undocumented = [
         (action.option_strings[0], action.help)
         for parser in parsers for action in _option_actions(parser)
@@ -236,3 +236,13 @@ def test_single_completion_prints_on_its_own_line(source) -> None:
     screen = _screen(proc.stdout.decode())
     assert "{" in screen, screen  # the JSON result begins on a line of its own
     assert fim_main is not None
+
+
+def test_serve_is_the_servers_own_subcommand(capsys) -> None:
+    # `fim` builds complete and eval and knows nothing of the package above it; the console
+    # script's parser (lsp_server.cli) adds serve.
+    assert fim_main(["serve"]) == 2
+    assert "invalid choice: 'serve'" in one_line_error(capsys)
+    commands = seam_parser()._subparsers._group_actions[0].choices
+    assert set(commands) == {"complete", "eval", "serve"}
+    assert set(build_parser()._subparsers._group_actions[0].choices) == {"complete", "eval"}

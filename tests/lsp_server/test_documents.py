@@ -126,3 +126,24 @@ def test_full_change_replaces_text() -> None:
     doc = Document("u", "old\n", 1, "python")
     doc.apply_change(types.TextDocumentContentChangeWholeDocument(text="new\ntext"))
     assert doc.text == "new\ntext" and doc.line_count == 2
+
+
+def _edit(doc: Document, start: tuple[int, int], end: tuple[int, int], new: str) -> None:
+    rng = types.Range(start=pos(*start), end=pos(*end))
+    doc.apply_change(types.TextDocumentContentChangePartial(range=rng, text=new))
+
+
+@pytest.mark.parametrize("encoding", [U16, types.PositionEncodingKind.Utf8])
+def test_an_edit_inside_a_character_moves_to_its_start_and_keeps_the_document(
+        encoding, caplog) -> None:
+    # "s = '😋'": the emoji is two UTF-16 units (four UTF-8 bytes) starting at unit 5.
+    doc = Document("file:///e.py", "s = '😋'\nx = 1\n", 1, "python", encoding)
+    _edit(doc, (0, 6), (0, 6), "A")  # inside the emoji: applied before it, as VS Code does
+    assert doc.text == "s = 'A😋'\nx = 1\n"
+    _edit(doc, (0, 7), (0, 7), "B")  # inside it again (it now starts at 6)
+    assert doc.text == "s = 'AB😋'\nx = 1\n"
+    warnings = [r for r in caplog.records if "inside a character" in r.getMessage()]
+    assert len(warnings) == 1  # told once per document, not once per edit
+    # A request's position inside a character is still refused (it names no place).
+    with pytest.raises(PositionError):
+        doc.offset_at(pos(0, 8))

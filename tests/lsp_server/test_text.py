@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lsprotocol import types
 
+from fim import lines
 from lsp_server.documents import Document
 from lsp_server.text import for_document, for_model, line_break_of
 
@@ -43,3 +47,19 @@ def test_for_document() -> None:
     assert for_document("if x:\n    y\n", "\r\n") == "if x:\r\n    y\r\n"
     assert for_document("if x:\n    y\n", "\r") == "if x:\r    y\r"
     assert for_document("a\nb", "\n") == "a\nb"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab \r\n\t\x0c\u2028😋é", max_size=30))
+def test_the_command_line_and_the_server_count_lines_and_columns_alike(text) -> None:
+    # `seam complete FILE:LINE:COL` (1-based code points) and the server (0-based, here in
+    # UTF-32 units, which are code points) name the same offset for every place in the text.
+    doc = Document("u", text, 1, "python", types.PositionEncodingKind.Utf32)
+    assert doc.line_count == len(lines.line_starts(text))
+    for line in range(doc.line_count):
+        start, end = doc._line_bounds(line)
+        for col in range(end - start + 1):
+            server = doc.offset_at(types.Position(line=line, character=col))
+            assert lines.offset_of(text, line + 1, col + 1) == server
+        with pytest.raises(lines.LineColumnError):
+            lines.offset_of(text, line + 1, end - start + 2)
