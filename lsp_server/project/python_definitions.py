@@ -25,6 +25,7 @@ Files are read through :class:`~lsp_server.project.workspace.Workspace`, never o
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import time
 import warnings
@@ -44,6 +45,12 @@ ASSIGNMENT_LINES = 4
 MAX_REEXPORT_HOPS = 3
 #: Parsed modules remembered (by path); each entry is a few outlines.
 MAX_MODULES = 256
+#: Import statements read from a document, the first ones: the definitions budget is spent
+#: long before, and a generated file of thousands of imports must not cost a keystroke more.
+MAX_IMPORT_STATEMENTS = 512
+#: Documents whose scan is remembered (by text): the request, its prefetch and the cursor's
+#: warm-up at one keystroke ask about the same few texts.
+_MAX_SCANS = 8
 
 #: Special methods shown in a class outline (how instances are made and called).
 _SHOWN_DUNDERS = frozenset({"__init__", "__new__", "__call__", "__enter__", "__exit__"})
@@ -75,67 +82,93 @@ class Definition:
 
 # ----- a document's imports --------------------------------------------------------------------
 
-def _statement_end(text: str, start: int) -> int:
+def _statement_end(text: str, start: int, limit: int) -> int:
     """Where the import statement starting at ``start`` ends, continuation lines included
-    (parenthesised names, backslashes)."""
-    end = text.find("\n", start)
-    end = len(text) if end < 0 else end
+    (parenthesised names, backslashes), never past ``limit``: the start of the next line that
+    begins an import, which no statement can hold (so a half-typed ``from a import (`` ends
+    there instead of swallowing the lines below, and every line is looked at once)."""
+    end = text.find("\n", start, limit)
+    end = limit if end < 0 else end
     depth = text.count("(", start, end) - text.count(")", start, end)
-    lines = 1
-    while (depth > 0 or text[start:end].rstrip().endswith("\\")) and end < len(text):
-        nxt = text.find("\n", end + 1)
-        nxt = len(text) if nxt < 0 else nxt
-        depth += text.count("(", end, nxt) - text.count(")", end, nxt)
+    line_start, lines = start, 1
+    while (depth > 0 or text[line_start:end].rstrip().endswith("\\")) and end < limit:
+        line_start = end + 1
+        nxt = text.find("\n", line_start, limit)
+        nxt = limit if nxt < 0 else nxt
+        depth += text.count("(", line_start, nxt) - text.count(")", line_start, nxt)
         end, lines = nxt, lines + 1
         if lines > 200:  # an unclosed parenthesis: not an import after all
             break
     return end
 
 
-def imports_of(text: str) -> tuple[Import, ...]:
-    """The imports of a document, in order, whether or not the whole document parses."""
-    out: list[Import] = []
+def _import_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of the document's first ``MAX_IMPORT_STATEMENTS`` import statements
+    (bounded: a generated file of 50,000 imports costs what 512 do)."""
+    starts: list[int] = []
     for m in _IMPORT_LINE.finditer(text):
-        statement = text[m.start():_statement_end(text, m.start())].strip()
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(statement)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue  # prose that starts with "from" in a docstring, or half-typed
-        for node in tree.body:
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    # ``import a.b`` binds ``a``; ``import a.b as c`` binds ``c`` to ``a.b``.
-                    if a.asname:
-                        out.append(Import(a.name, 0, None, a.asname))
-                    else:
-                        out.append(Import(a.name.split(".")[0], 0, None, a.name.split(".")[0]))
-            elif isinstance(node, ast.ImportFrom):
-                for a in node.names:
-                    if a.name != "*":
-                        out.append(Import(node.module or "", node.level, a.name,
-                                          a.asname or a.name))
+        starts.append(m.start())
+        if len(starts) > MAX_IMPORT_STATEMENTS:
+            break
+    spans = []
+    for i, start in enumerate(starts[:MAX_IMPORT_STATEMENTS]):
+        limit = starts[i + 1] if i + 1 < len(starts) else len(text)
+        spans.append((start, _statement_end(text, start, limit)))
+    return spans
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_import(statement: str) -> tuple[Import, ...]:
+    """The names one import statement imports (none when it does not parse).  Remembered:
+    the same statements come back with every keystroke, and a file repeats them."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(statement)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ()  # prose that starts with "from" in a docstring, or half-typed
+    out: list[Import] = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                # ``import a.b`` binds ``a``; ``import a.b as c`` binds ``c`` to ``a.b``.
+                if a.asname:
+                    out.append(Import(a.name, 0, None, a.asname))
+                else:
+                    out.append(Import(a.name.split(".")[0], 0, None, a.name.split(".")[0]))
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                if a.name != "*":
+                    out.append(Import(node.module or "", node.level, a.name,
+                                      a.asname or a.name))
+    return tuple(out)
+
+
+def imports_of(text: str, spans: list[tuple[int, int]] | None = None) -> tuple[Import, ...]:
+    """The imports of a document, in order, whether or not the whole document parses
+    (``spans``: its ``_import_spans``, when known already)."""
+    out: list[Import] = []
+    for start, end in _import_spans(text) if spans is None else spans:
+        out += _parse_import(text[start:end].strip())
     return tuple(dict.fromkeys(out))
 
 
-def _without_imports(text: str) -> str:
+def _without_imports(text: str, spans: list[tuple[int, int]] | None = None) -> str:
     """``text`` with its import statements left out (so imported names count as used only
     where the code uses them)."""
     pieces, last = [], 0
-    for m in _IMPORT_LINE.finditer(text):
-        if m.start() < last:
-            continue  # a line inside the previous statement
-        pieces.append(text[last:m.start()])
-        last = _statement_end(text, m.start())
+    for start, end in _import_spans(text) if spans is None else spans:
+        pieces.append(text[last:start])
+        last = end
     pieces.append(text[last:])
     return "".join(pieces)
 
 
-def used_names(text: str) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+def used_names(text: str, spans: list[tuple[int, int]] | None = None
+               ) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
     """The identifiers the document uses outside its imports, and per identifier the
     attributes read from it (``m.name``)."""
-    code = _without_imports(text)
+    code = _without_imports(text, spans)
     names = frozenset(_IDENTIFIER.findall(code))
     attrs: dict[str, set[str]] = {}
     for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\.\s*([A-Za-z_]\w*)", code):
@@ -299,6 +332,14 @@ def signatures_of(text: str) -> str | None:
 
 # ----- resolving imports to workspace files ------------------------------------------------------
 
+@dataclass(frozen=True)
+class _Scan:
+    """A document text's imports, and those it uses with the attributes read from each."""
+
+    imports: tuple[Import, ...]
+    wanted: tuple[tuple[Import, frozenset[str]], ...]
+
+
 class DefinitionIndex:
     """Imported names' definitions from the workspace (see the module docstring)."""
 
@@ -307,7 +348,13 @@ class DefinitionIndex:
         self.refresh_s = refresh_s
         self._modules: dict[Path, tuple[tuple[int, int], _Outline | None]] = {}
         self._answers: dict[tuple, tuple[float, list[Definition]]] = {}
-        self._scans: dict[str, tuple[tuple[Import, frozenset[str]], ...]] = {}
+        self._scans: dict[str, _Scan] = {}
+
+    def rescope(self) -> None:
+        """The folders changed: forget the answers, and what was parsed outside them now."""
+        self._answers.clear()
+        for path in [p for p in self._modules if self.workspace.folder_of(p) is None]:
+            del self._modules[path]
 
     def _outline(self, path: Path) -> _Outline | None:
         """The outline of a workspace file, parsed again only when its mtime or size moved."""
@@ -347,14 +394,11 @@ class DefinitionIndex:
             return self._module_file(base, parts)
         if not parts:
             return None
-        for folder in self.workspace.folders:
-            roots = [(folder.root, parts), (folder.root / "src", parts)]
-            if parts[0] == folder.root.name and (folder.root / "__init__.py").is_file():
-                roots.append((folder.root, parts[1:]))  # the folder is the package itself
-            for base, rest in roots:
-                found = self._module_file(base, rest)
-                if found is not None:
-                    return found
+        # Only the folders whose top level holds the first part are looked into.
+        for base in self.workspace.module_bases(parts[0]):
+            found = self._module_file(base.directory, parts[1:] if base.drops_first else parts)
+            if found is not None:
+                return found
         return None
 
     def _definition(self, module_file: Path, name: str, hops: int = 0) -> Definition | None:
@@ -392,17 +436,27 @@ class DefinitionIndex:
             self._answers.pop(next(iter(self._answers)))
         return out
 
-    def _wanted(self, text: str) -> tuple[tuple[Import, frozenset[str]], ...]:
-        """The imports ``text`` uses, each with the attributes read from it."""
+    def _scan(self, text: str) -> _Scan:
+        """The imports of ``text`` and those it uses, read once per text."""
         found = self._scans.get(text)
         if found is None:
-            used, attrs = used_names(text)
-            found = tuple((imp, attrs.get(imp.alias, frozenset()))
-                          for imp in imports_of(text) if imp.alias in used)
+            spans = _import_spans(text)
+            imports = imports_of(text, spans)
+            used, attrs = used_names(text, spans)
+            found = _Scan(imports, tuple((imp, attrs.get(imp.alias, frozenset()))
+                                         for imp in imports if imp.alias in used))
             self._scans[text] = found
-            while len(self._scans) > 8:
+            while len(self._scans) > _MAX_SCANS:
                 self._scans.pop(next(iter(self._scans)))
         return found
+
+    def imports(self, text: str) -> tuple[Import, ...]:
+        """:func:`imports_of` ``text``, remembered with the rest of its scan."""
+        return self._scan(text).imports
+
+    def _wanted(self, text: str) -> tuple[tuple[Import, frozenset[str]], ...]:
+        """The imports ``text`` uses, each with the attributes read from it."""
+        return self._scan(text).wanted
 
     def _look_up(self, document: Path | None,
                  wanted: tuple[tuple[Import, frozenset[str]], ...]) -> list[Definition]:
