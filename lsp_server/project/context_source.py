@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from fim.templates import ContextFile
 from lsp_server.project.workspace import Workspace, path_of_uri
@@ -85,6 +85,7 @@ class Picked:
     tokens: int = 0
 
 
+@runtime_checkable
 class ContextSource(Protocol):
     """A source of project context (see the module docstring)."""
 
