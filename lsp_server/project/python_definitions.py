@@ -25,14 +25,21 @@ Files are read through :class:`~lsp_server.project.workspace.Workspace`, never o
 from __future__ import annotations
 
 import ast
-import functools
-import re
 import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from lsp_server.project.python_imports import (
+    Import,
+    import_spans,
+    imports_of,
+    used_names,
+)
 from lsp_server.project.workspace import Workspace
+
+__all__ = ["Definition", "DefinitionIndex", "Import", "imports_of", "outline_module",
+           "signatures_of", "used_names"]
 
 #: Functions and classes up to these many lines are shown whole; longer ones as outlines.
 FULL_FUNCTION_LINES = 12
@@ -45,29 +52,12 @@ ASSIGNMENT_LINES = 4
 MAX_REEXPORT_HOPS = 3
 #: Parsed modules remembered (by path); each entry is a few outlines.
 MAX_MODULES = 256
-#: Import statements read from a document, the first ones: the definitions budget is spent
-#: long before, and a generated file of thousands of imports must not cost a keystroke more.
-MAX_IMPORT_STATEMENTS = 512
 #: Documents whose scan is remembered (by text): the request, its prefetch and the cursor's
 #: warm-up at one keystroke ask about the same few texts.
 _MAX_SCANS = 8
 
 #: Special methods shown in a class outline (how instances are made and called).
 _SHOWN_DUNDERS = frozenset({"__init__", "__new__", "__call__", "__enter__", "__exit__"})
-
-_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import\b|import[ \t]+\w)", re.M)
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-@dataclass(frozen=True)
-class Import:
-    """One imported name: ``from <level dots><module> import <name> as <alias>``, or
-    ``import <module> as <alias>`` (``name`` is ``None``)."""
-
-    module: str
-    level: int
-    name: str | None
-    alias: str
 
 
 @dataclass(frozen=True)
@@ -78,102 +68,6 @@ class Definition:
     line: int  # where the definition starts in it (for ordering within a file)
     name: str
     text: str
-
-
-# ----- a document's imports --------------------------------------------------------------------
-
-def _statement_end(text: str, start: int, limit: int) -> int:
-    """Where the import statement starting at ``start`` ends, continuation lines included
-    (parenthesised names, backslashes), never past ``limit``: the start of the next line that
-    begins an import, which no statement can hold (so a half-typed ``from a import (`` ends
-    there instead of swallowing the lines below, and every line is looked at once)."""
-    end = text.find("\n", start, limit)
-    end = limit if end < 0 else end
-    depth = text.count("(", start, end) - text.count(")", start, end)
-    line_start, lines = start, 1
-    while (depth > 0 or text[line_start:end].rstrip().endswith("\\")) and end < limit:
-        line_start = end + 1
-        nxt = text.find("\n", line_start, limit)
-        nxt = limit if nxt < 0 else nxt
-        depth += text.count("(", line_start, nxt) - text.count(")", line_start, nxt)
-        end, lines = nxt, lines + 1
-        if lines > 200:  # an unclosed parenthesis: not an import after all
-            break
-    return end
-
-
-def _import_spans(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of the document's first ``MAX_IMPORT_STATEMENTS`` import statements
-    (bounded: a generated file of 50,000 imports costs what 512 do)."""
-    starts: list[int] = []
-    for m in _IMPORT_LINE.finditer(text):
-        starts.append(m.start())
-        if len(starts) > MAX_IMPORT_STATEMENTS:
-            break
-    spans = []
-    for i, start in enumerate(starts[:MAX_IMPORT_STATEMENTS]):
-        limit = starts[i + 1] if i + 1 < len(starts) else len(text)
-        spans.append((start, _statement_end(text, start, limit)))
-    return spans
-
-
-@functools.lru_cache(maxsize=4096)
-def _parse_import(statement: str) -> tuple[Import, ...]:
-    """The names one import statement imports (none when it does not parse).  Remembered:
-    the same statements come back with every keystroke, and a file repeats them."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(statement)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return ()  # prose that starts with "from" in a docstring, or half-typed
-    out: list[Import] = []
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            for a in node.names:
-                # ``import a.b`` binds ``a``; ``import a.b as c`` binds ``c`` to ``a.b``.
-                if a.asname:
-                    out.append(Import(a.name, 0, None, a.asname))
-                else:
-                    out.append(Import(a.name.split(".")[0], 0, None, a.name.split(".")[0]))
-        elif isinstance(node, ast.ImportFrom):
-            for a in node.names:
-                if a.name != "*":
-                    out.append(Import(node.module or "", node.level, a.name,
-                                      a.asname or a.name))
-    return tuple(out)
-
-
-def imports_of(text: str, spans: list[tuple[int, int]] | None = None) -> tuple[Import, ...]:
-    """The imports of a document, in order, whether or not the whole document parses
-    (``spans``: its ``_import_spans``, when known already)."""
-    out: list[Import] = []
-    for start, end in _import_spans(text) if spans is None else spans:
-        out += _parse_import(text[start:end].strip())
-    return tuple(dict.fromkeys(out))
-
-
-def _without_imports(text: str, spans: list[tuple[int, int]] | None = None) -> str:
-    """``text`` with its import statements left out (so imported names count as used only
-    where the code uses them)."""
-    pieces, last = [], 0
-    for start, end in _import_spans(text) if spans is None else spans:
-        pieces.append(text[last:start])
-        last = end
-    pieces.append(text[last:])
-    return "".join(pieces)
-
-
-def used_names(text: str, spans: list[tuple[int, int]] | None = None
-               ) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
-    """The identifiers the document uses outside its imports, and per identifier the
-    attributes read from it (``m.name``)."""
-    code = _without_imports(text, spans)
-    names = frozenset(_IDENTIFIER.findall(code))
-    attrs: dict[str, set[str]] = {}
-    for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\.\s*([A-Za-z_]\w*)", code):
-        attrs.setdefault(m.group(1), set()).add(m.group(2))
-    return names, {k: frozenset(v) for k, v in attrs.items()}
 
 
 # ----- outlines of a module's top-level names ----------------------------------------------------
@@ -440,7 +334,7 @@ class DefinitionIndex:
         """The imports of ``text`` and those it uses, read once per text."""
         found = self._scans.get(text)
         if found is None:
-            spans = _import_spans(text)
+            spans = import_spans(text)
             imports = imports_of(text, spans)
             used, attrs = used_names(text, spans)
             found = _Scan(imports, tuple((imp, attrs.get(imp.alias, frozenset()))
