@@ -250,6 +250,7 @@ class ContextCollector:
             Definitions(workspace, self.definitions), self.open_files,
             RecentEdits(workspace, self.ring), Similar(workspace, self.similar))
         self._generation = workspace.generation
+        workspace.subscribe(self.rescope)
 
     def visit(self, uri: str, line: int) -> None:
         """The user was at ``line`` of ``uri`` (a request, a cursor rest or an edit)."""
@@ -261,8 +262,8 @@ class ContextCollector:
             source.forget(uri)
 
     def rescope(self) -> None:
-        """Drop, in every source, what came from a place the workspace no longer holds (done
-        before any request once the folders changed; callers may do it sooner)."""
+        """Drop, in every source, what came from a place the workspace no longer holds: done
+        as the folders change, and checked again before a request."""
         self._generation = self.workspace.generation
         for source in self.sources:
             source.rescope()

@@ -18,7 +18,7 @@ into the prompt.
 A folder the user removes takes its code out of the project context at once: besides no
 longer being read, it is remembered as *out of scope* (until it is added again), so the open
 documents and recent edits that lie in it are left out too (:meth:`Workspace.in_scope`); the
-sources drop what they cached from it when :attr:`Workspace.generation` moves.
+sources drop what they cached from it as the folders change (:meth:`Workspace.subscribe`).
 
 Everything here runs on every keystroke, for folders that may number in the dozens and
 documents in the hundreds, so no check walks the folder list: a path's folder is found by
@@ -35,7 +35,7 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -146,6 +146,12 @@ class Workspace:
         self._bases_at: tuple[int, float] | None = None  # (generation, monotonic time)
         self._uris: dict[str, tuple[bool, Located | None]] = {}  # uri -> (in scope, place)
         self._uris_generation = -1
+        self._listeners: list[Callable[[], None]] = []
+
+    def subscribe(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` whenever the folders change (the context sources drop what
+        they cached from a removed folder then, not at the next request)."""
+        self._listeners.append(listener)
 
     @property
     def folders(self) -> tuple[Folder, ...]:
@@ -154,6 +160,8 @@ class Workspace:
     def _changed(self) -> None:
         self._roots = {str(f.root): f for f in self._folders.values()}
         self.generation += 1
+        for listener in self._listeners:
+            listener()
 
     def add(self, uri: str, name: str | None = None) -> Folder | None:
         """Add a folder by URI; ``None`` (nothing added) when it names no local directory."""

@@ -77,6 +77,8 @@ def test_a_removed_folder_leaves_every_source_at_once(engine, two_folders):
     before = plan(engine, planner, f)
     assert secrets(before) == {"DEFINITION", "SIMILAR", "OPEN", "EDIT"}
     f["ws"].remove(f["b"].as_uri())
+    # At once, before any request: the edits made in B are gone from the ring.
+    assert [c.uri for c in collector.ring.chunks()] == []
     # The user goes on typing at the same place (the similar code's choice is cached there).
     after = plan(engine, planner, f)
     assert secrets(after) == set()
