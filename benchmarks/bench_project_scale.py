@@ -6,8 +6,10 @@ the server's own costs, the project context's among them, not a model's).  The d
 imports twenty modules that are in no folder and one that is (as in issue 21's profile); the
 client types after its last line, one character per keystroke, and asks for an inline
 suggestion at each, waiting for the server to be idle in between, so that every request is
-measured alone.  Only requests the model answered count (not those the suggestion cache
-answered).  The cases:
+measured alone.  The cases' servers run side by side and take the keystrokes in turn, so a
+change in the machine's load falls on all of them alike.  Only requests the model answered
+count (not those the suggestion cache answered); the first (the caches cold) is shown apart
+from the median of the rest.  The cases:
 
 * ``baseline``: one folder, one open document;
 * ``folders``: the same with ``--folders`` workspace folders (60);
@@ -15,7 +17,8 @@ answered).  The cases:
 * ``from_block`` / ``import_block``: the document with 20,000 lines of ``from a import (`` or
   50,000 lines of ``import os`` above its code.
 
-It prints each case's median and slowest request, their ratio to the baseline's median, and
+It prints each case's first request, the median and slowest of the rest, the median's ratio
+to the baseline's, and
 the machine's load (``os.getloadavg``) before and after: the machine may be shared.
 
     .venv/bin/python benchmarks/bench_project_scale.py [--requests 12] [--cases folders,...]
@@ -67,7 +70,8 @@ class Measured:
     """A case's request latencies (seconds, the client's clock), the model's requests only."""
 
     case: Case
-    latencies: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)  # after the first
+    first: float | None = None  # the first request (the sources' caches cold)
     skipped: int = 0  # answered from the suggestion cache
 
     @property
@@ -114,47 +118,77 @@ async def idle(session: LspSession) -> None:
         await asyncio.sleep(0.02)
 
 
-async def measure(case: Case, args: argparse.Namespace) -> Measured:
-    out = Measured(case)
-    with tempfile.TemporaryDirectory() as tmp_name:
-        tmp = Path(tmp_name)
-        roots, main, others = lay_out(tmp, case)
-        settings = {"model": args.model, "maxTokens": 4}
-        session = LspSession(settings, tmp / "server.log", root_uri=roots[0].as_uri())
-        await session.start()
-        if len(roots) > 1:
-            session.notify("workspace/didChangeWorkspaceFolders", {"event": {
-                "added": [{"uri": r.as_uri(), "name": r.name} for r in roots[1:]],
-                "removed": []}})
-        for path in others:
-            session.open(path.as_uri(), path.read_text())
-        uri = main.as_uri()
-        session.open(uri, main.read_text())
-        await idle(session)
+@dataclass
+class Running:
+    """A case's server, the document typed in, and what was measured."""
+
+    session: LspSession
+    uri: str
+    tmp: tempfile.TemporaryDirectory
+    measured: Measured
+
+
+async def start(case: Case, args: argparse.Namespace) -> Running:
+    tmp = tempfile.TemporaryDirectory()
+    root = Path(tmp.name)
+    roots, main, others = lay_out(root, case)
+    settings = {"model": args.model, "maxTokens": 4}
+    session = LspSession(settings, root / "server.log", root_uri=roots[0].as_uri())
+    await session.start()
+    if len(roots) > 1:
+        session.notify("workspace/didChangeWorkspaceFolders", {"event": {
+            "added": [{"uri": r.as_uri(), "name": r.name} for r in roots[1:]],
+            "removed": []}})
+    for path in others:
+        session.open(path.as_uri(), path.read_text())
+    uri = main.as_uri()
+    session.open(uri, main.read_text())
+    await idle(session)
+    return Running(session, uri, tmp, Measured(case))
+
+
+async def keystroke(run: Running, ch: str) -> None:
+    """Type ``ch`` at the document's end and ask for a suggestion there; wait until idle."""
+    session, uri, out = run.session, run.uri, run.measured
+    end = len(session.texts[uri])
+    session.edit(uri, end, end, ch)
+    _, took = await session.inline(uri, end + 1)
+    last = (await session.request("seam/status", {}))["recent"][-1]
+    if last.get("source") not in ("model", "early"):
+        out.skipped += 1
+    elif out.first is None:
+        out.first = took
+    else:
+        out.latencies.append(took)
+    await idle(session)
+
+
+async def measure_all(cases: list[Case], args: argparse.Namespace) -> list[Measured]:
+    """Every case's server at once, the keystrokes taken in turn across them, so that a
+    change in the machine's load falls on every case alike."""
+    runs = [await start(case, args) for case in cases]
+    try:
         for ch in TYPED[:args.requests]:
-            end = len(session.texts[uri])
-            session.edit(uri, end, end, ch)
-            _, took = await session.inline(uri, end + 1)
-            last = (await session.request("seam/status", {}))["recent"][-1]
-            if last.get("source") in ("model", "early"):
-                out.latencies.append(took)
-            else:
-                out.skipped += 1
-            await idle(session)
-        await session.close()
-    return out
+            for run in runs:
+                await keystroke(run, ch)
+    finally:
+        for run in runs:
+            await run.session.close()
+            run.tmp.cleanup()
+    return [run.measured for run in runs]
 
 
 def table(results: list[Measured], base: float) -> str:
-    rows = ["| case | folders | open documents | requests | median (s) | slowest (s) "
-            "| median / baseline | slowest / baseline |",
+    rows = ["| case | folders | open documents | first request (s) | next requests "
+            "| their median (s) | slowest (s) | median / baseline |",
             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for m in results:
         c = m.case
         slowest = max(m.latencies) if m.latencies else float("nan")
-        rows.append(f"| {c.name} | {c.folders} | {c.documents + 1} | {len(m.latencies)} | "
-                    f"{m.median:.3f} | {slowest:.3f} | {m.median / base:.2f} | "
-                    f"{slowest / base:.2f} |")
+        first = f"{m.first:.3f}" if m.first is not None else "-"
+        rows.append(f"| {c.name} | {c.folders} | {c.documents + 1} | {first} | "
+                    f"{len(m.latencies)} | {m.median:.3f} | {slowest:.3f} | "
+                    f"{m.median / base:.2f} |")
     return "\n".join(rows)
 
 
@@ -172,12 +206,13 @@ def main(argv: list[str] | None = None) -> int:
     record = RunRecord(command_line(), packages=model_packages())
     load_before = os.getloadavg()
     t0 = time.perf_counter()
-    results = [asyncio.run(measure(chosen[n], args)) for n in names]
+    results = asyncio.run(measure_all([chosen[n] for n in names], args))
     load_after = os.getloadavg()
     record.finish()
     base = results[0].median
-    print(json.dumps({m.case.name: {"latencies_s": [round(x, 3) for x in m.latencies],
-                                    "from_cache": m.skipped} for m in results}, indent=1))
+    print(json.dumps({m.case.name: {"first_s": m.first,
+                                    "latencies_s": [round(x, 3) for x in m.latencies],
+                                    "from_cache": m.skipped} for m in results}))
     print(table(results, base))
     print(f"\nload average (1, 5, 15 min) before {load_before}, after {load_after}; "
           f"{os.cpu_count()} CPUs; {time.perf_counter() - t0:.0f} s in all")

@@ -30,12 +30,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from lsp_server.project.python_imports import (
-    Import,
-    import_spans,
-    imports_of,
-    used_names,
-)
+from lsp_server.project.python_imports import Import, ImportScanner, imports_of, used_names
 from lsp_server.project.workspace import Workspace
 
 __all__ = ["Definition", "DefinitionIndex", "Import", "imports_of", "outline_module",
@@ -243,6 +238,7 @@ class DefinitionIndex:
         self._modules: dict[Path, tuple[tuple[int, int], _Outline | None]] = {}
         self._answers: dict[tuple, tuple[float, list[Definition]]] = {}
         self._scans: dict[str, _Scan] = {}
+        self._scanner = ImportScanner()
 
     def rescope(self) -> None:
         """The folders changed: forget the answers, and what was parsed outside them now."""
@@ -334,9 +330,8 @@ class DefinitionIndex:
         """The imports of ``text`` and those it uses, read once per text."""
         found = self._scans.get(text)
         if found is None:
-            spans = import_spans(text)
-            imports = imports_of(text, spans)
-            used, attrs = used_names(text, spans)
+            read = self._scanner.scan(text)
+            imports, used, attrs = read.imports, read.names, read.attrs
             found = _Scan(imports, tuple((imp, attrs.get(imp.alias, frozenset()))
                                          for imp in imports if imp.alias in used))
             self._scans[text] = found

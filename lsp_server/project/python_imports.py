@@ -10,8 +10,9 @@ regular-expression pass, not a parse of the file:
   one), so a half-typed ``from a import (`` ends there instead of swallowing the lines below
   and every line is looked at once;
 * only the first ``MAX_IMPORT_STATEMENTS`` statements are read, and the document beyond them is
-  looked at in pieces of lines remembered by their text: a generated file of 50,000 imports
-  costs a keystroke little more than a normal file does.
+  looked at in pieces remembered by their text; while the user types below them, the
+  statements read are not read again (:class:`ImportScanner`): a generated file of 50,000
+  imports costs a keystroke little more than a normal file does.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ MAX_IMPORT_STATEMENTS = 512
 _IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import\b|import[ \t]+\w)", re.M)
 _WHOLE_IMPORT_LINE = re.compile(_IMPORT_LINE.pattern + r"[^\n]*", re.M)
 _ATTRIBUTE = re.compile(r"\b([A-Za-z_]\w*)\s*\.\s*([A-Za-z_]\w*)")
-#: Lines per piece of a document beyond its import statements read (see ``used_names``).
-_PIECE_LINES = 1024
+#: Characters per piece of a document beyond its import statements read (``used_names``).
+_PIECE_CHARS = 32768
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -148,21 +149,89 @@ def _names_in_piece(piece: str) -> tuple[frozenset[str], dict[str, frozenset[str
     return _names_in(_WHOLE_IMPORT_LINE.sub("", piece))
 
 
+def _pieces(rest: str) -> list[tuple[frozenset[str], dict[str, frozenset[str]]]]:
+    """:func:`_names_in_piece` of ``rest`` cut after the first line break past every
+    ``_PIECE_CHARS`` characters: an edit changes its own piece (and moves those after it)."""
+    out, start = [], 0
+    while start < len(rest):
+        cut = rest.find("\n", start + _PIECE_CHARS)
+        end = len(rest) if cut < 0 else cut + 1
+        out.append(_names_in_piece(rest[start:end]))
+        start = end
+    return out
+
+
+def _merged(parts: list[tuple[frozenset[str], dict[str, frozenset[str]]]]
+            ) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+    if len(parts) == 1:
+        return parts[0]
+    attrs: dict[str, set[str]] = {}
+    for _, found in parts:
+        for k, v in found.items():
+            attrs.setdefault(k, set()).update(v)
+    return (frozenset().union(*(n for n, _ in parts)),
+            {k: frozenset(v) for k, v in attrs.items()})
+
+
 def used_names(text: str, spans: list[tuple[int, int]] | None = None
                ) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
     """The identifiers the document uses outside its imports, and per identifier the
     attributes read from it (``m.name``)."""
     spans = import_spans(text) if spans is None else spans
-    names, attrs = _names_in(_without_imports(text, spans))
+    head = _names_in(_without_imports(text, spans))
     if len(spans) < MAX_IMPORT_STATEMENTS:
-        return names, attrs
-    # More imports may follow those read (a generated file): the rest in pieces of lines.
-    lines = text[spans[-1][1]:].split("\n")
-    found = [_names_in_piece("\n".join(lines[i:i + _PIECE_LINES]))
-             for i in range(0, len(lines), _PIECE_LINES)]
-    merged = {k: set(v) for k, v in attrs.items()}
-    for _, piece_attrs in found:
-        for k, v in piece_attrs.items():
-            merged.setdefault(k, set()).update(v)
-    return (names.union(*(n for n, _ in found)),
-            {k: frozenset(v) for k, v in merged.items()})
+        return head
+    # More imports may follow those read (a generated file): the rest in pieces.
+    return _merged([head, *_pieces(text[spans[-1][1]:])])
+
+
+@dataclass(frozen=True)
+class DocumentImports:
+    """A document's imports (:func:`imports_of`) and the names it uses (:func:`used_names`)."""
+
+    imports: tuple[Import, ...]
+    names: frozenset[str]
+    attrs: dict[str, frozenset[str]]
+
+
+@dataclass(frozen=True)
+class _Head:
+    """A document whose import statements were read up to the bound: its text up to the
+    next import line (what later texts must start with to share the statements read), where
+    its rest starts, and what the statements and the code between them say."""
+
+    text: str
+    rest_from: int
+    imports: tuple[Import, ...]
+    names: frozenset[str]
+    attrs: dict[str, frozenset[str]]
+
+
+class ImportScanner:
+    """:class:`DocumentImports` of texts.  A generated file with more import statements than
+    are read is typed in below them: while a text starts as the last such one did, its
+    statements are not read again, only the rest (in remembered pieces)."""
+
+    def __init__(self) -> None:
+        self._head: _Head | None = None
+
+    def scan(self, text: str) -> DocumentImports:
+        head = self._head
+        # The same text up to the next import line, and still an import line there (else the
+        # last statement read might now reach further).
+        if head is not None and text.startswith(head.text) and \
+                _IMPORT_LINE.match(text, len(head.text)) is not None:
+            names, attrs = _merged([(head.names, head.attrs),
+                                    *_pieces(text[head.rest_from:])])
+            return DocumentImports(head.imports, names, attrs)
+        spans = import_spans(text)
+        imports = imports_of(text, spans)
+        names, attrs = _names_in(_without_imports(text, spans))
+        if len(spans) < MAX_IMPORT_STATEMENTS:
+            return DocumentImports(imports, names, attrs)
+        rest_from = spans[-1][1]
+        following = _IMPORT_LINE.search(text, rest_from)
+        if following is not None:  # the statements read end where the next one starts
+            self._head = _Head(text[:following.start()], rest_from, imports, names, attrs)
+        names, attrs = _merged([(names, attrs), *_pieces(text[rest_from:])])
+        return DocumentImports(imports, names, attrs)

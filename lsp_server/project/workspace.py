@@ -24,8 +24,9 @@ Everything here runs on every keystroke, for folders that may number in the doze
 documents in the hundreds, so no check walks the folder list: a path's folder is found by
 looking its resolved parents up in a dict of roots (work grows with the path's depth, not with
 the number of folders); which folders can hold an absolute import's first package comes from
-one listing of each folder's top level (``module_bases``), taken again at most every
-``LISTING_REFRESH_S`` seconds or when the folders change; and what the scope and label of a
+one listing of each folder's top level (``module_bases``), looked at again (one ``stat``
+per folder, a listing only when its mtime moved) at most every ``LISTING_REFRESH_S``
+seconds or when the folders change; and what the scope and label of a
 document URI are is remembered until the folders change.  :attr:`Workspace.io` counts the
 disk work, so tests can check it does not grow with the number of folders.
 """
@@ -144,6 +145,7 @@ class Workspace:
         self.listing_refresh_s = listing_refresh_s
         self._bases: dict[str, tuple[ModuleBase, ...]] = {}
         self._bases_at: tuple[int, float] | None = None  # (generation, monotonic time)
+        self._listed: dict[Path, tuple[int, frozenset[str]]] = {}  # dir -> (mtime, names)
         self._uris: dict[str, tuple[bool, Located | None]] = {}  # uri -> (in scope, place)
         self._uris_generation = -1
         self._listeners: list[Callable[[], None]] = []
@@ -291,8 +293,24 @@ class Workspace:
             self._bases_at = (self.generation, now)
         return self._bases.get(first, ())
 
+    def _top_names(self, directory: Path) -> frozenset[str]:
+        """The names in a folder's top directory: listed again only when its mtime moved
+        (an entry added or removed), else one ``stat``."""
+        self.io.stats += 1
+        try:
+            mtime = os.stat(directory).st_mtime_ns
+        except OSError:
+            return frozenset()
+        known = self._listed.get(directory)
+        names = known[1] if known is not None and known[0] == mtime else \
+            self._names_in(directory)
+        self._listed[directory] = (mtime, names)
+        return names
+
     def _list_bases(self) -> dict[str, tuple[ModuleBase, ...]]:
         out: dict[str, list[ModuleBase]] = {}
+        self._listed = {d: v for d, v in self._listed.items()
+                        if self._folder_of_real(d) is not None}  # forget removed folders
 
         def note(names: frozenset[str], directory: Path) -> None:
             for name in names:
@@ -303,10 +321,10 @@ class Workspace:
                         found.append(ModuleBase(directory, False))
 
         for folder in self._folders.values():
-            names = self._names_in(folder.root)
+            names = self._top_names(folder.root)
             note(names, folder.root)
             if "src" in names:
-                note(self._names_in(folder.root / "src"), folder.root / "src")
+                note(self._top_names(folder.root / "src"), folder.root / "src")
             if "__init__.py" in names and folder.root.name.isidentifier():
                 out.setdefault(folder.root.name, []).append(ModuleBase(folder.root, True))
         return {k: tuple(v) for k, v in out.items()}

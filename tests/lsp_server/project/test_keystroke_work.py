@@ -140,7 +140,7 @@ def test_a_keystrokes_disk_work_does_not_grow_with_the_folders(engine, tmp_path,
     assert many[0] <= one[0] + 3 * 60
 
 
-def test_the_folders_are_listed_once_per_refresh_not_once_per_import(tmp_path, monkeypatch):
+def test_the_folders_are_listed_once_not_once_per_import(tmp_path, monkeypatch):
     roots = [tmp_path / f"folder_{i}" for i in range(60)]
     ws = Workspace()
     for root in roots:
@@ -157,10 +157,16 @@ def test_the_folders_are_listed_once_per_refresh_not_once_per_import(tmp_path, m
         for i in range(20):
             ws.module_bases(f"missing_{i}")
     assert calls.total() == 0
-    ws.listing_refresh_s = 0.0  # the listing's time is up: listed again, once
+    ws.listing_refresh_s = 0.0  # the listing's time is up: looked at again, once
     with disk(monkeypatch) as calls:
         ws.module_bases("wanted")
-    assert calls.counts["os.scandir"] == 61
+    assert calls.counts["os.scandir"] == 0 and calls.counts["os.stat"] == 61  # unchanged
+    (roots[3] / "wanted.py").write_text("Y = 2\n")
+    os.utime(roots[3], ns=(1, 1))  # an mtime that surely moved, however coarse the clock
+    with disk(monkeypatch) as calls:
+        found = ws.module_bases("wanted")
+    assert calls.counts["os.scandir"] == 1  # the folder that changed
+    assert [b.directory for b in found] == [roots[3].resolve(), roots[7].resolve() / "src"]
 
 
 def test_a_keystrokes_work_does_not_grow_with_the_open_documents(engine, tmp_path,
