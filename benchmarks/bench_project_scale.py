@@ -18,10 +18,11 @@ from the median of the rest.  The cases:
   50,000 lines of ``import os`` above its code.
 
 It prints each case's first request, the median and slowest of the rest, the median's ratio
-to the baseline's, and
-the machine's load (``os.getloadavg``) before and after: the machine may be shared.
+to the baseline's, and the machine's load (``os.getloadavg``) before and after: the machine
+may be shared.
 
-    .venv/bin/python benchmarks/bench_project_scale.py [--requests 12] [--cases folders,...]
+    .venv/bin/python benchmarks/bench_project_scale.py [--requests 16] [--max-tokens 4]
+        [--cases folders,documents,from_block,import_block]
 """
 
 from __future__ import annotations
@@ -132,7 +133,7 @@ async def start(case: Case, args: argparse.Namespace) -> Running:
     tmp = tempfile.TemporaryDirectory()
     root = Path(tmp.name)
     roots, main, others = lay_out(root, case)
-    settings = {"model": args.model, "maxTokens": 4}
+    settings = {"model": args.model, "maxTokens": args.max_tokens}
     session = LspSession(settings, root / "server.log", root_uri=roots[0].as_uri())
     await session.start()
     if len(roots) > 1:
@@ -195,7 +196,9 @@ def table(results: list[Measured], base: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="random:santacoder")
-    p.add_argument("--requests", type=int, default=12, help="keystrokes per case")
+    p.add_argument("--requests", type=int, default=16, help="keystrokes per case")
+    p.add_argument("--max-tokens", type=int, default=4,
+                   help="the model's tokens per suggestion (few: the server's costs show)")
     p.add_argument("--folders", type=int, default=60)
     p.add_argument("--documents", type=int, default=80)
     p.add_argument("--cases", default=",".join(CASES),
