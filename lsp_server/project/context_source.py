@@ -8,7 +8,7 @@ three methods:
 * ``pick(query, cap)``: its items for the request ``query`` that fit ``cap`` tokens, as
   context files, with the tokens they cost;
 * ``forget(uri)``: the document was closed, whatever the source keeps of it goes;
-* ``rescope()``: the workspace's folders changed; whatever the source cached from a place now
+* ``rescope()``: a workspace folder left; whatever the source cached from a place now
   out of scope (``Workspace.in_scope``, ``Workspace.folder_of``) goes *now*, before the next
   request, so a folder the user took out never reaches another prompt.
 

@@ -241,7 +241,7 @@ class DefinitionIndex:
         self._scanner = ImportScanner()
 
     def rescope(self) -> None:
-        """The folders changed: forget the answers, and what was parsed outside them now."""
+        """A folder left: forget the answers, and what was parsed outside the folders now."""
         self._answers.clear()
         for path in [p for p in self._modules if self.workspace.folder_of(p) is None]:
             del self._modules[path]

@@ -168,7 +168,7 @@ class SimilarCode:
         self._places.pop(uri, None)
 
     def rescope(self) -> None:
-        """The folders changed: the files cut from outside them now go, and so does every
+        """A folder left: the files cut from outside the folders now go, and so does every
         place whose snippets came from a document now out of scope (chosen again)."""
         for path in [p for p in self._files if self.workspace.folder_of(p) is None]:
             del self._files[path]

@@ -25,7 +25,7 @@ for those after it, so a change in a later source never moves an earlier one.
 
 Each source implements one interface (``context_source.ContextSource``); the collector only
 iterates them.  Text enters with ``\n`` line breaks: the document's here, the open documents'
-in the server, the files' in ``Workspace.read``.  When the workspace's folders change, every
+in the server, the files' in ``Workspace.read``.  When a workspace folder leaves, every
 source drops what it cached from a place now out of scope before the request is answered, and
 the open documents and edits that lie in a removed folder are left out (``Workspace.in_scope``).
 """
@@ -249,7 +249,7 @@ class ContextCollector:
         self.sources: tuple[ContextSource, ...] = (
             Definitions(workspace, self.definitions), self.open_files,
             RecentEdits(workspace, self.ring), Similar(workspace, self.similar))
-        self._generation = workspace.generation
+        self._removals = workspace.removals
         workspace.subscribe(self.rescope)
 
     def visit(self, uri: str, line: int) -> None:
@@ -263,8 +263,8 @@ class ContextCollector:
 
     def rescope(self) -> None:
         """Drop, in every source, what came from a place the workspace no longer holds: done
-        as the folders change, and checked again before a request."""
-        self._generation = self.workspace.generation
+        as a folder leaves, and checked again before a request."""
+        self._removals = self.workspace.removals
         for source in self.sources:
             source.rescope()
 
@@ -285,7 +285,7 @@ class ContextCollector:
         label = self.label(uri)
         if not sources.active:
             return ProjectContext(repo=label.repo, path=label.path)
-        if self._generation != self.workspace.generation:
+        if self._removals != self.workspace.removals:
             self.rescope()
         text, cursor = _for_model(text, cursor)
         shown = tuple(d if "\r" not in d.text else OpenDocument(d.uri, for_model(d.text),

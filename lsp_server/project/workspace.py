@@ -18,7 +18,7 @@ into the prompt.
 A folder the user removes takes its code out of the project context at once: besides no
 longer being read, it is remembered as *out of scope* (until it is added again), so the open
 documents and recent edits that lie in it are left out too (:meth:`Workspace.in_scope`); the
-sources drop what they cached from it as the folders change (:meth:`Workspace.subscribe`).
+sources drop what they cached from it as it leaves (:meth:`Workspace.subscribe`).
 
 Everything here runs on every keystroke, for folders that may number in the dozens and
 documents in the hundreds, so no check walks the folder list: a path's folder is found by
@@ -149,21 +149,26 @@ class Workspace:
         self._uris: dict[str, tuple[bool, Located | None]] = {}  # uri -> (in scope, place)
         self._uris_generation = -1
         self._listeners: list[Callable[[], None]] = []
+        #: changes whenever a folder leaves (what was taken from it must go)
+        self.removals = 0
 
     def subscribe(self, listener: Callable[[], None]) -> None:
-        """Call ``listener()`` whenever the folders change (the context sources drop what
-        they cached from a removed folder then, not at the next request)."""
+        """Call ``listener()`` whenever a folder leaves (the context sources drop what they
+        cached from it then, not at the next request).  An added folder takes nothing out of
+        scope: no call."""
         self._listeners.append(listener)
 
     @property
     def folders(self) -> tuple[Folder, ...]:
         return tuple(self._folders.values())
 
-    def _changed(self) -> None:
+    def _changed(self, removal: bool = False) -> None:
         self._roots = {str(f.root): f for f in self._folders.values()}
         self.generation += 1
-        for listener in self._listeners:
-            listener()
+        if removal:
+            self.removals += 1
+            for listener in self._listeners:
+                listener()
 
     def add(self, uri: str, name: str | None = None) -> Folder | None:
         """Add a folder by URI; ``None`` (nothing added) when it names no local directory."""
@@ -184,14 +189,14 @@ class Workspace:
         folder = self._folders.pop(uri, None)
         if folder is not None:
             self._removed[str(folder.root)] = folder.root
-            self._changed()
+            self._changed(removal=True)
 
     def announce(self, workspace_folders: list | None, root_uri: str | None,
                  root_path: str | None) -> None:
         """The folders of ``initialize``: ``workspaceFolders`` when given, else the root."""
         self._folders.clear()
         self._removed.clear()
-        self._changed()
+        self._changed(removal=True)
         if workspace_folders:
             for f in workspace_folders:
                 uri = getattr(f, "uri", None)
