@@ -241,16 +241,25 @@ class ContextCollector:
 
     def __init__(self, workspace: Workspace, ring: EditRing | None = None) -> None:
         self.workspace = workspace
-        self.ring = ring or EditRing()
         self.definitions = DefinitionIndex(workspace)
         self.similar = SimilarCode(workspace, self.definitions)
         self.open_files = OpenFiles(workspace)
+        self._edits = RecentEdits(workspace, ring or EditRing())
         #: in the order they go into the prompt, the steadiest first (``SHARES``)
         self.sources: tuple[ContextSource, ...] = (
-            Definitions(workspace, self.definitions), self.open_files,
-            RecentEdits(workspace, self.ring), Similar(workspace, self.similar))
+            Definitions(workspace, self.definitions), self.open_files, self._edits,
+            Similar(workspace, self.similar))
         self._removals = workspace.removals
         workspace.subscribe(self.rescope)
+
+    @property
+    def ring(self) -> EditRing:
+        """The ring of recent edits (the server records edits in it)."""
+        return self._edits.ring
+
+    @ring.setter
+    def ring(self, ring: EditRing) -> None:
+        self._edits.ring = ring
 
     def visit(self, uri: str, line: int) -> None:
         """The user was at ``line`` of ``uri`` (a request, a cursor rest or an edit)."""
