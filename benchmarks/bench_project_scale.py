@@ -13,7 +13,8 @@ from the median of the rest.  The cases:
 
 * ``baseline``: one folder, one open document;
 * ``folders``: the same with ``--folders`` workspace folders (60);
-* ``documents``: one folder and ``--documents`` other open Python documents (80);
+* ``documents``: one folder and ``--documents`` other open Python documents (80 modules of
+  the standard library);
 * ``from_block`` / ``import_block``: the document with 20,000 lines of ``from a import (`` or
   50,000 lines of ``import os`` above its code.
 
@@ -33,6 +34,7 @@ import json
 import os
 import statistics
 import sys
+import sysconfig
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -88,9 +90,21 @@ def cases_of(args: argparse.Namespace) -> dict[str, Case]:
             "import_block": Case("import_block", block="import os\n" * 50_000)}
 
 
-def other_document(i: int) -> str:
-    return (f"class Thing{i}:\n    def method(self, a, b):\n        return a + b + {i}\n\n\n"
-            f"def helper_{i}(x, y=1):\n    return x * y + {i}\n")
+def other_documents(n: int) -> list[str]:
+    """``n`` texts for the other open documents: standard-library modules that parse (the
+    files people keep open are modules of that size, not snippets)."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    out: list[str] = []
+    for path in sorted(stdlib.glob("*.py")):
+        if len(out) == n:
+            break
+        try:
+            text = path.read_text(encoding="utf-8")
+            compile(text, str(path), "exec", dont_inherit=True, flags=0x400)  # ast only
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            continue
+        out.append(text)
+    return out
 
 
 def lay_out(tmp: Path, case: Case) -> tuple[list[Path], Path, list[Path]]:
@@ -104,9 +118,9 @@ def lay_out(tmp: Path, case: Case) -> tuple[list[Path], Path, list[Path]]:
     main = roots[0] / "main.py"
     main.write_text(case.block + MAIN)
     others = []
-    for i in range(case.documents):
+    for i, text in enumerate(other_documents(case.documents)):
         path = roots[0] / f"open_{i}.py"
-        path.write_text(other_document(i))
+        path.write_text(text)
         others.append(path)
     return roots, main, others
 
