@@ -25,14 +25,17 @@ Files are read through :class:`~lsp_server.project.workspace.Workspace`, never o
 from __future__ import annotations
 
 import ast
-import re
 import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 from fim.lru import LRU
+from lsp_server.project.python_imports import Import, ImportScanner, imports_of, used_names
 from lsp_server.project.workspace import Workspace
+
+__all__ = ["Definition", "DefinitionIndex", "Import", "imports_of", "outline_module",
+           "signatures_of", "used_names"]
 
 #: Functions and classes up to these many lines are shown whole; longer ones as outlines.
 FULL_FUNCTION_LINES = 12
@@ -45,23 +48,12 @@ ASSIGNMENT_LINES = 4
 MAX_REEXPORT_HOPS = 3
 #: Parsed modules remembered (by path); each entry is a few outlines.
 MAX_MODULES = 256
+#: Documents whose scan is remembered (by text): the request, its prefetch and the cursor's
+#: warm-up at one keystroke ask about the same few texts.
+_MAX_SCANS = 8
 
 #: Special methods shown in a class outline (how instances are made and called).
 _SHOWN_DUNDERS = frozenset({"__init__", "__new__", "__call__", "__enter__", "__exit__"})
-
-_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import\b|import[ \t]+\w)", re.M)
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-@dataclass(frozen=True)
-class Import:
-    """One imported name: ``from <level dots><module> import <name> as <alias>``, or
-    ``import <module> as <alias>`` (``name`` is ``None``)."""
-
-    module: str
-    level: int
-    name: str | None
-    alias: str
 
 
 @dataclass(frozen=True)
@@ -72,76 +64,6 @@ class Definition:
     line: int  # where the definition starts in it (for ordering within a file)
     name: str
     text: str
-
-
-# ----- a document's imports --------------------------------------------------------------------
-
-def _statement_end(text: str, start: int) -> int:
-    """Where the import statement starting at ``start`` ends, continuation lines included
-    (parenthesised names, backslashes)."""
-    end = text.find("\n", start)
-    end = len(text) if end < 0 else end
-    depth = text.count("(", start, end) - text.count(")", start, end)
-    lines = 1
-    while (depth > 0 or text[start:end].rstrip().endswith("\\")) and end < len(text):
-        nxt = text.find("\n", end + 1)
-        nxt = len(text) if nxt < 0 else nxt
-        depth += text.count("(", end, nxt) - text.count(")", end, nxt)
-        end, lines = nxt, lines + 1
-        if lines > 200:  # an unclosed parenthesis: not an import after all
-            break
-    return end
-
-
-def imports_of(text: str) -> tuple[Import, ...]:
-    """The imports of a document, in order, whether or not the whole document parses."""
-    out: list[Import] = []
-    for m in _IMPORT_LINE.finditer(text):
-        statement = text[m.start():_statement_end(text, m.start())].strip()
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tree = ast.parse(statement)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue  # prose that starts with "from" in a docstring, or half-typed
-        for node in tree.body:
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    # ``import a.b`` binds ``a``; ``import a.b as c`` binds ``c`` to ``a.b``.
-                    if a.asname:
-                        out.append(Import(a.name, 0, None, a.asname))
-                    else:
-                        out.append(Import(a.name.split(".")[0], 0, None, a.name.split(".")[0]))
-            elif isinstance(node, ast.ImportFrom):
-                for a in node.names:
-                    if a.name != "*":
-                        out.append(Import(node.module or "", node.level, a.name,
-                                          a.asname or a.name))
-    return tuple(dict.fromkeys(out))
-
-
-def _without_imports(text: str) -> str:
-    """``text`` with its import statements left out (so imported names count as used only
-    where the code uses them)."""
-    pieces, last = [], 0
-    for m in _IMPORT_LINE.finditer(text):
-        if m.start() < last:
-            continue  # a line inside the previous statement
-        pieces.append(text[last:m.start()])
-        last = _statement_end(text, m.start())
-    pieces.append(text[last:])
-    return "".join(pieces)
-
-
-def used_names(text: str) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
-    """The identifiers the document uses outside its imports, and per identifier the
-    attributes read from it (``m.name``)."""
-    code = _without_imports(text)
-    names = frozenset(_IDENTIFIER.findall(code))
-    attrs: dict[str, set[str]] = {}
-    for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\.\s*([A-Za-z_]\w*)", code):
-        attrs.setdefault(m.group(1), set()).add(m.group(2))
-    return names, {k: frozenset(v) for k, v in attrs.items()}
 
 
 # ----- outlines of a module's top-level names ----------------------------------------------------
@@ -300,6 +222,14 @@ def signatures_of(text: str) -> str | None:
 
 # ----- resolving imports to workspace files ------------------------------------------------------
 
+@dataclass(frozen=True)
+class _Scan:
+    """A document text's imports, and those it uses with the attributes read from each."""
+
+    imports: tuple[Import, ...]
+    wanted: tuple[tuple[Import, frozenset[str]], ...]
+
+
 class DefinitionIndex:
     """Imported names' definitions from the workspace (see the module docstring)."""
 
@@ -308,7 +238,14 @@ class DefinitionIndex:
         self.refresh_s = refresh_s
         self._modules: LRU[Path, tuple[tuple[int, int], _Outline | None]] = LRU(MAX_MODULES)
         self._answers: LRU[tuple, tuple[float, list[Definition]]] = LRU(32)
-        self._scans: LRU[str, tuple[tuple[Import, frozenset[str]], ...]] = LRU(8)
+        self._scans: LRU[str, _Scan] = LRU(_MAX_SCANS)
+        self._scanner = ImportScanner()
+
+    def rescope(self) -> None:
+        """A folder left: forget the answers, and what was parsed outside the folders now."""
+        self._answers.clear()
+        for path in [p for p in self._modules if self.workspace.folder_of(p) is None]:
+            self._modules.pop(path)
 
     def _outline(self, path: Path) -> _Outline | None:
         """The outline of a workspace file, parsed again only when its mtime or size moved."""
@@ -346,14 +283,11 @@ class DefinitionIndex:
             return self._module_file(base, parts)
         if not parts:
             return None
-        for folder in self.workspace.folders:
-            roots = [(folder.root, parts), (folder.root / "src", parts)]
-            if parts[0] == folder.root.name and (folder.root / "__init__.py").is_file():
-                roots.append((folder.root, parts[1:]))  # the folder is the package itself
-            for base, rest in roots:
-                found = self._module_file(base, rest)
-                if found is not None:
-                    return found
+        # Only the folders whose top level holds the first part are looked into.
+        for base in self.workspace.module_bases(parts[0]):
+            found = self._module_file(base.directory, parts[1:] if base.drops_first else parts)
+            if found is not None:
+                return found
         return None
 
     def _definition(self, module_file: Path, name: str, hops: int = 0) -> Definition | None:
@@ -389,15 +323,24 @@ class DefinitionIndex:
         self._answers.put(key, (now, out))
         return out
 
-    def _wanted(self, text: str) -> tuple[tuple[Import, frozenset[str]], ...]:
-        """The imports ``text`` uses, each with the attributes read from it."""
+    def _scan(self, text: str) -> _Scan:
+        """The imports of ``text`` and those it uses, read once per text."""
         found = self._scans.get(text)
         if found is None:
-            used, attrs = used_names(text)
-            found = tuple((imp, attrs.get(imp.alias, frozenset()))
-                          for imp in imports_of(text) if imp.alias in used)
+            read = self._scanner.scan(text)
+            imports, used, attrs = read.imports, read.names, read.attrs
+            found = _Scan(imports, tuple((imp, attrs.get(imp.alias, frozenset()))
+                                         for imp in imports if imp.alias in used))
             self._scans.put(text, found)
         return found
+
+    def imports(self, text: str) -> tuple[Import, ...]:
+        """:func:`imports_of` ``text``, remembered with the rest of its scan."""
+        return self._scan(text).imports
+
+    def _wanted(self, text: str) -> tuple[tuple[Import, frozenset[str]], ...]:
+        """The imports ``text`` uses, each with the attributes read from it."""
+        return self._scan(text).wanted
 
     def _look_up(self, document: Path | None,
                  wanted: tuple[tuple[Import, frozenset[str]], ...]) -> list[Definition]:

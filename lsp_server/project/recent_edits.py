@@ -8,12 +8,15 @@ read after the edit, merged with an earlier chunk of the same document that over
 most ``MAX_CHUNK_LINES`` lines, and ``capacity`` chunks, the oldest dropped first.
 
 Edits move the lines below them; chunks below an edit in the same document are shifted so they
-keep naming the lines they hold.  A chunk's text is a snapshot taken at its latest edit.
+keep naming the lines they hold.  A chunk's text is a snapshot taken at its latest edit, with
+``\n`` line breaks whatever the document's (it goes into the prompt).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from lsp_server.text import for_model
 
 CONTEXT_LINES = 3
 MAX_CHUNK_LINES = 24
@@ -85,7 +88,7 @@ class EditRing:
             centre = (first + max(new_end, first + 1)) // 2
             lo = max(0, min(centre - MAX_CHUNK_LINES // 2, len(lines) - MAX_CHUNK_LINES))
             hi = min(len(lines), lo + MAX_CHUNK_LINES)
-        chunk = EditedChunk(uri, lo, hi, "\n".join(lines[lo:hi]))
+        chunk = EditedChunk(uri, lo, hi, for_model("\n".join(lines[lo:hi])))
         if chunk.text.strip():
             kept.append(chunk)
         self._chunks = kept[-self.capacity:]

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fim.lru import LRU
-from lsp_server.project.python_definitions import DefinitionIndex, imports_of
+from lsp_server.project.python_definitions import DefinitionIndex
 from lsp_server.project.workspace import MAX_FILE_BYTES, Workspace, path_of_uri
 
 #: Lines of a window, lines compared of it, and lines between window starts.
@@ -166,6 +166,16 @@ class SimilarCode:
         """``uri`` was closed: its place goes."""
         self._places.pop(uri, None)
 
+    def rescope(self) -> None:
+        """A folder left: the files cut from outside the folders now go, and so does every
+        place whose snippets came from a document now out of scope (chosen again)."""
+        for path in [p for p in self._files if self.workspace.folder_of(p) is None]:
+            self._files.pop(path)
+            self._checked.pop(path, None)
+        for uri, place in list(self._places.items()):
+            if not all(self.workspace.in_scope(s.uri) for s in place.snippets):
+                del self._places[uri]
+
     def snippets(self, uri: str, text: str, cursor: int, anchor_line: int,
                  documents: Sequence[tuple[str, str]],
                  widest_line: Callable[[], int] | None = None) -> tuple[Snippet, ...]:
@@ -250,7 +260,7 @@ class SimilarCode:
         out: list[Path] = []
         if document is not None:
             out += self.workspace.python_files(document.parent, MAX_FILES)
-        for imp in imports_of(text):
+        for imp in self.definitions.imports(text):
             found = self.definitions.resolve(imp.module, imp.level, document)
             if found is not None:
                 out.append(_real(found))

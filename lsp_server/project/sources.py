@@ -22,31 +22,44 @@ depends on the prompt's start (``context_plan`` keeps it fixed per document), an
 code, which depends on the place and not on the keystroke.  Each source has a share of the
 budget (``SHARES``): a source may use room the sources *before* it left, never room reserved
 for those after it, so a change in a later source never moves an earlier one.
+
+Each source implements one interface (``context_source.ContextSource``); the collector only
+iterates them.  Text enters with ``\n`` line breaks: the document's here, the open documents'
+in the server, the files' in ``Workspace.read``.  When a workspace folder leaves, every
+source drops what it cached from a place now out of scope before the request is answered, and
+the open documents and edits that lie in a removed folder are left out (``Workspace.in_scope``).
 """
 
 from __future__ import annotations
 
-import ast
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from fim.lru import LRU
 from fim.templates import ContextFile
-from lsp_server.project.python_definitions import DefinitionIndex, signatures_of
+from lsp_server.project.context_source import (
+    ContextQuery,
+    ContextSource,
+    DocumentLabel,
+    OpenDocument,
+    Picked,
+    head_within,
+    label_of,
+)
+from lsp_server.project.open_files import MIN_EXCERPT_TOKENS, OpenFiles
+from lsp_server.project.python_definitions import DefinitionIndex
 from lsp_server.project.recent_edits import EditRing
 from lsp_server.project.similar_code import SimilarCode
 from lsp_server.project.workspace import Workspace, path_of_uri
+from lsp_server.text import for_model
+
+__all__ = ["SHARES", "SOURCES", "ContextCollector", "ContextSources", "OpenDocument",
+           "ProjectContext", "TokenCounter", "line_of"]
 
 #: Shares of the budget when every source is on (a source that is off gives its share to the
-#: others in proportion).
+#: others in proportion), in the order the sources go into the prompt.
 SHARES = {"definitions": 0.35, "open_files": 0.2, "recent_edits": 0.15, "similar_code": 0.3}
 SOURCES = tuple(SHARES)
-#: Lines shown around the last place the user was in another open document.
-OPEN_FILE_LINES = 40
-#: A cut excerpt shorter than this is left out.
-MIN_EXCERPT_TOKENS = 32
 #: Token counts remembered (by text): the same texts come back with every request.
 _COUNT_CACHE = 2048
 
@@ -71,15 +84,6 @@ class ContextSources:
     def only(self, source: str | None) -> ContextSources:
         """The same budget with one source on (``None``: none)."""
         return ContextSources(**{s: s == source for s in SOURCES}, budget=self.budget)
-
-
-@dataclass(frozen=True)
-class OpenDocument:
-    """A document the editor has open: its URI, text and language."""
-
-    uri: str
-    text: str
-    language: str = "python"
 
 
 @dataclass(frozen=True)
@@ -109,17 +113,122 @@ class TokenCounter:
         return n
 
 
-def _head_within(text: str, room: int, count: Callable[[str], int]) -> str:
-    """The longest run of ``text``'s first lines that fits ``room`` tokens ("" if none)."""
-    lines = text.split("\n")
-    lo, hi, best = 1, len(lines), 0
-    while lo <= hi:  # fewer lines never have more tokens: binary search
-        mid = (lo + hi) // 2
-        if count("\n".join(lines[:mid])) <= room:
-            best, lo = mid, mid + 1
-        else:
-            hi = mid - 1
-    return "\n".join(lines[:best])
+# ----- the sources but open files (``open_files``) -------------------------------------------
+
+class Definitions:
+    """The definitions of the names the document imports and uses, in import order; those of
+    one file share one header."""
+
+    name = "definitions"
+
+    def __init__(self, workspace: Workspace, index: DefinitionIndex) -> None:
+        self.workspace = workspace
+        self.index = index
+
+    def forget(self, uri: str) -> None:
+        pass  # answers are per text and expire by themselves
+
+    def rescope(self) -> None:
+        self.index.rescope()
+
+    def pick(self, query: ContextQuery, cap: int) -> Picked:
+        groups: dict[str, list[str]] = {}
+        spent = 0
+        for d in self.index.definitions(path_of_uri(query.uri), query.text):
+            located = self.workspace.locate_path(d.path)
+            if located is None:
+                continue
+            path = located.path
+            extra = (query.count(d.text + "\n\n") if path in groups
+                     else query.cost(path, d.text))
+            if spent + extra > cap:
+                continue
+            groups.setdefault(path, []).append(d.text)
+            spent += extra
+        return Picked(tuple(ContextFile(p, "\n\n".join(b)) for p, b in groups.items()), spent)
+
+
+class RecentEdits:
+    """The ring of recent edits but the current document's chunks at or below the prompt's
+    start; the newest last (nearest the cursor's file), the oldest dropped first."""
+
+    name = "recent_edits"
+
+    def __init__(self, workspace: Workspace, ring: EditRing) -> None:
+        self.workspace = workspace
+        self.ring = ring
+
+    def forget(self, uri: str) -> None:
+        pass  # a closed document's edits stay: the user made them a moment ago
+
+    def rescope(self) -> None:
+        for uri in {c.uri for c in self.ring.chunks()}:
+            if not self.workspace.in_scope(uri):
+                self.ring.forget(uri)
+
+    def pick(self, query: ContextQuery, cap: int) -> Picked:
+        picked: list[ContextFile] = []
+        spent = 0
+        for chunk in reversed(self.ring.chunks()):
+            if chunk.uri == query.uri and chunk.end > query.anchor_line:
+                continue  # in (or below) the prompt's own window
+            if not self.workspace.in_scope(chunk.uri):
+                continue
+            path = label_of(self.workspace, chunk.uri).path
+            extra = query.cost(path, chunk.text)
+            if spent + extra > cap:
+                break
+            picked.append(ContextFile(path, chunk.text))
+            spent += extra
+        return Picked(tuple(picked[::-1]), spent)
+
+
+class Similar:
+    """Windows of the project's code like the lines above the cursor, chosen once per place;
+    the best last (nearest the file)."""
+
+    name = "similar_code"
+
+    def __init__(self, workspace: Workspace, similar: SimilarCode) -> None:
+        self.workspace = workspace
+        self.similar = similar
+
+    def forget(self, uri: str) -> None:
+        self.similar.forget(uri)
+
+    def rescope(self) -> None:
+        self.similar.rescope()
+
+    def pick(self, query: ContextQuery, cap: int) -> Picked:
+        if query.cursor is None:
+            return Picked()
+        others = [(d.uri, d.text) for d in query.documents if d.uri != query.uri]
+        found = self.similar.snippets(query.uri, query.text, query.cursor, query.anchor_line,
+                                      others, query.widest_line)
+        kept: list[ContextFile] = []
+        spent = 0
+        for snippet in reversed(found):  # the best first
+            path, body = label_of(self.workspace, snippet.uri).path, snippet.text
+            extra = query.cost(path, body)
+            if spent + extra > cap:  # its first lines, where the match is, if they are enough
+                body = head_within(body, cap - spent - query.cost(path, ""), query.count)
+                if query.count(body) < MIN_EXCERPT_TOKENS:
+                    continue
+                extra = query.cost(path, body)
+            kept.append(ContextFile(path, body))
+            spent += extra
+        return Picked(tuple(reversed(kept)), spent)
+
+
+# ----- putting it together ------------------------------------------------------------------
+
+def _for_model(text: str, cursor: int | None) -> tuple[str, int | None]:
+    """``text`` as the model reads it and the cursor's offset in that text."""
+    if "\r" not in text:
+        return for_model(text), cursor  # nothing moves: surrogates stay one code point
+    if cursor is not None:
+        cursor = len(for_model(text[:cursor]))
+    return for_model(text), cursor
 
 
 class ContextCollector:
@@ -128,92 +237,45 @@ class ContextCollector:
 
     def __init__(self, workspace: Workspace, ring: EditRing | None = None) -> None:
         self.workspace = workspace
-        self.ring = ring or EditRing()
         self.definitions = DefinitionIndex(workspace)
         self.similar = SimilarCode(workspace, self.definitions)
-        self._visits: LRU[str, int] = LRU(256)  # uri -> line, least recent first
-        self._outlines: LRU[tuple[str, int], str | None] = LRU(64)
+        self.open_files = OpenFiles(workspace)
+        self._edits = RecentEdits(workspace, ring or EditRing())
+        #: in the order they go into the prompt, the steadiest first (``SHARES``)
+        self.sources: tuple[ContextSource, ...] = (
+            Definitions(workspace, self.definitions), self.open_files, self._edits,
+            Similar(workspace, self.similar))
+        self._removals = workspace.removals
+        workspace.subscribe(self.rescope)
 
-    # ----- what the user did ------------------------------------------------------------------
+    @property
+    def ring(self) -> EditRing:
+        """The ring of recent edits (the server records edits in it)."""
+        return self._edits.ring
+
+    @ring.setter
+    def ring(self, ring: EditRing) -> None:
+        self._edits.ring = ring
 
     def visit(self, uri: str, line: int) -> None:
         """The user was at ``line`` of ``uri`` (a request, a cursor rest or an edit)."""
-        self._visits.put(uri, line)
+        self.open_files.visit(uri, line)
 
     def forget(self, uri: str) -> None:
-        """``uri`` was closed: its visits and place go (its edits stay in the ring)."""
-        self._visits.pop(uri, None)
-        self.similar.forget(uri)
+        """``uri`` was closed: its visits, outline and place go (its edits stay in the ring)."""
+        for source in self.sources:
+            source.forget(uri)
 
-    # ----- where things are -------------------------------------------------------------------
+    def rescope(self) -> None:
+        """Drop, in every source, what came from a place the workspace no longer holds: done
+        as a folder leaves, and checked again before a request."""
+        self._removals = self.workspace.removals
+        for source in self.sources:
+            source.rescope()
 
-    def label(self, uri: str) -> tuple[str, str]:
-        """``(repo, path)`` of a document: its workspace folder's name and its path relative
-        to the folder; outside every folder, no repo and the file's name only."""
-        located = self.workspace.locate(uri)
-        if located is not None:
-            return located.folder.name, located.path
-        path = path_of_uri(uri)
-        name = path.name if path is not None else PurePosixPath(uri).name
-        return "", name or "untitled.py"
-
-    # ----- the sources ------------------------------------------------------------------------
-
-    def _definition_items(self, uri: str, text: str) -> list[tuple[str, str]]:
-        path = path_of_uri(uri)
-        found = self.definitions.definitions(path, text)
-        # One item per definition, labelled with its file; grouped by file afterwards.
-        out = []
-        for d in found:
-            located = self.workspace.locate_path(d.path)
-            if located is not None:
-                out.append((located.path, d.text))
-        return out
-
-    def _outline_of(self, doc: OpenDocument) -> str:
-        key = (doc.uri, hash(doc.text))
-        if key in self._outlines:
-            found = self._outlines.get(key)
-        else:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                try:
-                    found = signatures_of(doc.text)
-                except (SyntaxError, ValueError, RecursionError, MemoryError, ast.error):
-                    found = None
-            self._outlines.put(key, found)
-        if found is None:  # not parsable now: its first lines
-            return "\n".join(doc.text.split("\n")[:OPEN_FILE_LINES])
-        return found
-
-    def _open_file_items(self, uri: str, documents: Sequence[OpenDocument]
-                         ) -> list[tuple[str, str, int]]:
-        """``(path, text, recency)`` of the other open documents, in the order opened."""
-        recency = {u: i for i, u in enumerate(self._visits)}
-        out = []
-        for doc in documents:
-            if doc.uri == uri or not doc.text.strip():
-                continue
-            line = self._visits.peek(doc.uri)
-            if line is None:
-                text = self._outline_of(doc)
-            else:
-                lines = doc.text.split("\n")
-                lo = max(0, min(line - OPEN_FILE_LINES // 2, len(lines) - OPEN_FILE_LINES))
-                text = "\n".join(lines[lo:lo + OPEN_FILE_LINES])
-            if text.strip():
-                out.append((self.label(doc.uri)[1], text, recency.get(doc.uri, -1)))
-        return out
-
-    def _edit_items(self, uri: str, anchor_line: int) -> list[tuple[str, str]]:
-        out = []
-        for chunk in self.ring.chunks():
-            if chunk.uri == uri and chunk.end > anchor_line:
-                continue  # in (or below) the prompt's own window
-            out.append((self.label(chunk.uri)[1], chunk.text))
-        return out
-
-    # ----- putting it together ----------------------------------------------------------------
+    def label(self, uri: str) -> DocumentLabel:
+        """How the prompt names the document ``uri`` (see ``context_source.DocumentLabel``)."""
+        return label_of(self.workspace, uri)
 
     def collect(self, uri: str, text: str, anchor_line: int, sources: ContextSources,
                 documents: Sequence[OpenDocument], count: Callable[[str], int],
@@ -225,103 +287,32 @@ class ContextCollector:
         ``cursor`` is the cursor's offset in ``text``, which the similar code needs (without
         it that source gives nothing), and ``widest_line`` the line the widest prompt there
         would start at (see ``SimilarCode.snippets``)."""
-        repo, path = self.label(uri)
+        label = self.label(uri)
         if not sources.active:
-            return ProjectContext(repo=repo, path=path)
-        on = sources.enabled()
-        total_share = sum(SHARES[s] for s in on)
-        budget = sources.budget
+            return ProjectContext(repo=label.repo, path=label.path)
+        if self._removals != self.workspace.removals:
+            self.rescope()
+        text, cursor = _for_model(text, cursor)
+        shown = tuple(d if "\r" not in d.text else OpenDocument(d.uri, for_model(d.text),
+                                                                 d.language)
+                      for d in documents if d.uri == uri or self.workspace.in_scope(d.uri))
+        query = ContextQuery(uri, text, anchor_line, shown, count, cursor, widest_line)
+        on = [s for s in self.sources if getattr(sources, s.name)]
+        total_share = sum(SHARES[s.name] for s in on)
         # The repository line and the current file's header come out of the budget first.
-        room = budget - count(f"{repo}\n") - count(f"{path}\n") - 4
+        room = sources.budget - count(f"{label.repo}\n") - count(f"{label.path}\n") - 4
         files: list[ContextFile] = []
         used: list[tuple[str, int]] = []
         spent = 0
         for i, source in enumerate(on):
-            later = sum(SHARES[s] for s in on[i + 1:]) / total_share
+            later = sum(SHARES[s.name] for s in on[i + 1:]) / total_share
             cap = int(room * (1 - later)) - spent  # room before the later sources' shares
-            picked, tokens = self._pick(source, uri, text, anchor_line, documents, cap, count,
-                                        cursor, widest_line)
-            files += picked
-            spent += tokens
-            used.append((source, tokens))
-        return ProjectContext(tuple(files), repo, path, budget, tuple(used))
-
-    def _pick(self, source: str, uri: str, text: str, anchor_line: int,
-              documents: Sequence[OpenDocument], cap: int, count: Callable[[str], int],
-              cursor: int | None = None, widest_line: Callable[[], int] | None = None
-              ) -> tuple[list[ContextFile], int]:
-        """Items of one source that fit ``cap`` tokens, as context files."""
-        if cap <= 0:
-            return [], 0
-
-        def cost(path: str, body: str) -> int:
-            return count(f"{path}\n{body}\n") + 1  # the file separator
-
-        if source == "definitions":
-            # Definitions fill in import order; those of one file then share one header.
-            groups: dict[str, list[str]] = {}
-            spent = 0
-            for path, body in self._definition_items(uri, text):
-                extra = count(body + "\n\n") if path in groups else cost(path, body)
-                if spent + extra > cap:
-                    continue
-                groups.setdefault(path, []).append(body)
-                spent += extra
-            return [ContextFile(p, "\n\n".join(b)) for p, b in groups.items()], spent
-        if source == "open_files":
-            items = self._open_file_items(uri, documents)
-            # The most recently visited documents are chosen first, the first that does not
-            # fit cut to its first lines; they go in the order they were opened.
-            chosen: dict[int, str] = {}
-            spent = 0
-            for k in sorted(range(len(items)), key=lambda k: -items[k][2]):
-                path, body, _ = items[k]
-                extra = cost(path, body)
-                if spent + extra > cap:
-                    body = _head_within(body, cap - spent - cost(path, ""), count)
-                    if count(body) < MIN_EXCERPT_TOKENS:
-                        break
-                    extra = cost(path, body)
-                chosen[k] = body
-                spent += extra
-            return [ContextFile(items[k][0], chosen[k]) for k in sorted(chosen)], spent
-        if source == "similar_code":
-            return self._pick_similar(uri, text, anchor_line, documents, cap, cost, count,
-                                      cursor, widest_line)
-        # recent edits: the newest last (nearest the cursor's file); the oldest dropped first
-        picked: list[ContextFile] = []
-        spent = 0
-        for path, body in reversed(self._edit_items(uri, anchor_line)):
-            extra = cost(path, body)
-            if spent + extra > cap:
-                break
-            picked.append(ContextFile(path, body))
-            spent += extra
-        return picked[::-1], spent
-
-    def _pick_similar(self, uri: str, text: str, anchor_line: int,
-                      documents: Sequence[OpenDocument], cap: int,
-                      cost: Callable[[str, str], int], count: Callable[[str], int],
-                      cursor: int | None, widest_line: Callable[[], int] | None
-                      ) -> tuple[list[ContextFile], int]:
-        """The best snippets that fit ``cap`` tokens, the best last (nearest the file)."""
-        if cursor is None:
-            return [], 0
-        others = [(d.uri, d.text) for d in documents if d.uri != uri]
-        found = self.similar.snippets(uri, text, cursor, anchor_line, others, widest_line)
-        kept: list[tuple[str, str]] = []
-        spent = 0
-        for snippet in reversed(found):  # the best first
-            path, body = self.label(snippet.uri)[1], snippet.text
-            extra = cost(path, body)
-            if spent + extra > cap:  # its first lines, where the match is, if they are enough
-                body = _head_within(body, cap - spent - cost(path, ""), count)
-                if count(body) < MIN_EXCERPT_TOKENS:
-                    continue
-                extra = cost(path, body)
-            kept.append((path, body))
-            spent += extra
-        return [ContextFile(p, b) for p, b in reversed(kept)], spent
+            picked = source.pick(query, cap) if cap > 0 else Picked()
+            files += picked.files
+            spent += picked.tokens
+            used.append((source.name, picked.tokens))
+        return ProjectContext(tuple(files), label.repo, label.path, sources.budget,
+                              tuple(used))
 
 
 def line_of(text: str, offset: int) -> int:

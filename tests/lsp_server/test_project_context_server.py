@@ -47,10 +47,14 @@ def write_project(tmp_path: Path) -> str:
     return main.as_uri()
 
 
+async def model_entries(lc) -> list[dict]:
+    """The recent requests the model answered (not the suggestion cache)."""
+    return [r for r in (await status(lc))["recent"] if r["source"] in ("model", "early")]
+
+
 async def model_entry(lc, uri: str, line: int, character: int) -> dict:
     await inline(lc, uri, line, character)
-    entries = [r for r in (await status(lc))["recent"] if r["source"] in ("model", "early")]
-    return entries[-1]
+    return (await model_entries(lc))[-1]
 
 
 async def test_a_request_carries_the_context_once_it_is_cached(tmp_path: Path):
@@ -152,3 +156,57 @@ async def test_the_context_is_warmed_on_the_short_prompt_before_the_prompt_is_wi
         await idle(lc)
         log = (tmp_path / "server.log").read_text()
         assert log.index("warmed the project context at") < log.index("widened the prompt at")
+
+
+async def test_a_removed_folder_feeds_no_later_prompt(tmp_path: Path):
+    # Folder B holds a module the document imports, code like the document's, and a file the
+    # user has open: all of it reaches the prompts, until the user removes B.
+    project, bee = tmp_path / "project", tmp_path / "bee_folder"
+    project.mkdir()
+    bee.mkdir()
+    loop = ("    for v in values:\n        total = total + scale(v, 2)\n"
+            "        total = shift(total)\n")
+    text = ("from helpers import scale\nfrom bee_module import shift\n\n\n"
+            "def compute(values):\n    total = 0\n" + loop * 12 + "    return total\n")
+    (project / "helpers.py").write_text(HELPERS)
+    (project / "main.py").write_text(text)
+    (bee / "bee_module.py").write_text(
+        "def shift(x):\n    return x + 1\n\n\ndef bee_compute(values):\n    total = 0\n"
+        + loop + "    return total\n")
+    notes = "def bee_note(x):\n    return x\n"
+    (bee / "bee_notes.py").write_text(notes)
+    uri, notes_uri = (project / "main.py").as_uri(), (bee / "bee_notes.py").as_uri()
+    line = text.count("\n", 0, text.index("    return total"))
+    bee_files = {"bee_module.py", "bee_notes.py"}
+    async with lsp_session(project, settings(contextBudgetTokens=512)) as lc:
+        await wait_ready(lc)
+        change = types.WorkspaceFoldersChangeEvent(
+            added=[types.WorkspaceFolder(uri=bee.as_uri(), name="bee")], removed=[])
+        lc.workspace_did_change_workspace_folders(
+            types.DidChangeWorkspaceFoldersParams(event=change))
+        open_doc(lc, notes_uri, notes)
+        open_doc(lc, uri, text)
+        before = await model_entry(lc, uri, line, 4)
+        models = len(await model_entries(lc))
+        assert bee_files <= set(before["context_files"])
+        await idle(lc)
+        change = types.WorkspaceFoldersChangeEvent(
+            added=[], removed=[types.WorkspaceFolder(uri=bee.as_uri(), name="bee")])
+        lc.workspace_did_change_workspace_folders(
+            types.DidChangeWorkspaceFoldersParams(event=change))
+        # The user goes on typing at the same place (the similar code was chosen for it):
+        # no prompt carries B's code any more.
+        for version, typed in enumerate(("x", "y"), start=2):
+            lc.text_document_did_change(types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangePartial(
+                    range=types.Range(start=types.Position(line=line, character=4),
+                                      end=types.Position(line=line, character=4)),
+                    text=typed)]))
+            after = await model_entry(lc, uri, line, 5)
+            assert not bee_files & set(after["context_files"]), after["context_files"]
+            assert "helpers.py" in after["context_files"]
+        await idle(lc)
+        recent = await model_entries(lc)
+        assert len(recent) == models + 2  # both were the model's, planned after the removal
+        assert all(not bee_files & set(r["context_files"]) for r in recent[models:])

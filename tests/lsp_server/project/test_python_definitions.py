@@ -179,3 +179,35 @@ def test_a_changed_file_is_parsed_again(project):
     st = units.stat()
     os.utime(units, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # a later mtime for sure
     assert "exact=True" in index.definitions(doc, text)[0].text
+
+
+def test_a_generated_block_of_imports_is_read_up_to_its_bound():
+    from lsp_server.project.python_imports import MAX_IMPORT_STATEMENTS
+    text = ("import os\n" * (MAX_IMPORT_STATEMENTS + 100) + "import json\n"
+            + "x = json.loads(s)\n")
+    assert imports_of(text) == (Import("os", 0, None, "os"),)  # the first statements only
+    names, attrs = used_names(text)
+    # Beyond the statements read, import lines are still not code; the code is.
+    assert "json" in names and attrs["json"] == frozenset({"loads"}) and "os" not in names
+
+
+def test_a_half_typed_import_does_not_swallow_the_imports_below():
+    text = "from a import (\nimport os\nfrom b import (c,\n    d)\nos.path\n"
+    assert [i.alias for i in imports_of(text)] == ["os", "c", "d"]
+
+
+def test_a_scanner_that_reuses_the_statements_read_answers_as_a_fresh_one():
+    from lsp_server.project.python_imports import MAX_IMPORT_STATEMENTS, ImportScanner
+    n = MAX_IMPORT_STATEMENTS
+    block = "".join(f"from m{i} import (a{i},\n    b{i})\n" for i in range(n - 1))
+    base = block + "from last import (\nimport os\nimport sys\nx = os.path + sys.argv\n"
+    edits = [base,
+             base + "y = json.dumps(x)\n",  # typed below the statements read
+             base.replace("import os\n", "    c)\n"),  # the next import line is gone
+             base.replace("from m3 import", "from n3 import"),  # inside the statements read
+             base + "z = os.sep\n"]
+    kept = ImportScanner()
+    for text in edits:
+        assert kept.scan(text) == ImportScanner().scan(text)
+        assert kept.scan(text).imports == imports_of(text)
+        assert (kept.scan(text).names, kept.scan(text).attrs) == used_names(text)

@@ -235,3 +235,12 @@ def test_context_settings_are_validated():
     assert context_sources(auto, "cuda").budget == GPU_CONTEXT_BUDGET_TOKENS
     assert not dataclasses.replace(context_sources(auto), definitions=False,
                                    open_files=False, recent_edits=False).active
+
+
+def test_a_ring_put_in_place_later_is_the_one_the_edits_come_from(engine, project):
+    collector = ContextCollector(project["workspace"])
+    ring = EditRing()
+    ring.record(project["uris"]["notes"], NOTES, 6, 7, 7)
+    collector.ring = ring  # as benchmarks/usefulness.py does
+    planned = plan(engine, project, planner=RequestPlanner(collector))
+    assert dict(planned.context.tokens)["recent_edits"] > 0

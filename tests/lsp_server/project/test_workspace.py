@@ -116,3 +116,21 @@ def test_uris_that_name_no_local_file():
     assert path_of_uri("file://server/share/x.py") is None
     assert path_of_uri("file:///a%00b.py") is None
     assert path_of_uri("file:///tmp/a%20b.py") == Path("/tmp/a b.py")
+
+
+def test_nested_folders_locate_a_file_in_the_innermost(layout):
+    proj = layout["proj"]
+    ws = workspace_of(proj, proj / "pkg")
+    found = ws.locate((proj / "pkg" / "mod.py").as_uri())
+    assert found is not None and found.folder.root == (proj / "pkg").resolve()
+    assert found.path == "mod.py"
+    ws.remove((proj / "pkg").as_uri())
+    found = ws.locate((proj / "pkg" / "mod.py").as_uri())
+    assert found is not None and found.path == "pkg/mod.py"
+
+
+@pytest.mark.parametrize("newline", [b"\r\n", b"\r"])
+def test_files_are_read_with_newline_breaks(layout, newline):
+    proj = layout["proj"]
+    (proj / "crlf.py").write_bytes(b"X = 1" + newline + b"Y = 2" + newline)
+    assert workspace_of(proj).read(proj / "crlf.py") == "X = 1\nY = 2\n"
