@@ -123,6 +123,14 @@ class CompletionService:
         """Forget every cached suggestion (the settings that made them changed)."""
         self.suggestions = SuggestionCache(self.suggestions.capacity)
 
+    def folder_removed(self) -> None:
+        """A workspace folder left: nothing made with its code may be shown or run any more.
+        The sources drop what they hold of it themselves (``Workspace.subscribe``); here go the
+        suggestions decoded with it in the prompt and the queued background work (warm-ups,
+        prefetches) planned with it."""
+        self.reset_suggestions()
+        self.jobs.cancel_all()
+
     def close(self, uri: str) -> None:
         """The document was closed: stop its decode and forget what was kept for it."""
         self.jobs.supersede(uri)

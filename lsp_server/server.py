@@ -241,6 +241,8 @@ class SeamServer(LanguageServer):
     def on_workspace_folders(self, params: types.DidChangeWorkspaceFoldersParams) -> None:
         for folder in params.event.removed or []:
             self.folders.remove(folder.uri)
+        if params.event.removed:
+            self.service.folder_removed()
         for folder in params.event.added or []:
             if self.folders.add(folder.uri, folder.name) is None:
                 log.warning("workspace folder %s is not a local directory; ignored", folder.uri)

@@ -5,6 +5,7 @@ is cached is the one the engine runs, where it used to be built again) and what 
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from lsprotocol import types
 
 from fim.engines.model_specs import EngineKind
 from lsp_server.completion_service import CompletionService
+from lsp_server.jobs import DecodeOutcome
 from lsp_server.model_host import LoadState, ModelHost
 from lsp_server.settings import Settings
 
@@ -76,3 +78,36 @@ def test_each_prompt_of_a_request_is_built_once(tmp_path: Path) -> None:
     assert len(on_request) == 2, on_request
     repeated = [r for i, r in enumerate(built) if r in built[:i]]
     assert not repeated, f"{len(repeated)} prompt(s) built again"
+
+
+def test_a_removed_folder_takes_its_suggestions_and_queued_work_along(tmp_path: Path) -> None:
+    """Suggestions decoded while a folder fed the prompt, and background work planned with it,
+    go when the folder goes (the sources drop their own caches; this is the service's part)."""
+    uri = (tmp_path / "main.py").as_uri()
+    ran: list[str] = []
+
+    async def main() -> tuple[bool, bool]:
+        loop = asyncio.get_running_loop()
+        service = CompletionService(Settings(model=TEST_MODEL), ModelHost(),
+                                    loop.call_soon_threadsafe)
+        service.suggestions.put(uri, "x = ", "\n", "helper_from_b()")
+        started = threading.Event()
+
+        def warm(cancel: threading.Event) -> None:  # a warm-up that runs until cancelled
+            started.set()
+            ran.append("warm")
+            cancel.wait(60)
+
+        service.jobs.background(uri, "warm", warm)
+        service.jobs.background(uri, "prefetch", lambda cancel: ran.append("prefetch"))
+        await asyncio.to_thread(started.wait, 60)
+        service.folder_removed()
+        await until_idle(service)
+        gone = service.suggestions.lookup(uri, "x = ", "\n") is None
+        cancelled = service.jobs.finished[-1].stop == DecodeOutcome.CANCELLED
+        service.shutdown()
+        return gone, cancelled
+
+    gone, cancelled = asyncio.run(main())
+    assert gone and cancelled
+    assert ran == ["warm"]  # the queued prefetch never ran
