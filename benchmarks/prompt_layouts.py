@@ -41,10 +41,10 @@ from benchmarks.report import (  # noqa: E402
     model_packages,
     write_section,
 )
-from fim.eval import datasets  # noqa: E402
 from fim.api import CompletionRequest, Engine  # noqa: E402
 from fim.decoding import parses  # noqa: E402
 from fim.engines.step_model import common_prefix  # noqa: E402
+from fim.eval import datasets  # noqa: E402
 from fim.eval.evaluation import edit_similarity  # noqa: E402
 from fim.templates import PromptOrder  # noqa: E402
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fim import decoding
-from fim.decoding import DecodeSetup, FeedCache, HealIndex
+from fim.decoding import DecodeHooks, DecodeOptions, DecodeSetup, FeedCache, HealIndex
 from fim.engines.backend import Backend
 from fim.engines.loading import load_backend
 from fim.engines.model_specs import EngineKind
@@ -126,6 +126,13 @@ class CompletionRequest:
                 not isinstance(self.right_tokens, int) or self.right_tokens < 0):
             raise ValueError("right_tokens must be a non-negative integer (or None)")
         self.order = PromptOrder(self.order)
+
+    def decode_options(self, deadline: float | None = None) -> DecodeOptions:
+        """The decoding loop's share of this request (``deadline``: a ``time.monotonic()``
+        instant, from ``time_budget_ms`` when the request starts)."""
+        return DecodeOptions(mode=self.mode, max_tokens=self.max_tokens, top_k=self.top_k,
+                             temperature=self.temperature, seed=self.seed,
+                             line_stop=self.line_stop, deadline=deadline)
 
 
 @dataclass
@@ -377,15 +384,12 @@ class Engine:
             deadline = time.monotonic() + req.time_budget_ms / 1e3
         entry, state, lang_mode, prompt = self._prepare(req)
         setup_ms = (time.perf_counter() - start) * 1e3
-        out = decoding.decode(
-            self._setup, prompt.ids, prompt.healed,
-            mode=req.mode, max_tokens=req.max_tokens, top_k=req.top_k,
-            temperature=req.temperature, seed=req.seed,
-            state=state, cache=entry.cache if entry else None,
-            cancel=cancel, deadline=deadline, line_stop=req.line_stop,
-            on_line=self._partial_sink(req, entry, on_partial) if on_partial else None,
-            progress=progress,
-        )
+        hooks = DecodeHooks(
+            cancel=cancel, progress=progress,
+            on_line=self._partial_sink(req, entry, on_partial) if on_partial else None)
+        out = decoding.decode(self._setup, prompt.ids, prompt.healed,
+                              req.decode_options(deadline), state,
+                              entry.cache if entry else None, hooks)
         middle, stop, constraint_ms = out.middle, out.stop, out.constraint_ms
         parses = None
         error = None
