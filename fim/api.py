@@ -49,6 +49,9 @@ log = logging.getLogger(__name__)
 # Language modes in which the constraint is weaker than "the file parses" near the cursor.
 DEGRADED_MODES = (LanguageMode.PREFIX, LanguageMode.NONE)
 
+#: How much of the right context the decoder compares the model's next tokens with.
+_RIGHT_PROBE_CHARS = 256
+
 #: Builds the constraint for ``(left, right, scope)``; ``python_language`` by default.
 LanguageFactory = Callable[[str, str, Scope], Constraint]
 
@@ -97,6 +100,10 @@ class CompletionRequest:
     context_budget: int = 0
     repo: str = ""
     path: str | None = None
+    #: Constrained decoding ends the middle where the model's next tokens would re-write
+    #: the right context and the file is complete there (stop ``right_context``), instead
+    #: of forcing the model on until something connects (issue 18).
+    stop_at_right: bool = True
 
     def validate(self) -> None:
         if not isinstance(self.left, str) or not isinstance(self.right, str):
@@ -132,7 +139,9 @@ class CompletionRequest:
         instant, from ``time_budget_ms`` when the request starts)."""
         return DecodeOptions(mode=self.mode, max_tokens=self.max_tokens, top_k=self.top_k,
                              temperature=self.temperature, seed=self.seed,
-                             line_stop=self.line_stop, deadline=deadline)
+                             line_stop=self.line_stop, deadline=deadline,
+                             right_context=self.right[:_RIGHT_PROBE_CHARS]
+                             if self.stop_at_right else "")
 
 
 @dataclass

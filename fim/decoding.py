@@ -144,6 +144,10 @@ def _eos_logp(masked: np.ndarray, stop_list: list[int]) -> float:
     return float(np.max(masked[stop_list])) - _logsumexp(masked)
 
 
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
 def _order(scores: np.ndarray, k: int) -> list[int]:
     """The ``k`` best ids, best first (ties: lower id first, as ``argmax``)."""
     k = max(1, min(k, scores.shape[0]))
@@ -166,6 +170,8 @@ class DecodeOptions:
     newline is complete, ``line_stop`` ends the decode there (stop ``line_end``; the middle
     excludes the newline: a mid-line suggestion that stays on its line).  Unconstrained modes
     treat every newline as such a point.
+
+    The right context: see ``right_context`` below and ``_Decoder._rewrites_right``.
     """
 
     mode: Mode | str
@@ -176,6 +182,10 @@ class DecodeOptions:
     min_tokens: int = 0
     line_stop: bool = False
     deadline: float | None = None
+    #: The start of the text after the cursor (constrained mode; empty: off).  Where the
+    #: model's best next token would begin re-writing it and the middle is complete at that
+    #: point, the middle ends there (stop ``right_context``) instead of being forced on.
+    right_context: str = ""
 
 
 @dataclass(frozen=True)
@@ -237,6 +247,7 @@ class _Decoder:
         self.line_stop, self.on_line, self.progress = (options.line_stop, hooks.on_line,
                                                        hooks.progress)
         self.seq = _Sequence(heal=healed.encode("utf-8"))
+        self.right = options.right_context if self.constrained else ""
         self.steps: list[Step] = []
         self.stop_list = sorted(setup.stop_ids)
         self.tokens = 0
@@ -339,6 +350,10 @@ class _Decoder:
         """The first candidate the constraint accepts: a stop token only where the file is
         complete, a text token when the state can take its characters."""
         setup, cache, seq, state = self.setup, self.cache, self.seq, self.state
+        if self.right and finite[0] and candidates[0] not in setup.stop_ids:
+            cut = self._rewrites_right(candidates[0])
+            if cut is not None:
+                return _Choice(stop=StopReason.RIGHT_CONTEXT, line_cut=cut)
         for tid, ok in zip(candidates, finite, strict=True):
             if not ok:
                 break  # only disallowed ids are left
@@ -368,6 +383,47 @@ class _Decoder:
             return _Choice(tid, moved[2])
         return _Choice(stop=StopReason.NO_CANDIDATE)
 
+    def _rewrites_right(self, tid: int) -> int | None:
+        """Where the middle ends if the model's best token ``tid`` starts re-writing the right
+        context, or ``None``.
+
+        The model prefers to go on with text the file already has after the cursor: the
+        generated text from the start of the last token, plus ``tid``'s characters, has a
+        tail (with something besides whitespace) that the right context starts with (or
+        that starts with the whole right context).  The earliest such tail whose start is a
+        complete point ends the middle there, so the duplicate is never written and the
+        constraint never has to force a detour around it.  A cut inside ``tid`` keeps the
+        token's characters before the cut (``cannot`` + `` be`` against ``be None")``).  A
+        cut inside a word of the middle is no re-write (``fiel`` + ``d`` is not the
+        ``dataclass`` that follows, though ``fieldataclass`` parses).
+        """
+        seq, cache = self.seq, self.cache
+        moved = seq.advance(self.setup.vocab.token_bytes[tid])
+        if moved is None or moved[0] or not moved[2]:
+            return None  # healing not done, or no complete characters yet
+        base_state, base = ((self.steps[-1].state, self.steps[-1].chars) if self.steps
+                            else (self.state, seq.chars))
+        done = seq.chars - base  # characters of the last token already in the middle
+        text = seq.joined()[base:] + moved[2]
+        right = self.right
+        for c in range(len(text)):
+            tail = text[c:]
+            if not tail.strip():
+                return None
+            if not (right.startswith(tail) or (right.strip() and tail.startswith(right))):
+                continue
+            before = text[c - 1] if c else seq.joined()[base - 1] if base else ""
+            if before and _word(before) and _word(tail[0]):
+                continue
+            state = cache.feed(base_state, text[:c])
+            if state is None or not cache.is_complete(state):
+                continue
+            if c > done:  # the cut is inside this token: its first characters stay
+                seq.commit(*moved)
+                self.tokens += 1
+            return base + c
+        return None
+
     def _after_token(self, added: str) -> int | None:
         """After a token that added a newline: the middle's length at the first complete
         line end, when ``line_stop`` ends the decode there; ``on_line`` hears of it."""
@@ -394,7 +450,7 @@ class _Decoder:
         """The middle for how the loop ended: cut at the line end, whole, or (constrained,
         out of tokens, time or candidates) at the best complete stopping point."""
         raw = self.seq.joined()
-        if stop == StopReason.LINE_END:
+        if stop in (StopReason.LINE_END, StopReason.RIGHT_CONTEXT):
             return self._decoded(raw[:line_cut], stop, raw)
         if not self.constrained or stop == StopReason.EOS:
             return self._decoded(raw, stop, raw)
