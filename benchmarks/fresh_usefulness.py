@@ -186,6 +186,13 @@ def render(rows: list[dict], run: dict, configs: list[str]) -> str:
     return body + "\n\n" + record.markdown()
 
 
+def save(args, record: RunRecord, rows: list[dict], finished: bool) -> None:
+    if args.json:
+        args.json.write_text(json.dumps({"run": record.as_dict(), "configs": args.configs,
+                                         "finished": finished, "rows": rows}, indent=1),
+                             encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--corpora", default="fresh,stdlib")
@@ -226,10 +233,10 @@ def main(argv: list[str] | None = None) -> int:
             n = args.per_cell if corpus == "fresh" else args.stdlib_per_cell
             for fc, cursors in corpus_cursors(corpus, n, args):
                 run_file(engine, fc, cursors, args, rows)
+                # After every file, so that a run cut short still leaves its rows.
+                save(args, record, rows, finished=False)
         record.finish()
-        if args.json:
-            args.json.write_text(json.dumps({"run": record.as_dict(), "configs": args.configs,
-                                             "rows": rows}, indent=1), encoding="utf-8")
+        save(args, record, rows, finished=True)
         text = render(rows, record.as_dict(), args.configs)
     print(text)
     if args.figures:
