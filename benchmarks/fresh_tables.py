@@ -9,6 +9,7 @@ intervals of the differences in exact match and edit similarity.
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 from collections.abc import Callable, Iterable
@@ -50,7 +51,9 @@ def _p(xs: list[float], q: float) -> float:
 
 
 def stats(rows: list[dict]) -> dict:
-    secs = [r["seconds"] for r in rows]
+    """Means over ``rows``; latency only over the rows that paid their prompt (the first
+    configuration at each cursor), ``nan`` when none did."""
+    secs = [r["seconds"] for r in rows if r.get("latency_is_new_place", True)] or [math.nan]
     return {
         "cursors": len(rows),
         "exact": statistics.fmean(r["exact"] for r in rows),
@@ -73,8 +76,14 @@ def _select(rows: list[dict], **want: object) -> list[dict]:
 def _row(label: list[str], s: dict) -> str:
     return ("| " + " | ".join(label) + f" | {s['cursors']} | {s['exact']:.0%} | "
             f"{s['edit_similarity']:.3f} | {s['accepted_chars']:.1f} "
-            f"({s['accepted_share']:.0%}) | {s['none']:.0%} | {s['p50_s']:.1f} / "
-            f"{s['p90_s']:.1f} | {s['unparsable']} | {s['right_context_stops']} |")
+            f"({s['accepted_share']:.0%}) | {s['none']:.0%} | {_latency(s)} | "
+            f"{s['unparsable']} | {s['right_context_stops']} |")
+
+
+def _latency(s: dict) -> str:
+    if math.isnan(s["p50_s"]):
+        return "(prompt cached)"
+    return f"{s['p50_s']:.1f} / {s['p90_s']:.1f}"
 
 
 _HEAD = ("| exact | edit sim. | accepted chars (share) | no suggestion | p50 / p90 s | "
@@ -84,7 +93,7 @@ _HEAD = ("| exact | edit sim. | accepted chars (share) | no suggestion | p50 / p
 def kinds_table(rows: list[dict], corpora: list[str], configs: list[str]) -> str:
     """Every corpus, cursor kind, kind of text and configuration."""
     lines = ["| corpus | cursor | text | configuration | cursors " + _HEAD,
-             "| --- " * 13 + "|"]
+             "| --- " * 12 + "|"]
     for corpus in corpora:
         for kind, label in KIND_LABELS.items():
             for text in ("code", "prose"):
@@ -97,7 +106,7 @@ def kinds_table(rows: list[dict], corpora: list[str], configs: list[str]) -> str
 
 def groups_table(rows: list[dict], corpora: list[str], configs: list[str]) -> str:
     """The issue's groups (code and prose together) and all cursors, per corpus."""
-    lines = ["| corpus | cursors of | configuration | cursors " + _HEAD, "| --- " * 12 + "|"]
+    lines = ["| corpus | cursors of | configuration | cursors " + _HEAD, "| --- " * 11 + "|"]
     for corpus in corpora:
         for name, kinds in [*GROUPS.items(), ("all", tuple(KIND_LABELS))]:
             for config in configs:
