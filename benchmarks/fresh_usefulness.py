@@ -126,7 +126,7 @@ def run_file(engine: Engine, fc: FileCases, cursors: list[Cursor], args, rows: l
     cursor the first configuration pays the prompt (its latency is a new place's), the
     others find the same prompt cached (the shared machine could not afford a prefill per
     configuration), so only the first configuration's latency is an editor's."""
-    base = Config("all", "all", None, None, None, LEFT_FIRST_TOKENS)
+    base = Config(args.context, args.context, None, None, None, LEFT_FIRST_TOKENS)
     engine.step_model.reset()
     planner = RequestPlanner(ContextCollector(fc.workspace), left_first=base.left,
                              right_tokens=base.right)
@@ -200,6 +200,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="fresh corpus: cursors per cursor kind and kind of text")
     p.add_argument("--stdlib-per-cell", type=int, default=3)
     p.add_argument("--configs", default=",".join(CONFIGS))
+    p.add_argument("--context", choices=("all", "off"), default="all",
+                   help="project context: every source (the default settings) or none (a "
+                        "prompt a third as long, for a machine too loaded for the context "
+                        "that similar code and recent edits change at every cursor)")
     p.add_argument("--open", type=int, default=3, help="other open documents per file")
     p.add_argument("--model", default="bundled:qwen2.5-coder-1.5b")
     p.add_argument("--engine", default="llama.cpp")
