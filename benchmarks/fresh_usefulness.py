@@ -17,7 +17,9 @@ answer (the first line end where the file parses, judged on its first line), mid
 whole middle, at a block's start the whole block.  Configurations, on the same cursors:
 
 * ``shipped``: Seam's defaults (constrained, ending the middle where the model would re-write
-  the right context);
+  the right context, also across a line its author wrapped);
+* ``unwrapped_right_stop``: that stop only where the model re-writes the right context as
+  written, not where it writes the next line's text on to the cursor's line;
 * ``no_right_stop``: the same without that stop (the decoder before issue 18's lever);
 * ``unconstrained``: the ``constrained: false`` setting.
 
@@ -56,7 +58,7 @@ from lsp_server.project.sources import ContextCollector  # noqa: E402
 from lsp_server.project.workspace import Workspace  # noqa: E402
 from lsp_server.request_plan import RequestPlanner  # noqa: E402
 
-CONFIGS = ("shipped", "no_right_stop", "unconstrained")
+CONFIGS = ("shipped", "unwrapped_right_stop", "no_right_stop", "unconstrained")
 
 
 @dataclasses.dataclass
@@ -115,6 +117,8 @@ def configured(request, config: str):
     """The planned request under one of ``CONFIGS``."""
     if config == "no_right_stop":
         return dataclasses.replace(request, stop_at_right=False)
+    if config == "unwrapped_right_stop":
+        return dataclasses.replace(request, right_wraps=False)
     if config == "unconstrained":  # what ``constrained: false`` changes in the policy
         return dataclasses.replace(request, mode=Mode.UNCONSTRAINED)
     return request

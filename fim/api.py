@@ -104,6 +104,8 @@ class CompletionRequest:
     #: the right context and the file is complete there (stop ``right_context``), instead
     #: of forcing the model on until something connects (issue 18).
     stop_at_right: bool = True
+    #: ... also where the model writes the next line's text on to the cursor's line.
+    right_wraps: bool = True
 
     def validate(self) -> None:
         if not isinstance(self.left, str) or not isinstance(self.right, str):
@@ -141,7 +143,8 @@ class CompletionRequest:
                              temperature=self.temperature, seed=self.seed,
                              line_stop=self.line_stop, deadline=deadline,
                              right_context=self.right[:_RIGHT_PROBE_CHARS]
-                             if self.stop_at_right else "")
+                             if self.stop_at_right else "",
+                             right_wraps=self.right_wraps)
 
 
 @dataclass

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -144,6 +145,15 @@ def _eos_logp(masked: np.ndarray, stop_list: list[int]) -> float:
     return float(np.max(masked[stop_list])) - _logsumexp(masked)
 
 
+_WRAP = re.compile(r"[ \t]*\n[ \t]*(?:#[ \t]*)?|[ \t]+")
+
+
+def _unwrap(text: str) -> str:
+    """``text`` with each line break (its indentation and a comment's ``#`` included) and
+    each run of blanks read as one space."""
+    return _WRAP.sub(" ", text)
+
+
 def _word(char: str) -> bool:
     return char.isalnum() or char == "_"
 
@@ -186,6 +196,10 @@ class DecodeOptions:
     #: model's best next token would begin re-writing it and the middle is complete at that
     #: point, the middle ends there (stop ``right_context``) instead of being forced on.
     right_context: str = ""
+    #: Also where the model writes the next line's text on to the cursor's line (a comment,
+    #: docstring or call wrapped by its author): the right context compared with line
+    #: breaks, their indentation and a comment's ``#`` read as one space.
+    right_wraps: bool = False
 
 
 @dataclass(frozen=True)
@@ -248,6 +262,10 @@ class _Decoder:
                                                        hooks.progress)
         self.seq = _Sequence(heal=healed.encode("utf-8"))
         self.right = options.right_context if self.constrained else ""
+        # The right context as a line wrap reads, when it starts on a new line.
+        lead = self.right[:len(self.right) - len(self.right.lstrip())]
+        self.wrapped = (_unwrap(self.right) if options.right_wraps and "\n" in lead
+                        and self.right.strip() else "")
         self.steps: list[Step] = []
         self.stop_list = sorted(setup.stop_ids)
         self.tokens = 0
@@ -410,7 +428,8 @@ class _Decoder:
             tail = text[c:]
             if not tail.strip():
                 return None
-            if not (right.startswith(tail) or (right.strip() and tail.startswith(right))):
+            if not (right.startswith(tail) or (right.strip() and tail.startswith(right))
+                    or self._wrapped_rewrite(tail)):
                 continue
             before = text[c - 1] if c else seq.joined()[base - 1] if base else ""
             if before and _word(before) and _word(tail[0]):
@@ -423,6 +442,15 @@ class _Decoder:
                 self.tokens += 1
             return base + c
         return None
+
+    def _wrapped_rewrite(self, tail: str) -> bool:
+        """``tail`` (at least three characters besides whitespace) is how the right
+        context's next line goes on, written on the cursor's line."""
+        if not self.wrapped:
+            return False
+        flat = _unwrap(tail)
+        return len(flat.strip()) >= 3 and (self.wrapped.startswith(flat)
+                                           or flat.startswith(self.wrapped))
 
     def _after_token(self, added: str) -> int | None:
         """After a token that added a newline: the middle's length at the first complete

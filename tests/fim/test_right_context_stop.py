@@ -84,3 +84,30 @@ def test_whitespace_alone_is_no_rewrite(random_loaded):
     res = engine.complete(CompletionRequest("def f(a):\n    ", "\n    return a\n",
                                             max_tokens=40, scope="block"))
     assert res.middle == "a += 1\n    a *= 2" and res.stop == "right_context"
+
+
+WRAPPED = [
+    # a docstring wrapped by its author: the model writes the next line on this one
+    ('def f():\n    """Stop after the', '\n    tool batch ends.\n    """\n',
+     " current tool batch ends.\n", " current"),
+    # a comment wrapped on to a comment line
+    ("x = 1  # wait for the", "\n# tool batch to end\ny = 2\n",
+     " current tool batch to end\n", " current"),
+    # a call wrapped by its author
+    ("def f(a, beta):\n    return g(a,", "\n             beta)\n", " c, beta)\n", " c,"),
+]
+
+
+@pytest.mark.parametrize(("left", "right", "said", "expected"), WRAPPED)
+def test_the_next_line_written_on_this_one_is_a_rewrite_too(random_loaded, left, right,
+                                                            said, expected):
+    engine, _ = python_engine(random_loaded, said)
+    res = engine.complete(CompletionRequest(left, right, max_tokens=24, line_stop=True))
+    assert (res.middle, res.stop) == (expected, "right_context")
+    engine, _ = python_engine(random_loaded, said)
+    exact_only = engine.complete(CompletionRequest(left, right, max_tokens=24,
+                                                   line_stop=True, right_wraps=False))
+    # Compared as written only, it is no re-write: the detour is decoded (to a worse middle,
+    # or to the same one found again by the best-stopping-point search after the budget).
+    assert exact_only.stop != "right_context"
+    assert exact_only.middle != expected or exact_only.tokens > res.tokens
