@@ -13,6 +13,9 @@ incomplete UTF-8 tail waits for the next token.
   the state ``is_complete()``.  When the token budget runs out or no candidate survives, the
   answer is the stopping point with the best length-weighted EOS log-probability among the
   positions (any character, also inside a token) where the language is complete, or failure.
+  Where the model's best token would begin re-writing the right context and the middle is
+  complete there, the middle ends there (``right_context``, issue 18): the constraint would
+  otherwise forbid the duplicate and force the model on until something connects.
 
 Token healing: the prompt's left context is backed off by its last token (see
 ``templates.heal_split``) and the first generated tokens must reproduce the removed characters
