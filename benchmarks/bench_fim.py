@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import RunRecord, command_line, model_packages, write_section  # noqa: E402
 from fim.api import CompletionRequest, Engine  # noqa: E402
-from fim.decoding import decode, parses  # noqa: E402
+from fim.decoding import DecodeOptions, decode, parses  # noqa: E402
 from fim.eval.datasets import build_cases  # noqa: E402
 from fim.templates import build_prompt  # noqa: E402
 
@@ -170,8 +170,8 @@ def speed(args) -> tuple[int, str]:
         theirs.append(n / (time.perf_counter() - t0))
         engine.step_model.reset()  # no prompt served from the previous run's cache
         t0 = time.perf_counter()
-        d = decode(engine._setup, prompt.ids, "", mode="unconstrained", max_tokens=args.tokens,
-                   min_tokens=args.tokens)
+        d = decode(engine._setup, prompt.ids, "",
+                   DecodeOptions("unconstrained", max_tokens=args.tokens, min_tokens=args.tokens))
         ours.append(d.tokens / (time.perf_counter() - t0))
     report = {
         "model": args.model, "prompt_tokens": len(prompt.ids), "new_tokens": args.tokens,

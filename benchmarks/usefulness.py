@@ -53,16 +53,12 @@ it and it ends at a line end), p50/p90 latency, and unparsable constrained middl
 from __future__ import annotations
 
 import argparse
-import ast
 import builtins
 import dataclasses
 import json
 import keyword
-import random
 import re
-import statistics
 import sys
-import sysconfig
 import threading
 import time
 from pathlib import Path
@@ -70,210 +66,44 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
+from benchmarks.usefulness_cases import (  # noqa: E402
+    KINDS,
+    VARIANTS,
+    Case,
+    Config,
+    FileCases,
+    cases_of,
+    edit_ring,
+    lines_using_package_imports,
+    open_documents,
+    package_folder,
+    parse_splits,
+    project_cases,
+    project_files,
+    settings_for,
+    statement_lines,
+)
+from benchmarks.usefulness_tables import (  # noqa: E402
+    by_package,
+    describe,
+    pairs_table,
+    subset_table,
+    summarize,
+    table,
+)
 from fim.api import CompletionRequest, Engine  # noqa: E402
 from fim.editor_policy import LEFT_FIRST_TOKENS  # noqa: E402
-from fim.eval.datasets import python_files, read_python  # noqa: E402
 from fim.eval.evaluation import edit_similarity  # noqa: E402
-from lsp_server.project.python_definitions import DefinitionIndex, imports_of  # noqa: E402
-from lsp_server.project.recent_edits import EditRing  # noqa: E402
-from lsp_server.project.sources import SOURCES, ContextCollector, OpenDocument  # noqa: E402
-from lsp_server.project.workspace import MAX_FILE_BYTES, Workspace  # noqa: E402
+from lsp_server.project.sources import ContextCollector, OpenDocument  # noqa: E402
 from lsp_server.request_plan import RequestPlanner  # noqa: E402
-from lsp_server.settings import (  # noqa: E402
-    MAX_TIME_BUDGET_MS,
-    Settings,
-)
 
-VARIANTS = ("off", "all", *SOURCES)
-KINDS = ("mid_line", "empty_line")
-_SIMPLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Raise,
-           ast.Assert, ast.Delete)
-
-
-# ----- projects and cases ---------------------------------------------------------------------
-
-def package_folder(name: str) -> Path:
-    """A package by name (standard library first, then the venv's site-packages) or path."""
-    for base in (sysconfig.get_paths()["stdlib"], sysconfig.get_paths()["purelib"]):
-        folder = Path(base) / name
-        if (folder / "__init__.py").is_file():
-            return folder
-    folder = Path(name).expanduser()
-    if folder.is_dir():
-        return folder.resolve()
-    raise SystemExit(f"no package {name!r} in the standard library or site-packages")
-
-
-def statement_lines(text: str) -> list[int]:
-    """0-based lines holding one whole simple statement inside a function body."""
-    tree = ast.parse(text)
-    lines = text.split("\n")
-    out = set()
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        for node in ast.walk(fn):
-            if not isinstance(node, _SIMPLE) or node.lineno != node.end_lineno:
-                continue
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-                continue  # docstrings and bare constants
-            line = lines[node.lineno - 1]
-            content = line.strip()
-            if len(content) < 10 or ";" in line or content.startswith("#") or \
-                    len(line) - len(line.lstrip()) != node.col_offset:
-                continue
-            out.add(node.lineno - 1)
-    return sorted(out)
-
-
-@dataclasses.dataclass
-class Case:
-    id: str
-    kind: str
-    path: Path
-    text: str  # the file with the hole
-    offset: int  # the cursor
-    truth: str
-    line: int
-    source: str  # the file without the hole
-
-
-def lines_using_package_imports(path: Path, text: str, workspace: Workspace
-                                 ) -> dict[int, int]:
-    """0-based lines that use a name the file imports from its own package (the cursors
-    where the definitions source has something to say), each with the last column a
-    mid-line cut may take so that the rest of the line still holds part of that name."""
-    index = DefinitionIndex(workspace)
-    names = {imp.alias for imp in imports_of(text)
-             if index.resolve(imp.module, imp.level, path) is not None or
-             index.resolve(f"{imp.module}.{imp.name}" if imp.module else imp.name or "",
-                           imp.level, path) is not None}
-    pattern = re.compile(r"\b(" + "|".join(map(re.escape, sorted(names))) + r")\b") \
-        if names else None
-    out = {}
-    for n, line in enumerate(text.split("\n")):
-        m = pattern.search(line) if pattern else None
-        if m:
-            out[n] = m.end() - 1
-    return out
-
-
-def cases_of(path: Path, folder: Path, text: str, per_kind: int, seed: int,
-             only: dict[int, int] | None = None) -> list[Case]:
-    """``per_kind`` cursors of each kind in one file, in the order they appear in it
-    (``only``: on these lines only, mid-line cuts at most at the column given)."""
-    rel = path.relative_to(folder).as_posix()
-    rng = random.Random(f"{seed}:{folder.name}/{rel}")
-    spots = [n for n in statement_lines(text) if only is None or n in only]
-    if len(spots) < 2 * per_kind:
-        return []
-    chosen = rng.sample(spots, 2 * per_kind)
-    lines = text.split("\n")
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line) + 1)
-    out = []
-    for k, n in enumerate(chosen):
-        line = lines[n]
-        indent = len(line) - len(line.lstrip())
-        if k < per_kind:
-            if only is None:
-                cut = rng.randrange(indent + 2, len(line) - 1)
-            else:  # keep part of the imported name in the truth
-                hi = min(len(line) - 1, only[n] + 1)
-                cut = rng.randrange(indent + 1, hi) if hi > indent + 1 else indent + 1
-            kind, truth = "mid_line", line[cut:]
-        else:
-            cut, kind, truth = indent, "empty_line", line[indent:]
-        at = starts[n] + cut
-        hole = text[:at] + text[starts[n] + len(line):]
-        out.append(Case(f"{folder.name}/{rel}:{n + 1}:{kind}", kind, path, hole, at, truth, n,
-                        text))
-    return sorted(out, key=lambda c: c.offset)
-
-
-def project_files(folder: Path, seed: int) -> list[tuple[Path, str]]:
-    files = []
-    for p in python_files(folder):
-        if p.stat().st_size > MAX_FILE_BYTES:
-            continue
-        text = read_python(p)
-        if text is not None and text.count("\n") >= 30:
-            files.append((p, text))
-    random.Random(f"{seed}:files:{folder.name}").shuffle(files)
-    return files
-
-
-# ----- what the server would know -------------------------------------------------------------
-
-def open_documents(path: Path, files: list[tuple[Path, str]], n: int, seed: int
-                   ) -> list[OpenDocument]:
-    """``n`` other modules of the package (a seeded draw), then the file itself."""
-    others = [(p, t) for p, t in files if p != path]
-    picked = random.Random(f"{seed}:open:{path}").sample(others, min(n, len(others)))
-    return [OpenDocument(p.as_uri(), t) for p, t in picked]
-
-
-def edit_ring(case: Case, others: list[OpenDocument], anchor_line: int, seed: int
-              ) -> EditRing:
-    """Recent edits: two lines of the file above the prompt's start, one per open document."""
-    rng = random.Random(f"{seed}:edits:{case.id}")
-    ring = EditRing()
-    for doc in others:
-        try:
-            spots = statement_lines(doc.text)
-        except SyntaxError:
-            continue
-        if spots:
-            n = rng.choice(spots)
-            ring.record(doc.uri, doc.text, n, n + 1, n + 1)
-    # Lines above the hole are the same in the file with and without it.
-    above = [n for n in statement_lines(case.source) if n + 4 < anchor_line]
-    for n in sorted(rng.sample(above, min(2, len(above)))):
-        ring.record(case.path.as_uri(), case.text, n, n + 1, n + 1)
-    return ring
-
-
-@dataclasses.dataclass(frozen=True)
-class Config:
-    """One measured configuration: the context's sources (a variant) and the window split."""
-
-    name: str
-    variant: str
-    budget: int | None = None  # contextBudgetTokens (None: auto)
-    context: int | None = None  # contextTokens (None: auto)
-    right: int | None = None  # the right context's share (None: the server's)
-    left: int = LEFT_FIRST_TOKENS  # left tokens at a new prompt start
-    widened: bool = False  # the anchor the server widens to while the cursor rests
-
-
-def parse_splits(spec: str, base: Config) -> list[Config]:
-    """``name:key=value,...;...`` with keys budget, context, right, left, widened, variant."""
-    out = []
-    for item in [x for x in spec.split(";") if x.strip()]:
-        name, _, body = item.partition(":")
-        fields: dict = {"name": name.strip()}
-        for pair in [x for x in body.split(",") if x.strip()]:
-            key, _, value = pair.partition("=")
-            key = key.strip()
-            if key == "variant":
-                fields["variant"] = value.strip()
-            elif key == "widened":
-                fields["widened"] = value.strip() not in ("0", "false", "")
-            elif key in ("budget", "context", "right", "left"):
-                fields[key] = int(value)
-            else:
-                raise SystemExit(f"unknown split key {key!r} in {item!r}")
-        out.append(dataclasses.replace(base, **{"variant": "all", **fields}))
-    return out
-
-
-def settings_for(config: Config, args) -> Settings:
-    flags = {f"context_{s}": config.variant in ("all", s) for s in SOURCES}
-    return Settings(model=args.model, engine=args.engine,
-                    context_tokens=config.context, context_budget=config.budget,
-                    time_budget_ms=None if args.time_budgets else MAX_TIME_BUDGET_MS, **flags)
-
+# The cases and tables live in their own modules; their names stay importable from here.
+__all__ = ["KINDS", "VARIANTS", "Case", "Config", "FileCases", "OpenDocument", "accepted_whole",
+           "ask", "by_package", "cases_of", "context_flags", "describe", "edit_ring",
+           "first_line", "lines_using_package_imports", "main", "open_documents",
+           "package_folder", "pairs_table", "parse_splits", "plan_case", "project_cases",
+           "project_files", "run_project", "settings_for", "statement_lines", "subset_table",
+           "summarize", "table"]
 
 # ----- running a case ---------------------------------------------------------------------------
 
@@ -317,43 +147,6 @@ def ask(engine: Engine, request: CompletionRequest, kind: str, pause: float) -> 
     return {"middle": res.middle, "seconds": t1 - t0, "stop": res.stop, "parses": res.parses,
             "error": res.error, "tokens": res.tokens, "prompt_tokens": res.prompt_tokens,
             "context_tokens": res.context_tokens, "cached_tokens": engine.step_model.reused}
-
-
-@dataclasses.dataclass
-class FileCases:
-    """A file's cases and what the server would know while the user works in it."""
-
-    path: Path
-    cases: list[Case]
-    others: list[OpenDocument]  # the other open documents
-    workspace: Workspace
-
-    @property
-    def uri(self) -> str:
-        return self.path.as_uri()
-
-
-def project_cases(folder: Path, args) -> list[FileCases]:
-    """``args.cases`` cursors of each kind from the package, ``args.per_file`` per file."""
-    files = project_files(folder, args.seed)
-    workspace = Workspace()
-    workspace.add(folder.as_uri(), folder.name)
-    wanted = {k: args.cases for k in KINDS}
-    out = []
-    for path, text in files:
-        if not any(wanted.values()):
-            break
-        only = (lines_using_package_imports(path, text, workspace)
-                if args.cursors == "package-imports" else None)
-        cases = [c for c in cases_of(path, folder, text, args.per_file, args.seed, only)
-                 if wanted[c.kind] > 0]
-        if not cases:
-            continue
-        for c in cases:
-            wanted[c.kind] -= 1
-        out.append(FileCases(path, cases, open_documents(path, files, args.open, args.seed),
-                             workspace))
-    return out
 
 
 def plan_case(engine: Engine, planner: RequestPlanner, config: Config, fc: FileCases,
@@ -440,136 +233,6 @@ def run_project(engine: Engine, folder: Path, args, rows: list[dict]) -> None:
                     print(f"{config.name:13} {case.id:50} {r['seconds']:6.1f}s "
                           f"{'=' if r['exact'] else ' '} {shown!r:.60} | {truth!r:.40}",
                           file=sys.stderr, flush=True)
-
-
-# ----- reporting ---------------------------------------------------------------------------------
-
-def _p(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
-
-
-def summarize(rows: list[dict], variants: list[str]) -> dict:
-    out = {}
-    for kind in KINDS:
-        for variant in variants:
-            rs = [r for r in rows if r["kind"] == kind and r["variant"] == variant]
-            if not rs:
-                continue
-            secs = [r["seconds"] for r in rs]
-            out[f"{kind}/{variant}"] = {
-                "cases": len(rs),
-                "success": statistics.fmean(r["success"] for r in rs),
-                "exact": statistics.fmean(r["exact"] for r in rs),
-                "edit_similarity": statistics.fmean(r["edit_similarity"] for r in rs),
-                "accepted": statistics.fmean(r["accepted"] for r in rs),
-                "p50_s": statistics.median(secs), "p90_s": _p(secs, 0.9),
-                "context_tokens": statistics.fmean(r["context_tokens"] for r in rs),
-                "prompt_tokens": statistics.fmean(r["prompt_tokens"] for r in rs),
-                "unparsable": sum(r["unparsable"] for r in rs),
-                **_against_off(rows, rs, kind),
-            }
-    return out
-
-
-def _against_off(rows: list[dict], rs: list[dict], kind: str) -> dict:
-    """Cases this configuration got exactly right and ``off`` did not ("won"), and the
-    other way round ("lost"): the paired view of a gain on the same cursors."""
-    off = {r["id"]: r["exact"] for r in rows if r["variant"] == "off" and r["kind"] == kind}
-    paired = [(r["exact"], off[r["id"]]) for r in rs if r["id"] in off]
-    if not paired or rs[0]["variant"] == "off":
-        return {"won": None, "lost": None}
-    return {"won": sum(a and not b for a, b in paired),
-            "lost": sum(b and not a for a, b in paired)}
-
-
-def pairs_table(rows: list[dict], pairs: str) -> str:
-    """``a:b,...``: for each pair of configurations, the cases ``a`` got exactly right and
-    ``b`` did not (won) and the other way round (lost), and the mean edit-similarity
-    difference, per kind of cursor, on the cases both ran."""
-    lines = ["| cursor | configuration | against | cases | exact: won / lost | "
-             "edit sim. difference |", "| --- | --- | --- | --- | --- | --- |"]
-    for pair in [p for p in pairs.split(",") if p.strip()]:
-        a, _, b = pair.partition(":")
-        for kind in KINDS:
-            first = {r["id"]: r for r in rows if r["variant"] == a and r["kind"] == kind}
-            second = {r["id"]: r for r in rows if r["variant"] == b and r["kind"] == kind}
-            both = [i for i in first if i in second]
-            if not both:
-                raise SystemExit(f"--pairs {pair}: no {kind} cases ran in both")
-            won = sum(first[i]["exact"] and not second[i]["exact"] for i in both)
-            lost = sum(second[i]["exact"] and not first[i]["exact"] for i in both)
-            diff = statistics.fmean(first[i]["edit_similarity"] - second[i]["edit_similarity"]
-                                    for i in both)
-            lines.append(f"| {kind.replace('_', '-')} | {a} | {b} | {len(both)} | "
-                         f"{won} / {lost} | {diff:+.3f} |")
-    return "\n".join(lines)
-
-
-def by_package(rows: list[dict], variants: list[str]) -> dict:
-    out = {}
-    for pkg in dict.fromkeys(r["package"] for r in rows):
-        for variant in variants:
-            rs = [r for r in rows if r["package"] == pkg and r["variant"] == variant]
-            if rs:
-                out[f"{pkg}/{variant}"] = {
-                    "cases": len(rs), "exact": statistics.fmean(r["exact"] for r in rs),
-                    "edit_similarity": statistics.fmean(r["edit_similarity"] for r in rs)}
-    return out
-
-
-def table(summary: dict, packages: dict) -> str:
-    lines = ["| cursor | context | cases | success | exact | edit sim. | accepted whole | "
-             "exact vs off: won / lost | p50 / p90 s | context tok. | prompt tok. | "
-             "unparsable |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for key, s in summary.items():
-        kind, variant = key.split("/")
-        vs = "-" if s.get("won") is None else f"{s['won']} / {s['lost']}"
-        lines.append(
-            f"| {kind.replace('_', '-')} | {variant} | {s['cases']} | {s['success']:.0%} | "
-            f"{s['exact']:.0%} | {s['edit_similarity']:.3f} | {s['accepted']:.0%} | {vs} | "
-            f"{s['p50_s']:.1f} / {s['p90_s']:.1f} | {s['context_tokens']:.0f} | "
-            f"{s['prompt_tokens']:.0f} | {s['unparsable']} |")
-    lines += ["", "| package / context | cases | exact | edit sim. |", "| --- | --- | --- | --- |"]
-    for key, s in packages.items():
-        lines.append(f"| {key} | {s['cases']} | {s['exact']:.0%} | "
-                     f"{s['edit_similarity']:.3f} |")
-    return "\n".join(lines)
-
-
-def subset_table(rows: list[dict], names: list[str]) -> str:
-    """Exact match on the cursors where the file's window alone cannot tell the answer."""
-    if not rows or "outside" not in rows[0]:
-        return ""
-    lines = ["Cursors whose true text names something the file's prompt window does not show "
-             "(*outside*), and of those, the ones where the project context (all sources) "
-             "holds that name (*in context*): exact match per configuration.", "",
-             "| cursor | subset | cases | " + " | ".join(names) + " |",
-             "| --- | --- | --- | " + " | ".join("---" for _ in names) + " |"]
-    for kind in KINDS:
-        for flag in ("outside", "in_context"):
-            ids = {r["id"] for r in rows if r["kind"] == kind and r.get(flag)}
-            if not ids:
-                continue
-            cells = []
-            for name in names:
-                rs = [r for r in rows if r["variant"] == name and r["id"] in ids]
-                cells.append(f"{statistics.fmean(r['exact'] for r in rs):.0%}" if rs else "-")
-            lines.append(f"| {kind.replace('_', '-')} | {flag.replace('_', ' ')} | {len(ids)} | "
-                         + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def describe(configs: list[Config]) -> str:
-    """What each row's configuration is, as the server would have it."""
-    lines = ["| context | sources | budget (tokens) | window | right | left at a new place |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    for c in configs:
-        lines.append(
-            f"| {c.name} | {c.variant} | {c.budget or 'auto'} | {c.context or 'auto'} | "
-            f"{c.right or 'server'} | {'widened' if c.widened else c.left} |")
-    return "\n".join(lines)
 
 
 def report_only(args) -> int:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fim import decoding
-from fim.decoding import DecodeSetup, FeedCache, HealIndex
+from fim.decoding import DecodeHooks, DecodeOptions, DecodeSetup, FeedCache, HealIndex
 from fim.engines.backend import Backend
 from fim.engines.loading import load_backend
 from fim.engines.model_specs import EngineKind
@@ -49,6 +49,9 @@ log = logging.getLogger(__name__)
 
 # Language modes in which the constraint is weaker than "the file parses" near the cursor.
 DEGRADED_MODES = (LanguageMode.PREFIX, LanguageMode.NONE)
+
+#: How much of the right context the decoder compares the model's next tokens with.
+_RIGHT_PROBE_CHARS = 256
 
 #: Builds the constraint for ``(left, right, scope)``; ``python_language`` by default.
 LanguageFactory = Callable[[str, str, Scope], Constraint]
@@ -98,6 +101,12 @@ class CompletionRequest:
     context_budget: int = 0
     repo: str = ""
     path: str | None = None
+    #: Constrained decoding ends the middle where the model's next tokens would re-write
+    #: the right context and the file is complete there (stop ``right_context``), instead
+    #: of forcing the model on until something connects (issue 18).
+    stop_at_right: bool = True
+    #: ... also where the model writes the next line's text on to the cursor's line.
+    right_wraps: bool = True
 
     def validate(self) -> None:
         if not isinstance(self.left, str) or not isinstance(self.right, str):
@@ -127,6 +136,16 @@ class CompletionRequest:
                 not isinstance(self.right_tokens, int) or self.right_tokens < 0):
             raise ValueError("right_tokens must be a non-negative integer (or None)")
         self.order = PromptOrder(self.order)
+
+    def decode_options(self, deadline: float | None = None) -> DecodeOptions:
+        """The decoding loop's share of this request (``deadline``: a ``time.monotonic()``
+        instant, from ``time_budget_ms`` when the request starts)."""
+        return DecodeOptions(mode=self.mode, max_tokens=self.max_tokens, top_k=self.top_k,
+                             temperature=self.temperature, seed=self.seed,
+                             line_stop=self.line_stop, deadline=deadline,
+                             right_context=self.right[:_RIGHT_PROBE_CHARS]
+                             if self.stop_at_right else "",
+                             right_wraps=self.right_wraps)
 
 
 @dataclass
@@ -380,15 +399,12 @@ class Engine:
             deadline = time.monotonic() + req.time_budget_ms / 1e3
         entry, state, lang_mode, prompt = self._prepare(req, prompt)
         setup_ms = (time.perf_counter() - start) * 1e3
-        out = decoding.decode(
-            self._setup, prompt.ids, prompt.healed,
-            mode=req.mode, max_tokens=req.max_tokens, top_k=req.top_k,
-            temperature=req.temperature, seed=req.seed,
-            state=state, cache=entry.cache if entry else None,
-            cancel=cancel, deadline=deadline, line_stop=req.line_stop,
-            on_line=self._partial_sink(req, entry, on_partial) if on_partial else None,
-            progress=progress,
-        )
+        hooks = DecodeHooks(
+            cancel=cancel, progress=progress,
+            on_line=self._partial_sink(req, entry, on_partial) if on_partial else None)
+        out = decoding.decode(self._setup, prompt.ids, prompt.healed,
+                              req.decode_options(deadline), state,
+                              entry.cache if entry else None, hooks)
         middle, stop, constraint_ms = out.middle, out.stop, out.constraint_ms
         parses = None
         error = None

@@ -13,6 +13,9 @@ incomplete UTF-8 tail waits for the next token.
   the state ``is_complete()``.  When the token budget runs out or no candidate survives, the
   answer is the stopping point with the best length-weighted EOS log-probability among the
   positions (any character, also inside a token) where the language is complete, or failure.
+  Where the model's best token would begin re-writing the right context and the middle is
+  complete there, the middle ends there (``right_context``, issue 18): the constraint would
+  otherwise forbid the duplicate and force the model on until something connects.
 
 Token healing: the prompt's left context is backed off by its last token (see
 ``templates.heal_split``) and the first generated tokens must reproduce the removed characters
@@ -21,11 +24,10 @@ byte for byte; they are not part of the middle.
 
 from __future__ import annotations
 
-import ast
 import bisect
 import math
+import re
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -34,79 +36,15 @@ import numpy as np
 from fim.engines.step_model import StepModel
 from fim.engines.vocab import Vocabulary, sorted_ids, split_utf8
 from fim.options import MODES, Mode, StopReason
+from fim.parse_check import checked_cut, longest_parsing_prefix, parses
+from fim.stopping import FeedCache, Step, best_stopping_point, complete_line_end
 from quotient.constraint import ConstraintState
 
-_FEED_CACHE_LIMIT = 200_000
-
-
-def parses(source: str) -> bool:
-    """Whether ``source`` is a syntactically valid Python module."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escapes etc. still parse
-            ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-        return False
-    return True
-
-
-def longest_parsing_prefix(left: str, text: str, right: str) -> str | None:
-    """The longest ``p``, a prefix of ``text`` cut at any character, with ``left+p+right`` valid."""
-    for end in range(len(text), -1, -1):
-        if parses(left + text[:end] + right):
-            return text[:end]
-    return None
-
-
-def checked_cut(left: str, text: str, right: str, stop: StopReason
-                ) -> tuple[str | None, StopReason]:
-    """Checked-unconstrained post-processing of an unconstrained output.
-
-    Returns ``(middle, stop)``: the output itself when it parses after a stop token (``eos``),
-    a shorter parsing prefix or a parsing output cut off by the budget (``best_complete``), or
-    ``(None, "no_candidate")`` when no prefix parses.
-    """
-    kept = longest_parsing_prefix(left, text, right)
-    if kept is None:
-        return None, StopReason.NO_CANDIDATE
-    if len(kept) < len(text) or stop != StopReason.EOS:
-        return kept, StopReason.BEST_COMPLETE
-    return kept, stop
-
-
-class FeedCache:
-    """Memoised ``feed`` and ``is_complete`` for persistent recognizer states.
-
-    Keys use ``id(state)``; the cache keeps every keyed state alive, so ids cannot be reused
-    while an entry exists.
-    """
-
-    def __init__(self) -> None:
-        self._feed: dict[tuple[int, str],
-                         tuple[ConstraintState, ConstraintState | None]] = {}
-        self._complete: dict[int, tuple[ConstraintState, bool]] = {}
-
-    def feed(self, state: ConstraintState, text: str) -> ConstraintState | None:
-        if not text:
-            return state
-        key = (id(state), text)
-        hit = self._feed.get(key)
-        if hit is not None:
-            return hit[1]
-        if len(self._feed) > _FEED_CACHE_LIMIT:
-            self._feed.clear()
-            self._complete.clear()
-        result = state.feed(text)
-        self._feed[key] = (state, result)
-        return result
-
-    def is_complete(self, state: ConstraintState) -> bool:
-        hit = self._complete.get(id(state))
-        if hit is not None:
-            return hit[1]
-        result = bool(state.is_complete())
-        self._complete[id(state)] = (state, result)
-        return result
+# Re-exported: callers and tests reach these through the loop's module.
+__all__ = ["Decoded", "DecodeHooks", "DecodeOptions", "DecodeSetup", "FeedCache", "HealIndex",
+           "Step", "_Step", "best_stopping_point", "checked_cut", "decode",
+           "longest_parsing_prefix", "parses"]
+_Step = Step
 
 
 @dataclass
@@ -119,16 +57,6 @@ class Decoded:
     model_ms: float = 0.0
     constraint_ms: float = 0.0
     raw: str = ""  # all generated characters after the healed prefix
-
-
-@dataclass
-class _Step:
-    """A constrained step, kept for the best-stopping-point search."""
-
-    state: ConstraintState  # the constraint's state before this step's token
-    chars: int  # middle length before this step's token
-    eos_logp: float  # log-probability of stopping before this step's token
-    text: str = ""  # characters this step's token added to the middle
 
 
 @dataclass
@@ -220,6 +148,19 @@ def _eos_logp(masked: np.ndarray, stop_list: list[int]) -> float:
     return float(np.max(masked[stop_list])) - _logsumexp(masked)
 
 
+_WRAP = re.compile(r"[ \t]*\n[ \t]*(?:#[ \t]*)?|[ \t]+")
+
+
+def _unwrap(text: str) -> str:
+    """``text`` with each line break (its indentation and a comment's ``#`` included) and
+    each run of blanks read as one space."""
+    return _WRAP.sub(" ", text)
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
 def _order(scores: np.ndarray, k: int) -> list[int]:
     """The ``k`` best ids, best first (ties: lower id first, as ``argmax``)."""
     k = max(1, min(k, scores.shape[0]))
@@ -229,45 +170,66 @@ def _order(scores: np.ndarray, k: int) -> list[int]:
     return top[np.lexsort((top, -scores[top]))].tolist()
 
 
-def decode(
-    setup: DecodeSetup,
-    prompt_ids: list[int],
-    healed: str,
-    *,
-    mode: Mode | str,
-    max_tokens: int,
-    top_k: int = 50,
-    temperature: float = 0.0,
-    seed: int = 0,
-    state: ConstraintState | None = None,
-    cache: FeedCache | None = None,
-    cancel: Callable[[], bool] | None = None,
-    deadline: float | None = None,
-    min_tokens: int = 0,
-    line_stop: bool = False,
-    on_line: Callable[[str], None] | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
-) -> Decoded:
-    """Generate a middle.  ``state``/``cache`` are required for ``constrained`` mode.
+@dataclass(frozen=True)
+class DecodeOptions:
+    """How one decode runs: the mode, budgets and stopping rules (``CompletionRequest``'s
+    decoding fields, see ``fim.api``).
 
     ``min_tokens`` forbids stop tokens before that many tokens (like ``generate``'s
-    ``min_new_tokens``); benchmarks use it to compare equal lengths.
+    ``min_new_tokens``); benchmarks use it to compare equal lengths.  ``deadline`` is a
+    ``time.monotonic()`` instant.
 
     Line ends: where the text gains a newline and (in constrained mode) the middle up to that
     newline is complete, ``line_stop`` ends the decode there (stop ``line_end``; the middle
-    excludes the newline: a mid-line suggestion that stays on its line), and ``on_line`` is
-    told that middle and decoding goes on (an editor can show the first line while the rest
-    is still being written).  Unconstrained modes treat every newline as such a point.
+    excludes the newline: a mid-line suggestion that stays on its line).  Unconstrained modes
+    treat every newline as such a point.
 
-    ``progress(phase, done, total)`` hears of the prompt (``prefill``, in tokens) and of the
-    middle (``decode``, tokens out of ``max_tokens``), for a command line's progress display.
+    The right context: see ``right_context`` below and ``_Decoder._rewrites_right``.
     """
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; expected one of {', '.join(MODES)}")
-    if mode == Mode.CONSTRAINED and (state is None or cache is None):
+
+    mode: Mode | str
+    max_tokens: int
+    top_k: int = 50
+    temperature: float = 0.0
+    seed: int = 0
+    min_tokens: int = 0
+    line_stop: bool = False
+    deadline: float | None = None
+    #: The start of the text after the cursor (constrained mode; empty: off).  Where the
+    #: model's best next token would begin re-writing it and the middle is complete at that
+    #: point, the middle ends there (stop ``right_context``) instead of being forced on.
+    right_context: str = ""
+    #: Also where the model writes the next line's text on to the cursor's line (a comment,
+    #: docstring or call wrapped by its author): the right context compared with line
+    #: breaks, their indentation and a comment's ``#`` read as one space.
+    right_wraps: bool = False
+
+
+@dataclass(frozen=True)
+class DecodeHooks:
+    """Who hears of a decode while it runs.
+
+    ``cancel`` is polled before every model step.  ``on_line`` is told each middle that ends
+    at a complete line end while decoding goes on (an editor can show the first line while
+    the rest is still being written).  ``progress(phase, done, total)`` hears of the prompt
+    (``prefill``, in tokens) and of the middle (``decode``, tokens out of ``max_tokens``).
+    """
+
+    cancel: Callable[[], bool] | None = None
+    on_line: Callable[[str], None] | None = None
+    progress: Callable[[str, int, int], None] | None = None
+
+
+def decode(setup: DecodeSetup, prompt_ids: list[int], healed: str, options: DecodeOptions,
+           state: ConstraintState | None = None, cache: FeedCache | None = None,
+           hooks: DecodeHooks | None = None) -> Decoded:
+    """Generate a middle after ``prompt_ids`` (whose left context was backed off by
+    ``healed``).  ``state``/``cache`` are required for ``constrained`` mode."""
+    if options.mode not in MODES:
+        raise ValueError(f"unknown mode {options.mode!r}; expected one of {', '.join(MODES)}")
+    if options.mode == Mode.CONSTRAINED and (state is None or cache is None):
         raise ValueError("constrained decoding needs a recognizer state and a feed cache")
-    run = _Decoder(setup, healed, Mode(mode), max_tokens, top_k, temperature, seed, state,
-                   cache, cancel, deadline, min_tokens, line_stop, on_line, progress)
+    run = _Decoder(setup, healed, options, state, cache, hooks or DecodeHooks())
     return run.run(prompt_ids)
 
 
@@ -288,22 +250,26 @@ class _Decoder:
     processors), choose (``_choose_free`` or ``_choose_constrained``), watch for line ends
     (``_after_token``) and step the model; at the end, pick the middle (``_result``)."""
 
-    def __init__(self, setup: DecodeSetup, healed: str, mode: Mode, max_tokens: int,
-                 top_k: int, temperature: float, seed: int, state: ConstraintState | None,
-                 cache: FeedCache | None,
-                 cancel: Callable[[], bool] | None, deadline: float | None, min_tokens: int,
-                 line_stop: bool, on_line: Callable[[str], None] | None,
-                 progress: Callable[[str, int, int], None] | None) -> None:
+    def __init__(self, setup: DecodeSetup, healed: str, options: DecodeOptions,
+                 state: ConstraintState | None, cache: FeedCache | None,
+                 hooks: DecodeHooks) -> None:
         self.setup = setup
-        self.constrained = mode == Mode.CONSTRAINED
-        self.max_tokens, self.top_k, self.min_tokens = max_tokens, top_k, min_tokens
-        self.temperature = temperature
-        self.generator = np.random.default_rng(seed) if temperature > 0 else None
+        self.constrained = options.mode == Mode.CONSTRAINED
+        self.max_tokens, self.top_k = options.max_tokens, options.top_k
+        self.min_tokens, self.temperature = options.min_tokens, options.temperature
+        self.generator = (np.random.default_rng(options.seed) if options.temperature > 0
+                          else None)
         self.state, self.cache = state, cache
-        self.cancel, self.deadline = cancel, deadline
-        self.line_stop, self.on_line, self.progress = line_stop, on_line, progress
+        self.cancel, self.deadline = hooks.cancel, options.deadline
+        self.line_stop, self.on_line, self.progress = (options.line_stop, hooks.on_line,
+                                                       hooks.progress)
         self.seq = _Sequence(heal=healed.encode("utf-8"))
-        self.steps: list[_Step] = []
+        self.right = options.right_context if self.constrained else ""
+        # The right context as a line wrap reads, when it starts on a new line.
+        lead = self.right[:len(self.right) - len(self.right.lstrip())]
+        self.wrapped = (_unwrap(self.right) if options.right_wraps and "\n" in lead
+                        and self.right.strip() else "")
+        self.steps: list[Step] = []
         self.stop_list = sorted(setup.stop_ids)
         self.tokens = 0
         self.last_eos_logp: float | None = None
@@ -405,6 +371,10 @@ class _Decoder:
         """The first candidate the constraint accepts: a stop token only where the file is
         complete, a text token when the state can take its characters."""
         setup, cache, seq, state = self.setup, self.cache, self.seq, self.state
+        if self.right and finite[0] and candidates[0] not in setup.stop_ids:
+            cut = self._rewrites_right(candidates[0])
+            if cut is not None:
+                return _Choice(stop=StopReason.RIGHT_CONTEXT, line_cut=cut)
         for tid, ok in zip(candidates, finite, strict=True):
             if not ok:
                 break  # only disallowed ids are left
@@ -428,11 +398,62 @@ class _Decoder:
             nxt = cache.feed(state, moved[2]) if moved[2] else state
             if nxt is None:
                 continue
-            self.steps.append(_Step(state, seq.chars, self.last_eos_logp, moved[2]))
+            self.steps.append(Step(state, seq.chars, self.last_eos_logp, moved[2]))
             seq.commit(*moved)
             self.state = nxt
             return _Choice(tid, moved[2])
         return _Choice(stop=StopReason.NO_CANDIDATE)
+
+    def _rewrites_right(self, tid: int) -> int | None:
+        """Where the middle ends if the model's best token ``tid`` starts re-writing the right
+        context, or ``None``.
+
+        The model prefers to go on with text the file already has after the cursor: the
+        generated text from the start of the last token, plus ``tid``'s characters, has a
+        tail (with something besides whitespace) that the right context starts with (or
+        that starts with the whole right context).  The earliest such tail whose start is a
+        complete point ends the middle there, so the duplicate is never written and the
+        constraint never has to force a detour around it.  A cut inside ``tid`` keeps the
+        token's characters before the cut (``cannot`` + `` be`` against ``be None")``).  A
+        cut inside a word of the middle is no re-write (``fiel`` + ``d`` is not the
+        ``dataclass`` that follows, though ``fieldataclass`` parses).
+        """
+        seq, cache = self.seq, self.cache
+        moved = seq.advance(self.setup.vocab.token_bytes[tid])
+        if moved is None or moved[0] or not moved[2]:
+            return None  # healing not done, or no complete characters yet
+        base_state, base = ((self.steps[-1].state, self.steps[-1].chars) if self.steps
+                            else (self.state, seq.chars))
+        done = seq.chars - base  # characters of the last token already in the middle
+        text = seq.joined()[base:] + moved[2]
+        right = self.right
+        for c in range(len(text)):
+            tail = text[c:]
+            if not tail.strip():
+                return None
+            if not (right.startswith(tail) or (right.strip() and tail.startswith(right))
+                    or self._wrapped_rewrite(tail)):
+                continue
+            before = text[c - 1] if c else seq.joined()[base - 1] if base else ""
+            if before and _word(before) and _word(tail[0]):
+                continue
+            state = cache.feed(base_state, text[:c])
+            if state is None or not cache.is_complete(state):
+                continue
+            if c > done:  # the cut is inside this token: its first characters stay
+                seq.commit(*moved)
+                self.tokens += 1
+            return base + c
+        return None
+
+    def _wrapped_rewrite(self, tail: str) -> bool:
+        """``tail`` (at least three characters besides whitespace) is how the right
+        context's next line goes on, written on the cursor's line."""
+        if not self.wrapped:
+            return False
+        flat = _unwrap(tail)
+        return len(flat.strip()) >= 3 and (self.wrapped.startswith(flat)
+                                           or flat.startswith(self.wrapped))
 
     def _after_token(self, added: str) -> int | None:
         """After a token that added a newline: the middle's length at the first complete
@@ -440,7 +461,7 @@ class _Decoder:
         if not ((self.line_stop or self.on_line is not None) and "\n" in added):
             return None
         t0 = time.perf_counter()
-        end = _complete_line_end(self.steps[-1] if self.constrained else None, added,
+        end = complete_line_end(self.steps[-1] if self.constrained else None, added,
                                  self.seq.chars, self.cache)
         self.constraint_s += time.perf_counter() - t0
         if end is None:
@@ -460,7 +481,7 @@ class _Decoder:
         """The middle for how the loop ended: cut at the line end, whole, or (constrained,
         out of tokens, time or candidates) at the best complete stopping point."""
         raw = self.seq.joined()
-        if stop == StopReason.LINE_END:
+        if stop in (StopReason.LINE_END, StopReason.RIGHT_CONTEXT):
             return self._decoded(raw[:line_cut], stop, raw)
         if not self.constrained or stop == StopReason.EOS:
             return self._decoded(raw, stop, raw)
@@ -474,57 +495,3 @@ class _Decoder:
                              else StopReason.BEST_COMPLETE, raw)
 
 
-def _complete_line_end(step: _Step | None, text: str, chars: int, cache: FeedCache | None
-                       ) -> int | None:
-    """The middle length up to the first newline in ``text`` (what the last token added, the
-    middle now being ``chars`` long) where the middle is complete; with no constraint
-    (``step`` is ``None``) the first newline; ``None`` when there is none."""
-    before = chars - len(text)
-    k = text.find("\n")
-    while k >= 0:
-        if step is None:
-            return before + k
-        state = cache.feed(step.state, text[:k])
-        if state is not None and cache.is_complete(state):
-            return before + k
-        k = text.find("\n", k + 1)
-    return None
-
-
-def best_stopping_point(
-    steps: list[_Step], final_state: ConstraintState, final_chars: int,
-    final_logp: float | None,
-    cache: FeedCache,
-) -> int | None:
-    """The middle length (in characters) of the best complete stopping point, or ``None``.
-
-    Token boundaries come first: each boundary where the language is complete scores
-    ``log P(EOS) + log(1 + chars)``, the paper's "EOS probability weighted by generation
-    length", with the model's own EOS estimate there.  Only when no boundary is complete are
-    positions inside tokens considered; they have no EOS estimate of their own and borrow the
-    one from the start of their token (so they rank by that and by length).
-    """
-    if final_logp is None and steps:
-        final_logp = steps[-1].eos_logp
-    best, best_score = None, -math.inf
-    boundaries = [(st.state, st.chars, st.eos_logp) for st in steps]
-    if final_logp is not None:
-        boundaries.append((final_state, final_chars, final_logp))
-    for state, chars, logp in boundaries:
-        if cache.is_complete(state):
-            score = logp + math.log1p(chars)
-            if score > best_score:
-                best, best_score = chars, score
-    if best is not None:
-        return best
-    for st in steps:
-        state = st.state
-        for j in range(1, len(st.text)):
-            state = cache.feed(state, st.text[j - 1])
-            if state is None:
-                break
-            if cache.is_complete(state):
-                score = st.eos_logp + math.log1p(st.chars + j)
-                if score > best_score:
-                    best, best_score = st.chars + j, score
-    return best

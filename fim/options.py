@@ -58,6 +58,9 @@ class StopReason(enum.StrEnum):
     EOS = "eos"
     #: The model ended the line where the file is complete (``line_stop``).
     LINE_END = "line_end"
+    #: The model's next tokens would re-write the right context, and the file is complete
+    #: where they begin: the middle ends there (``right_context`` decoding option).
+    RIGHT_CONTEXT = "right_context"
     #: Out of tokens or candidates: the best complete stopping point was taken.
     BEST_COMPLETE = "best_complete"
     #: Out of tokens with no complete stopping point (or unconstrained decoding's budget).

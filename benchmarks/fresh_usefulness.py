@@ -1,0 +1,256 @@
+"""Suggestions on code the model has never seen: every kind of cursor, in code and in prose,
+on the fresh corpus and the standard library, Seam as shipped beside its anchors (issue 18).
+
+Corpora (``benchmarks/fresh_corpus.py``): *fresh*, pure-Python projects first released in
+2025, after the bundled model was trained, read from their pinned wheels; *stdlib*, packages
+of the standard library the model has read, as the labelled control.  Cursors
+(``benchmarks/cursor_kinds.py``): a hole inside a line, the rest of a line, an empty line, the
+line after a block header, a block's start; each in code and in prose where it exists.  The
+truth is what the author wrote.
+
+Each request is planned exactly as the server plans it (``lsp_server.request_plan``, default
+settings: the mid-line or empty-line policy, the prompt window, every project-context
+source), through the same machinery as ``benchmarks/usefulness.py`` (workspace = the
+project's package folder, three other modules open, recent edits, a 1 s rest before asking).
+The suggestion is what the server would show: on an empty line and after a header its early
+answer (the first line end where the file parses, judged on its first line), mid-line the
+whole middle, at a block's start the whole block.  Configurations, on the same cursors:
+
+* ``shipped``: Seam's defaults (constrained, ending the middle where the model would re-write
+  the right context, also across a line its author wrapped);
+* ``unwrapped_right_stop``: that stop only where the model re-writes the right context as
+  written, not where it writes the next line's text on to the cursor's line;
+* ``no_right_stop``: the same without that stop (the decoder before issue 18's lever);
+* ``unconstrained``: the ``constrained: false`` setting.
+
+    .venv/bin/python benchmarks/fresh_usefulness.py --per-cell 6 --stdlib-per-cell 3 \\
+        --json docs/eval/fresh-usefulness.json --figures docs/usefulness.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks import fresh_tables as tables  # noqa: E402
+from benchmarks.cursor_kinds import CELLS, FIRST_LINE_KINDS, Kind, pick  # noqa: E402
+from benchmarks.fresh_corpus import FRESH, STDLIB, project_folder, stdlib_folder  # noqa: E402
+from benchmarks.report import RunRecord, command_line, model_packages, write_section  # noqa: E402
+from benchmarks.usefulness import (  # noqa: E402
+    Case,
+    Config,
+    FileCases,
+    ask,
+    first_line,
+    open_documents,
+    plan_case,
+    project_files,
+)
+from fim.api import Engine  # noqa: E402
+from fim.editor_policy import LEFT_FIRST_TOKENS  # noqa: E402
+from fim.options import Mode  # noqa: E402
+from lsp_server.project.sources import ContextCollector  # noqa: E402
+from lsp_server.project.workspace import Workspace  # noqa: E402
+from lsp_server.request_plan import RequestPlanner  # noqa: E402
+
+CONFIGS = ("shipped", "unwrapped_right_stop", "no_right_stop", "unconstrained")
+
+
+@dataclasses.dataclass
+class Cursor:
+    """A case of ``usefulness.Case`` with its corpus, project and kind of text."""
+
+    case: Case
+    corpus: str
+    project: str
+    kind: Kind
+    text: str
+
+
+def corpus_projects(corpus: str) -> list[tuple[str, Path]]:
+    if corpus == "fresh":
+        return [(p.name, project_folder(p)) for p in FRESH]
+    if corpus == "stdlib":
+        return [(name, stdlib_folder(name)) for name in STDLIB]
+    raise SystemExit(f"unknown corpus {corpus!r}: fresh or stdlib")
+
+
+def corpus_cursors(corpus: str, per_cell: int, args) -> list[tuple[FileCases, list[Cursor]]]:
+    """``per_cell`` cursors of every kind and kind of text, one per cell and file, the files
+    taken from the corpus's projects in turn (seeded)."""
+    projects = []
+    for name, folder in corpus_projects(corpus):
+        workspace = Workspace()
+        workspace.add(folder.as_uri(), folder.name)
+        files = project_files(folder, args.seed)
+        projects.append((name, folder, workspace, list(files), files))
+    wanted = {cell: per_cell for cell in CELLS}
+    out = []
+    turn = 0
+    while any(wanted.values()) and any(p[3] for p in projects):
+        name, folder, workspace, files, every = projects[turn % len(projects)]
+        turn += 1
+        if not files:
+            continue
+        path, text = files.pop(0)
+        rel = path.relative_to(folder).as_posix()
+        spots = pick(text, f"{args.seed}:{corpus}:{name}/{rel}", wanted)
+        if not spots:
+            continue
+        cursors = []
+        for s in spots:
+            cid = f"{name}/{rel}:{s.line + 1}:{s.kind}:{s.text}"
+            case = Case(cid, s.kind.value, path, s.hole(text), s.start, s.truth(text), s.line,
+                        text)
+            cursors.append(Cursor(case, corpus, name, s.kind, s.text.value))
+        others = open_documents(path, every, args.open, args.seed)
+        out.append((FileCases(path, [c.case for c in cursors], others, workspace), cursors))
+    return out
+
+
+def configured(request, config: str):
+    """The planned request under one of ``CONFIGS``."""
+    if config == "no_right_stop":
+        return dataclasses.replace(request, stop_at_right=False)
+    if config == "unwrapped_right_stop":
+        return dataclasses.replace(request, right_wraps=False)
+    if config == "unconstrained":  # what ``constrained: false`` changes in the policy
+        return dataclasses.replace(request, mode=Mode.UNCONSTRAINED)
+    return request
+
+
+def run_file(engine: Engine, fc: FileCases, cursors: list[Cursor], args, rows: list[dict]
+             ) -> None:
+    """Every configuration at each cursor in turn.  The file starts from an empty cache; at a
+    cursor the first configuration pays the prompt (its latency is a new place's), the
+    others find the same prompt cached (the shared machine could not afford a prefill per
+    configuration), so only the first configuration's latency is an editor's."""
+    base = Config(args.context, args.context, None, None, None, LEFT_FIRST_TOKENS)
+    engine.step_model.reset()
+    planner = RequestPlanner(ContextCollector(fc.workspace), left_first=base.left,
+                             right_tokens=base.right)
+    warmed = False
+    for cur in cursors:
+        case = cur.case
+        planned = plan_case(engine, planner, base, fc, case, args).request
+        if not warmed and planned.context_budget:
+            # The server runs the project context into the cache in idle time and uses it
+            # only once it is there.
+            engine.warm(dataclasses.replace(planned, left="", right="", left_start=0))
+            warmed = True
+        for n, config in enumerate(args.configs):
+            early = cur.kind in FIRST_LINE_KINDS
+            out = ask(engine, configured(planned, config),
+                      "empty_line" if early else "mid_line", args.pause if n == 0 else 0.0)
+            rows.append(_row(cur, config, out, early, first_config=n == 0))
+            if args.progress:
+                r = rows[-1]
+                print(f"{config:14} {case.id[:60]:60} {r['seconds']:5.1f}s "
+                      f"{'=' if r['exact'] else ' '} {r['shown']!r:.50} | {r['truth']!r:.40}",
+                      file=sys.stderr, flush=True)
+
+
+def _row(cur: Cursor, config: str, out: dict, early: bool, first_config: bool) -> dict:
+    shown = first_line(out["middle"]) if early else out["middle"]
+    truth = cur.case.truth
+    if cur.kind == Kind.BLOCK_START:  # a block's trailing line end is no difference
+        shown, truth = (shown.rstrip() if shown else shown), truth.rstrip()
+    return {"id": cur.case.id, "corpus": cur.corpus, "project": cur.project,
+            "kind": cur.kind.value, "text": cur.text, "config": config,
+            "truth": truth, "shown": shown, "seconds": out["seconds"],
+            "latency_is_new_place": first_config,
+            "stop": str(out["stop"]), "tokens": out["tokens"],
+            "prompt_tokens": out["prompt_tokens"],
+            "unparsable": out["middle"] is not None and out["parses"] is False
+            and config != "unconstrained",
+            **tables.score(shown, truth)}
+
+
+def render(rows: list[dict], run: dict, configs: list[str]) -> str:
+    corpora = list(dict.fromkeys(r["corpus"] for r in rows))
+    others = [c for c in configs if c != "shipped"]
+    body = ("Issue 18's groups, code and prose together (mid-line = a hole inside a line and "
+            "the rest of a line):\n\n" + tables.groups_table(rows, corpora, configs)
+            + "\n\nPaired on the same cursors:\n\n"
+            + tables.pairs_table(rows, corpora, [("shipped", o) for o in others])
+            + "\n\nEvery cursor kind and kind of text:\n\n"
+            + tables.kinds_table(rows, corpora, configs))
+    if "no_right_stop" in configs:
+        changed = tables.changed_examples(rows, "shipped", "no_right_stop")
+        if changed:
+            body += ("\n\nWhere ending at the right context changed the suggestion (first "
+                     "cursors, repr, cut at 70 characters):\n\n" + changed)
+    record = RunRecord.__new__(RunRecord)
+    record.__dict__.update(run)
+    return body + "\n\n" + record.markdown()
+
+
+def save(args, record: RunRecord, rows: list[dict], finished: bool) -> None:
+    if args.json:
+        args.json.write_text(json.dumps({"run": record.as_dict(), "configs": args.configs,
+                                         "finished": finished, "rows": rows}, indent=1),
+                             encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--corpora", default="fresh,stdlib")
+    p.add_argument("--per-cell", type=int, default=6,
+                   help="fresh corpus: cursors per cursor kind and kind of text")
+    p.add_argument("--stdlib-per-cell", type=int, default=3)
+    p.add_argument("--configs", default=",".join(CONFIGS))
+    p.add_argument("--context", choices=("all", "off"), default="all",
+                   help="project context: every source (the default settings) or none (a "
+                        "prompt a third as long, for a machine too loaded for the context "
+                        "that similar code and recent edits change at every cursor)")
+    p.add_argument("--open", type=int, default=3, help="other open documents per file")
+    p.add_argument("--model", default="bundled:qwen2.5-coder-1.5b")
+    p.add_argument("--engine", default="llama.cpp")
+    p.add_argument("--pause", type=float, default=1.0, help="cursor rest before asking (s)")
+    p.add_argument("--time-budgets", action="store_true",
+                   help="keep the server's time budgets (quality then depends on load)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--figures", type=Path, default=None)
+    p.add_argument("--section", default="fresh-code")
+    p.add_argument("--progress", action="store_true")
+    p.add_argument("--report-only", action="store_true",
+                   help="render the tables from the rows in --json (no model runs)")
+    args = p.parse_args(argv)
+    args.configs = [c for c in args.configs.split(",") if c]
+    if set(args.configs) - set(CONFIGS):
+        raise SystemExit(f"configurations are among {', '.join(CONFIGS)}")
+    # What ``usefulness.plan_case`` reads: the server's automatic budgets and windows.
+    args.budget = args.context_tokens = args.right_tokens = None
+    args.left_first = LEFT_FIRST_TOKENS
+    if args.report_only:
+        if args.json is None:
+            raise SystemExit("--report-only needs --json FILE")
+        data = json.loads(args.json.read_text(encoding="utf-8"))
+        text = render(data["rows"], data["run"], data["configs"])
+    else:
+        record = RunRecord(command_line(), packages=model_packages())
+        engine = Engine.load(args.model, engine=args.engine)
+        rows: list[dict] = []
+        for corpus in [c for c in args.corpora.split(",") if c]:
+            n = args.per_cell if corpus == "fresh" else args.stdlib_per_cell
+            for fc, cursors in corpus_cursors(corpus, n, args):
+                run_file(engine, fc, cursors, args, rows)
+                # After every file, so that a run cut short still leaves its rows.
+                save(args, record, rows, finished=False)
+        record.finish()
+        save(args, record, rows, finished=True)
+        text = render(rows, record.as_dict(), args.configs)
+    print(text)
+    if args.figures:
+        write_section(args.figures, args.section, text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
