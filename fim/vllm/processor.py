@@ -1,0 +1,204 @@
+"""Seam's constraint as a vLLM logits processor: one GPU (or CPU) server, many editors.
+
+Load it into vLLM's OpenAI-compatible server with
+``--logits-processors fim.vllm.processor:SeamLogitsProcessor``.  A request opts in with Seam's
+arguments in its extra arguments (``vllm_xargs`` over HTTP; see ``fim.vllm.rows.SeamArgs``);
+every other request is left alone and costs one dictionary lookup per batch change.
+
+This class implements ``vllm.v1.sample.logits_processor.LogitsProcessor``, the interface of
+vLLM's V1 model runner, the runner vLLM 0.32 uses on a CPU (its Model Runner V2 needs Triton
+with a CPU backend) and with ``VLLM_USE_V2_MODEL_RUNNER=0`` anywhere.  vLLM keeps a persistent
+batch: requests are added at a row, removed, moved and swapped between rows; each added request
+comes with a live reference to its list of generated token ids, which the engine appends to.
+The processor keeps one :class:`~fim.vllm.rows.RowConstraint` per constrained row, follows
+those changes, and before each sample advances each row by the tokens it has not seen.
+
+Masking, per constrained row:
+
+* greedy (temperature 0, no penalties): the candidates are tried best first, as Seam's own
+  decoder does, and every logit but the first viable one becomes ``-inf``: exact for argmax,
+  and cheap (usually the first candidate or two);
+* anything else (a temperature, top-p, penalties): every token of the vocabulary is checked and
+  the unviable ones become ``-inf`` before vLLM's sampler runs, so no unviable token can be
+  drawn whatever the sampling settings.  This costs one constraint check per vocabulary entry
+  per step (memoised per state); rejection and resampling is not possible from inside a
+  logits processor, which cannot see the sampled token.
+
+When no token is viable (the constraint's dead end, or a token the row had not allowed), only
+the stop tokens are left: the request ends and the client cuts the middle back to its last
+complete point.  Each finished row logs how many steps it masked the likeliest token.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from vllm import SamplingParams
+from vllm.v1.sample.logits_processor import (
+    BatchUpdate,
+    LogitsProcessor,
+    MoveDirectionality,
+)
+
+from fim.vllm.rows import LanguageCache, RowConstraint, SeamArgs, TokenTable
+
+# A child of vLLM's logger, so lines reach the server's log in the engine process too.
+log = logging.getLogger("vllm.seam")
+#: vLLM treats a temperature below this as greedy.
+GREEDY_EPS = 1e-5
+#: Candidates read per batch when checking in logit order; more are read if all are refused.
+FIRST_CANDIDATES = 16
+
+
+def is_greedy(params: SamplingParams) -> bool:
+    """Whether argmax of the processed logits picks the token (so one survivor suffices)."""
+    return (params.temperature < GREEDY_EPS and params.repetition_penalty == 1.0
+            and params.presence_penalty == 0.0 and params.frequency_penalty == 0.0)
+
+
+class _Row:
+    """A constrained row: the constraint, the engine's live output list, and how to mask."""
+
+    __slots__ = ("constraint", "output", "greedy")
+
+    def __init__(self, constraint: RowConstraint, output: list[int], greedy: bool) -> None:
+        self.constraint, self.output, self.greedy = constraint, output, greedy
+
+
+class SeamRows:
+    """The persistent batch's constrained rows, following vLLM's ``BatchUpdate`` records.
+
+    Kept apart from the processor (which needs a model config and a tokenizer) so the row
+    bookkeeping is tested on its own against vLLM's own batch-update types.
+    """
+
+    def __init__(self, table: TokenTable, languages: LanguageCache | None = None) -> None:
+        self.table = table
+        self.languages = languages or LanguageCache()
+        self.rows: dict[int, _Row] = {}
+        self.finished: list[RowConstraint] = []  # rows removed since the last drain
+
+    def update(self, batch_update: BatchUpdate | None) -> None:
+        """Apply vLLM's changes, in its order: removed, added, moved."""
+        if batch_update is None:
+            return
+        for index in batch_update.removed:
+            self._drop(index)
+        for index, params, _prompt, output in batch_update.added:
+            self._drop(index)  # an added request may replace the row's previous one
+            args = SeamArgs.from_extra_args(params.extra_args) if params else None
+            if args is not None:
+                constraint = RowConstraint(args, self.languages.get(args), self.table)
+                self.rows[index] = _Row(constraint, output, is_greedy(params))
+        for a, b, direction in batch_update.moved:
+            row_a, row_b = self.rows.pop(a, None), self.rows.pop(b, None)
+            if row_a is not None:
+                self.rows[b] = row_a
+            if direction == MoveDirectionality.SWAP and row_b is not None:
+                self.rows[a] = row_b
+            elif direction != MoveDirectionality.SWAP and row_b is not None:
+                self._finish(row_b)  # a one-way move overwrites the destination
+
+    def _drop(self, index: int) -> None:
+        row = self.rows.pop(index, None)
+        if row is not None:
+            self._finish(row)
+
+    def _finish(self, row: _Row) -> None:
+        self.finished.append(row.constraint)
+
+    def drain_finished(self) -> list[RowConstraint]:
+        done, self.finished = self.finished, []
+        return done
+
+    def advance(self) -> None:
+        """Feed every row the tokens the engine generated since the last step."""
+        for row in self.rows.values():
+            out = row.output
+            known = len(out)
+            for k in range(row.constraint.seen, len(out)):
+                if out[k] < 0:  # a placeholder the engine fills in later (async scheduling)
+                    known = k
+                    break
+            row.constraint.advance(out[:known] if known < len(out) else out)
+
+    def mask(self, logits: torch.Tensor) -> torch.Tensor:
+        """Mask each constrained row of ``logits`` in place (see the module docstring)."""
+        width = logits.shape[1]
+        for index, row in self.rows.items():
+            if index >= logits.shape[0]:
+                continue
+            line = logits[index]
+            if row.greedy:
+                keep = _first_viable(row.constraint, line)
+                if keep is not None:
+                    value = line[keep].clone()
+                    line.fill_(-math.inf)
+                    line[keep] = value
+                    continue
+                allowed = np.zeros(width, dtype=bool)
+            else:
+                allowed = row.constraint.viable_mask(width)
+                top = int(torch.argmax(line))
+                row.constraint.steps += 1
+                if not allowed[top]:
+                    row.constraint.masked_top += 1
+            if not allowed.any():
+                row.constraint.forced += 1
+                allowed[row.constraint.fallback_stops(width)] = True
+            line.masked_fill_(torch.from_numpy(~allowed).to(line.device), -math.inf)
+        return logits
+
+
+def _first_viable(constraint: RowConstraint, line: torch.Tensor) -> int | None:
+    """The best viable id of a greedy row, reading candidates in logit order (a few at a
+    time, then the rest); counts a masked likeliest token."""
+    constraint.steps += 1
+    k = min(FIRST_CANDIDATES, line.shape[0])
+    order: Sequence[int] = torch.topk(line, k).indices.tolist()
+    found = constraint.first_viable(order)
+    if found is None and k < line.shape[0]:
+        rest = torch.argsort(line, descending=True).tolist()[k:]
+        finite = torch.isfinite(line)
+        found = constraint.first_viable([i for i in rest if finite[i]])
+    if found is not None and found != order[0]:
+        constraint.masked_top += 1
+    return found
+
+
+class SeamLogitsProcessor(LogitsProcessor):
+    """vLLM (V1 model runner) logits processor enforcing Seam's Python FIM constraint."""
+
+    def __init__(self, vllm_config, device: torch.device, is_pin_memory: bool) -> None:
+        from transformers import AutoTokenizer
+
+        model_config = vllm_config.model_config
+        tokenizer = AutoTokenizer.from_pretrained(
+            model_config.tokenizer, trust_remote_code=model_config.trust_remote_code)
+        table = TokenTable.from_tokenizer(tokenizer, model_config.get_vocab_size())
+        self.rows = SeamRows(table)
+        log.info("Seam constraint loaded: %d token ids, stop ids %s", table.size,
+                 sorted(table.stop_ids))
+
+    @classmethod
+    def validate_params(cls, sampling_params: SamplingParams) -> None:
+        SeamArgs.from_extra_args(sampling_params.extra_args)  # raises SeamArgsError
+
+    def is_argmax_invariant(self) -> bool:
+        return False  # it changes which token is likeliest: that is its purpose
+
+    def update_state(self, batch_update: BatchUpdate | None) -> None:
+        self.rows.update(batch_update)
+        for done in self.rows.drain_finished():
+            log.info("seam row done: tokens=%d steps=%d masked_top=%d forced_stop=%d dead=%s",
+                     done.seen, done.steps, done.masked_top, done.forced, done.dead)
+
+    def apply(self, logits: torch.Tensor) -> torch.Tensor:
+        if not self.rows.rows:
+            return logits
+        self.rows.advance()
+        return self.rows.mask(logits)
