@@ -264,9 +264,21 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "serve":
         return serve(argv[1:])
+    if argv and argv[0] == "team-server":
+        from lsp_server.team_server import team_server
+
+        return team_server(argv[1:])
     from fim.cli import main as fim_main
 
-    return fim_main(argv, extra=add_serve_command)
+    return fim_main(argv, extra=_extra_commands)
+
+
+def _extra_commands(subparsers: Any) -> None:
+    """The subcommands this package adds to ``fim``'s parser, for ``seam --help``."""
+    from lsp_server.team_server import add_team_command
+
+    add_serve_command(subparsers)
+    add_team_command(subparsers)
 
 
 if __name__ == "__main__":

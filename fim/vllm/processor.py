@@ -44,7 +44,7 @@ from vllm.v1.sample.logits_processor import (
     MoveDirectionality,
 )
 
-from fim.vllm.rows import LanguageCache, RowConstraint, SeamArgs, TokenTable
+from fim.vllm.rows import LanguageCache, RowConstraint, SeamArgs, TokenTable, warm_completions
 
 # A child of vLLM's logger, so lines reach the server's log in the engine process too.
 log = logging.getLogger("vllm.seam")
@@ -181,6 +181,7 @@ class SeamLogitsProcessor(LogitsProcessor):
             model_config.tokenizer, trust_remote_code=model_config.trust_remote_code)
         table = TokenTable.from_tokenizer(tokenizer, model_config.get_vocab_size())
         self.rows = SeamRows(table)
+        warm_completions()
         log.info("Seam constraint loaded: %d token ids, stop ids %s", table.size,
                  sorted(table.stop_ids))
 

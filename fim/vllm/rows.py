@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -156,6 +157,63 @@ class LanguageCache:
         return entry
 
 
+#: Non-ASCII characters some line-splitting code treats as line ends (or a BOM): each is a class
+#: of its own, checked as itself.
+_SPECIAL_CHARS = frozenset("\x85\xa0\u2028\u2029\ufeff")
+
+
+def _char_class(ch: str) -> tuple[bool, bool, str]:
+    """What Python's lexer can tell apart in a non-ASCII character: identifier start,
+    identifier continuation, or neither (text only inside strings and comments); the few
+    ``_SPECIAL_CHARS`` are classes of their own."""
+    return (ch.isidentifier(), ("a" + ch).isidentifier(), ch if ch in _SPECIAL_CHARS else "")
+
+
+_BASIC_CLASSES = 3  # (start, continue), (no, continue), (no, no)
+
+
+@lru_cache(maxsize=4096)
+def completions_of(pending: bytes) -> tuple[str, ...]:
+    """One character of each lexical class (``_char_class``) whose UTF-8 encoding starts with
+    ``pending``, an incomplete sequence: what the next tokens can still turn it into."""
+    lead = pending[0]
+    need = 2 if 0xC2 <= lead <= 0xDF else 3 if 0xE0 <= lead <= 0xEF else \
+        4 if 0xF0 <= lead <= 0xF4 else 0
+    if not need or len(pending) >= need:
+        return ()
+    seen: dict[tuple[bool, bool, str], str] = {}
+    for ch in _SPECIAL_CHARS:
+        if ch.encode("utf-8").startswith(pending):
+            seen[_char_class(ch)] = ch
+    # The code points whose encoding starts with ``pending``: its payload bits, then any.
+    bits = pending[0] & (0x7F >> need)
+    for byte in pending[1:]:
+        if byte & 0xC0 != 0x80:
+            return ()
+        bits = bits << 6 | byte & 0x3F
+    missing = need - len(pending)
+    low = max(bits << 6 * missing, (0x80, 0x800, 0x10000)[need - 2])
+    high = min((bits + 1) << 6 * missing, 0x110000)
+    basic = 0
+    for cp in range(low, high):
+        if 0xD800 <= cp < 0xE000:
+            continue  # surrogates are not characters
+        key = _char_class(chr(cp))
+        if key not in seen:
+            seen[key] = chr(cp)
+            basic += not key[2]
+            if basic == _BASIC_CLASSES:
+                break  # every class a character can have is found
+    return tuple(seen.values())
+
+
+def warm_completions() -> None:
+    """Fill ``completions_of`` for every lead byte (about half a second), so no engine step
+    pays for the first token ending inside a four-byte character."""
+    for lead in range(0xC2, 0xF5):
+        completions_of(bytes([lead]))
+
+
 class RowConstraint:
     """One request's constraint, advanced by its generated tokens.
 
@@ -218,7 +276,13 @@ class RowConstraint:
         moved = self._moved(tid)
         if moved is None:
             return False
-        return not moved[2] or self.cache.feed(self.state, moved[2]) is not None
+        state = self.cache.feed(self.state, moved[2]) if moved[2] else self.state
+        if state is None:
+            return False
+        if moved[0] or not moved[1]:
+            return True  # still healing, or only whole characters
+        # An incomplete character: viable when some character it can still become fits.
+        return any(self.cache.feed(state, ch) is not None for ch in completions_of(moved[1]))
 
     def first_viable(self, order: Sequence[int]) -> int | None:
         """The first id of ``order`` (best first) that is viable, or ``None``."""

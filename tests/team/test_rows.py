@@ -8,7 +8,13 @@ import ast
 import numpy as np
 import pytest
 
-from fim.vllm.rows import LanguageCache, RowConstraint, SeamArgs, SeamArgsError
+from fim.vllm.rows import (
+    LanguageCache,
+    RowConstraint,
+    SeamArgs,
+    SeamArgsError,
+    completions_of,
+)
 
 
 def _row(table, left, right, scope="statement", heal=""):
@@ -81,6 +87,16 @@ def test_healing_and_partial_utf8(table, random_tokenizer):
     tokens = tokens + [table.vocab.token_bytes.index(e_acute[1:])]
     row.advance(tokens)
     assert row.complete() and row.seq.joined() == "\u00e9"
+
+
+def test_a_partial_character_is_viable_only_if_some_character_fits(table):
+    lead = table.vocab.token_bytes.index(b"\xc3")  # the first byte of "\u00e0".."\u00ff"
+    assert not _row(table, "x = 1 ", "\n").viable(lead)  # "x = 1 \u00e0" can never parse
+    assert _row(table, "s = '", "'\n").viable(lead)  # any character goes in a string
+    assert _row(table, "x = ", "\n").viable(lead)  # an identifier may start with one
+    assert completions_of(b"\xe2\x80")  # U+2000..U+203F: spaces, dashes, quotes, "\u203f"
+    assert all(ch.encode().startswith(b"\xf0\x9f") for ch in completions_of(b"\xf0\x9f"))
+    assert completions_of(b"\x80") == () and completions_of(b"\xc3\xa9") == ()
 
 
 def test_viable_mask_matches_single_checks(table, random_tokenizer):
