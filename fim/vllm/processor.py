@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -127,45 +126,64 @@ class SeamRows:
             row.constraint.advance(out[:known] if known < len(out) else out)
 
     def mask(self, logits: torch.Tensor) -> torch.Tensor:
-        """Mask each constrained row of ``logits`` in place (see the module docstring)."""
+        """Mask each constrained row of ``logits`` in place (see the module docstring).
+
+        The rows are read and written as numpy arrays when the logits are on the CPU: torch's
+        element-wise kernels there are parallel, and on a busy machine waking their threads
+        for a 150k-entry row costs milliseconds (measured: 10 ms against 0.1 ms for a fill).
+        """
         width = logits.shape[1]
+        host = (logits.detach().numpy()
+                if logits.device.type == "cpu" and logits.dtype == torch.float32 else None)
         for index, row in self.rows.items():
             if index >= logits.shape[0]:
                 continue
-            line = logits[index]
+            line = host[index] if host is not None else logits[index].float().cpu().numpy()
             if row.greedy:
                 keep = _first_viable(row.constraint, line)
-                if keep is not None:
-                    value = line[keep].clone()
-                    line.fill_(-math.inf)
+                if keep is not None and host is not None:
+                    value = line[keep]
+                    line.fill(-math.inf)  # one survivor: argmax picks it
                     line[keep] = value
                     continue
                 allowed = np.zeros(width, dtype=bool)
+                if keep is not None:
+                    allowed[keep] = True
             else:
                 allowed = row.constraint.viable_mask(width)
-                top = int(torch.argmax(line))
                 row.constraint.steps += 1
-                if not allowed[top]:
+                if not allowed[int(np.argmax(line))]:
                     row.constraint.masked_top += 1
             if not allowed.any():
                 row.constraint.forced += 1
                 allowed[row.constraint.fallback_stops(width)] = True
-            line.masked_fill_(torch.from_numpy(~allowed).to(line.device), -math.inf)
+            if host is not None:
+                line[~allowed] = -math.inf
+            else:
+                logits[index].masked_fill_(torch.from_numpy(~allowed).to(logits.device),
+                                           -math.inf)
         return logits
 
 
-def _first_viable(constraint: RowConstraint, line: torch.Tensor) -> int | None:
-    """The best viable id of a greedy row, reading candidates in logit order (a few at a
-    time, then the rest); counts a masked likeliest token."""
+def _first_viable(constraint: RowConstraint, line: np.ndarray) -> int | None:
+    """The best viable id of a greedy row, reading candidates in logit order: the first
+    ``FIRST_CANDIDATES``, then eight times as many each time all were refused (never ids whose
+    logit is already ``-inf``); counts a masked likeliest token."""
     constraint.steps += 1
-    k = min(FIRST_CANDIDATES, line.shape[0])
-    order: Sequence[int] = torch.topk(line, k).indices.tolist()
-    found = constraint.first_viable(order)
-    if found is None and k < line.shape[0]:
-        rest = torch.argsort(line, descending=True).tolist()[k:]
-        finite = torch.isfinite(line)
-        found = constraint.first_viable([i for i in rest if finite[i]])
-    if found is not None and found != order[0]:
+    best = int(np.argmax(line))
+    if line[best] > -math.inf and constraint.viable(best):
+        return best  # the common case with a trained model: no sorting at all
+    width = line.shape[0]
+    k, tried = min(FIRST_CANDIDATES, width), 0
+    while True:
+        top = np.argpartition(-line, k - 1)[:k] if k < width else np.arange(width)
+        order = top[np.lexsort((top, -line[top]))]  # best first; ties: lower id, as argmax
+        fresh = [int(i) for i in order[tried:] if line[i] > -math.inf]
+        found = constraint.first_viable(fresh)
+        if found is not None or k == width or len(fresh) < k - tried:
+            break
+        tried, k = k, min(width, k * 8)
+    if found is not None and found != best:
         constraint.masked_top += 1
     return found
 

@@ -51,6 +51,9 @@ class SeamArgs:
     #: the end of ``left`` the prompt left out; the middle starts after the model rewrites it
     heal: str = ""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "scope", Scope(self.scope))  # a name is accepted too
+
     @classmethod
     def from_extra_args(cls, extra: Mapping[str, object] | None) -> SeamArgs | None:
         """The arguments in a request's ``extra_args``, ``None`` when it has none of Seam's.
