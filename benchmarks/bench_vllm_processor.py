@@ -9,8 +9,9 @@ generator, not a model: the processor's cost depends on how often the likeliest 
 refused, and random logits refuse more than a trained model does (an upper bound for greedy).
 
 Reports, per batch size, the processor's time per step and per request per token (median and
-p90 over steps), for greedy requests (candidates in logit order) and, at batch 1, for sampled
-requests (the full-vocabulary mask).  Runs in ``.venv-team`` (it imports vLLM)::
+p90 over steps), for greedy requests (candidates in logit order), plain sampled ones (drawn by
+the processor, Gumbel-max) and, at batch 1, sampled with top-p (the full-vocabulary mask).
+Runs in ``.venv-team`` (it imports vLLM)::
 
     PYTHONPATH=. .venv-team/bin/python benchmarks/bench_vllm_processor.py \\
         --tokenizer ~/.cache/seam/qwen2.5-coder-1.5b-v1 [--figures docs/team_server.md]
@@ -55,8 +56,8 @@ def _table(tokenizer_dir: str | None) -> TokenTable:
     return TokenTable.from_tokenizer(tok, len(tok))
 
 
-def run(table: TokenTable, batch: int, steps: int, temperature: float, seed: int
-        ) -> list[float]:
+def run(table: TokenTable, batch: int, steps: int, temperature: float, seed: int,
+        top_p: float = 1.0) -> list[float]:
     """Processor seconds per step for ``batch`` constrained requests over ``steps`` steps."""
     gen = torch.Generator().manual_seed(seed)
     rows = SeamRows(table)
@@ -66,7 +67,7 @@ def run(table: TokenTable, batch: int, steps: int, temperature: float, seed: int
         left, right = CASES[i % len(CASES)]
         # Distinct contexts per request (a team's files differ): no shared language.
         seam = SeamArgs(f"# request {i}\n" + left, right, "statement")
-        added.append((i, SamplingParams(temperature=temperature,
+        added.append((i, SamplingParams(temperature=temperature, top_p=top_p, seed=seed + i,
                                         extra_args=seam.to_extra_args()), [1], outputs[i]))
     t0 = time.perf_counter()
     rows.update(BatchUpdate(batch_size=batch, removed=[], added=added, moved=[]))
@@ -123,8 +124,14 @@ def main() -> int:
         lines.append(f"| {batch} | greedy | {_ms(times[1:])} | "
                      f"{statistics.median(per) * 1e3:.3f} |")
         print(lines[-1], flush=True)
-    times = run(table, 1, args.sampled_steps, 0.8, seed=99)
-    lines.append(f"| 1 | temperature 0.8 (full mask) | {_ms(times[1:])} | "
+    for batch in (1, 16):
+        times = run(table, batch, args.steps, 0.8, seed=batch)
+        per = [t / batch for t in times[1:]]
+        lines.append(f"| {batch} | temperature 0.8 (drawn by the processor) | "
+                     f"{_ms(times[1:])} | {statistics.median(per) * 1e3:.3f} |")
+        print(lines[-1], flush=True)
+    times = run(table, 1, args.sampled_steps, 0.8, seed=99, top_p=0.9)
+    lines.append(f"| 1 | temperature 0.8, top-p 0.9 (full mask) | {_ms(times[1:])} | "
                  f"{statistics.median(times[1:]) * 1e3:.3f} |")
     print(lines[-1], flush=True)
     body = "\n".join(lines) + "\n\n" + record.finish().markdown()

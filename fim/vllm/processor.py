@@ -18,11 +18,16 @@ Masking, per constrained row:
 * greedy (temperature 0, no penalties): the candidates are tried best first, as Seam's own
   decoder does, and every logit but the first viable one becomes ``-inf``: exact for argmax,
   and cheap (usually the first candidate or two);
-* anything else (a temperature, top-p, penalties): every token of the vocabulary is checked and
+* plain sampling (a temperature, nothing else): the processor draws the token itself, as Seam's
+  own decoder does: candidates in the order of Gumbel-perturbed scores, the first viable one
+  kept.  That is an exact draw from the model's distribution restricted to the viable tokens,
+  at the cost of a greedy step plus the noise;
+* anything else (top-k, top-p, min-p, penalties): every token of the vocabulary is checked and
   the unviable ones become ``-inf`` before vLLM's sampler runs, so no unviable token can be
   drawn whatever the sampling settings.  This costs one constraint check per vocabulary entry
-  per step (memoised per state); rejection and resampling is not possible from inside a
-  logits processor, which cannot see the sampled token.
+  per step (memoised per state: seconds per token for a 150k vocabulary in Python);
+  rejection and resampling is not possible from inside a logits processor, which cannot see
+  the sampled token.
 
 When no token is viable (the constraint's dead end, or a token the row had not allowed), only
 the stop tokens are left: the request ends and the client cuts the middle back to its last
@@ -59,13 +64,30 @@ def is_greedy(params: SamplingParams) -> bool:
             and params.presence_penalty == 0.0 and params.frequency_penalty == 0.0)
 
 
+def plain_sampling(params: SamplingParams) -> bool:
+    """Whether the row draws from ``softmax(logits / temperature)`` and nothing else (no top-k,
+    top-p, min-p or penalties): then the processor can draw the token itself (Gumbel-max over
+    the viable tokens), which is the same distribution as masking the whole vocabulary."""
+    return (params.temperature >= GREEDY_EPS and params.top_k in (0, -1)
+            and params.top_p >= 1.0 and params.min_p <= 0.0
+            and params.repetition_penalty == 1.0 and params.presence_penalty == 0.0
+            and params.frequency_penalty == 0.0)
+
+
 class _Row:
-    """A constrained row: the constraint, the engine's live output list, and how to mask."""
+    """A constrained row: the constraint, the engine's live output list, and how to mask:
+    greedy, drawn here (``sampler``, with the temperature) or the full mask."""
 
-    __slots__ = ("constraint", "output", "greedy")
+    __slots__ = ("constraint", "output", "greedy", "sampler", "temperature")
 
-    def __init__(self, constraint: RowConstraint, output: list[int], greedy: bool) -> None:
-        self.constraint, self.output, self.greedy = constraint, output, greedy
+    def __init__(self, constraint: RowConstraint, output: list[int],
+                 params: SamplingParams) -> None:
+        self.constraint, self.output = constraint, output
+        self.greedy = is_greedy(params)
+        self.temperature = params.temperature
+        # Seeded like the request (vLLM's own draws differ: a seeded request is reproducible
+        # against itself, not against an unconstrained one).
+        self.sampler = np.random.default_rng(params.seed) if plain_sampling(params) else None
 
 
 class SeamRows:
@@ -92,7 +114,7 @@ class SeamRows:
             args = SeamArgs.from_extra_args(params.extra_args) if params else None
             if args is not None:
                 constraint = RowConstraint(args, self.languages.get(args), self.table)
-                self.rows[index] = _Row(constraint, output, is_greedy(params))
+                self.rows[index] = _Row(constraint, output, params)
         for a, b, direction in batch_update.moved:
             row_a, row_b = self.rows.pop(a, None), self.rows.pop(b, None)
             if row_a is not None:
@@ -139,8 +161,9 @@ class SeamRows:
             if index >= logits.shape[0]:
                 continue
             line = host[index] if host is not None else logits[index].float().cpu().numpy()
-            if row.greedy:
-                keep = _first_viable(row.constraint, line)
+            if row.greedy or row.sampler is not None:
+                scores = line if row.sampler is None else _gumbel(line, row)
+                keep = _first_viable(row.constraint, scores)
                 if keep is not None and host is not None:
                     value = line[keep]
                     line.fill(-math.inf)  # one survivor: argmax picks it
@@ -163,6 +186,13 @@ class SeamRows:
                 logits[index].masked_fill_(torch.from_numpy(~allowed).to(logits.device),
                                            -math.inf)
         return logits
+
+
+def _gumbel(line: np.ndarray, row: _Row) -> np.ndarray:
+    """Gumbel-perturbed scores: the first viable id in their order is a draw from
+    ``softmax(line / temperature)`` restricted to the viable ids (the Gumbel-max trick)."""
+    u = np.maximum(row.sampler.random(line.shape[0], dtype=np.float32), 1e-20)
+    return line / np.float32(row.temperature) - np.log(-np.log(u))
 
 
 def _first_viable(constraint: RowConstraint, line: np.ndarray) -> int | None:

@@ -22,9 +22,10 @@ from fim.vllm.rows import SeamArgs  # noqa: E402
 LEFT, RIGHT = "def f(a, b):\n    total = a +", "\n    return total\n"
 
 
-def _params(seam: bool, temperature: float = 0.0) -> SamplingParams:
-    extra = SeamArgs(LEFT, RIGHT).to_extra_args() if seam else None
-    return SamplingParams(temperature=temperature, extra_args=extra)
+def _params(seam: bool, temperature: float = 0.0, top_p: float = 1.0, seed: int | None = None,
+            left: str = LEFT, right: str = RIGHT) -> SamplingParams:
+    extra = SeamArgs(left, right).to_extra_args() if seam else None
+    return SamplingParams(temperature=temperature, top_p=top_p, seed=seed, extra_args=extra)
 
 
 def _update(size, removed=(), added=(), moved=()):
@@ -94,10 +95,31 @@ def test_preempted_request_is_replayed_without_rebuilding_its_language(table, ra
     assert rows.languages.built == 1
 
 
-@pytest.mark.parametrize("temperature", [0.0, 0.8])
-def test_masked_decoding_parses(table, temperature):
+def test_plain_sampling_draws_from_the_viable_tokens_distribution(table, random_tokenizer):
+    """Gumbel-max over the viable ids: an unviable favourite is never drawn, and two viable
+    ids with logits log(3) apart are drawn about 3:1."""
+    rows = SeamRows(table)
+    rows.update(_update(1, added=[(0, _params(True, 1.0, seed=5, left="x = (", right=")\n"),
+                                   [1], [])]))
+    bad, one, two = (_ids(random_tokenizer, t)[0] for t in ("]", "1", "2"))
+    row = rows.rows[0].constraint
+    assert not row.viable(bad) and row.viable(one) and row.viable(two)
+    counts = {bad: 0, one: 0, two: 0}
+    for _ in range(2000):
+        logits = torch.full((1, table.size), -math.inf)
+        logits[0, bad], logits[0, one], logits[0, two] = 5.0, math.log(3), 0.0
+        rows.mask(logits)
+        kept = torch.isfinite(logits[0]).nonzero().flatten().tolist()
+        assert len(kept) == 1
+        counts[kept[0]] += 1
+    assert counts[bad] == 0 and 0.70 < counts[one] / 2000 < 0.80
+
+
+@pytest.mark.parametrize("temperature,top_p", [(0.0, 1.0), (0.8, 1.0), (0.8, 0.9)])
+def test_masked_decoding_parses(table, temperature, top_p):
     """A decode loop the way vLLM drives the processor: random logits, the mask, then argmax
-    or a draw from the softmax.  Every middle that stopped where the processor allowed a stop
+    or a draw from the softmax (plain sampling: the processor draws; with top-p: the full
+    vocabulary mask).  Every middle that stopped where the processor allowed a stop
     parses with its suffix; a stop it forced (no token viable: a dead end after a partial
     UTF-8 character) is counted, and the client cuts that middle back."""
     gen = torch.Generator().manual_seed(3)
@@ -105,7 +127,7 @@ def test_masked_decoding_parses(table, temperature):
     parsed = masked = 0
     for _ in range(4):
         rows, out = SeamRows(table), []
-        rows.update(_update(1, added=[(0, _params(True, temperature), [1], out)]))
+        rows.update(_update(1, added=[(0, _params(True, temperature, top_p), [1], out)]))
         for step in range(30):
             logits = torch.randn(1, table.size, generator=gen) * 3
             logits[0, stop] += step / 4
