@@ -20,6 +20,7 @@ from __future__ import annotations
 import http.client
 import json
 import queue
+import socket
 import threading
 import time
 import urllib.parse
@@ -80,9 +81,14 @@ class _Http:
         return out
 
     def send(self, method: str, path: str, body: dict | None = None,
-             timeout: float | None = None) -> tuple[http.client.HTTPConnection,
-                                                    http.client.HTTPResponse]:
+             timeout: float | None = None,
+             opened: Callable[[http.client.HTTPConnection], None] | None = None
+             ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+        """Send a request; ``opened`` hears of the connection before anything is sent (so
+        another thread can hang up while the server has not answered yet)."""
         conn = self.connection(timeout)
+        if opened is not None:
+            opened(conn)
         try:
             conn.request(method, self.base + path,
                          json.dumps(body).encode() if body is not None else None,
@@ -255,6 +261,7 @@ class _Stream:
         self.http, self.body, self.cancel, self.deadline = http_, body, cancel, deadline
         self.events: queue.Queue = queue.Queue()
         self.conn: http.client.HTTPConnection | None = None
+        self.hung_up = False
 
     def run(self) -> _Streamed:
         thread = threading.Thread(target=self._read, daemon=True, name="seam-vllm-stream")
@@ -278,9 +285,29 @@ class _Stream:
                     return out
                 self._take(out, value)
         finally:
-            conn = self.conn
-            if conn is not None:
-                conn.close()  # a request still running on the server is aborted by vLLM
+            self._hang_up()
+
+    def _opened(self, conn: http.client.HTTPConnection) -> None:
+        self.conn = conn
+        if self.hung_up:
+            conn.connect = _refuse  # hung up before connecting: never send the request
+
+    def _hang_up(self) -> None:
+        """Close the connection under the reader thread (``close`` alone leaves the socket
+        open while the response still reads from it): vLLM sees the client go and aborts a
+        request still running."""
+        self.hung_up = True
+        conn = self.conn
+        if conn is None:
+            return
+        conn.connect = _refuse  # a request not sent yet never will be
+        sock = conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed by the peer
+        conn.close()
 
     @staticmethod
     def _take(out: _Streamed, chunk: dict) -> None:
@@ -296,8 +323,8 @@ class _Stream:
 
     def _read(self) -> None:
         try:
-            self.conn, resp = self.http.send("POST", "/v1/completions", self.body,
-                                             timeout=max(self.http.timeout, 60.0))
+            _, resp = self.http.send("POST", "/v1/completions", self.body,
+                                     timeout=max(self.http.timeout, 60.0), opened=self._opened)
             if resp.status != 200:
                 _json_or_error(self.http.url, resp.status, resp.read())
             for raw in resp:
@@ -319,9 +346,15 @@ class _Stream:
             self.events.put(("done", None))
         except VllmError as err:
             self.events.put(("error", err))
-        except (OSError, http.client.HTTPException) as err:
+        except Exception as err:  # noqa: BLE001 - the thread's boundary: all goes to run()
+            # (Reading a response whose connection this client hung up raises whatever
+            # http.client meets: ValueError, AttributeError, OSError.)
             self.events.put(("error", VllmError(
                 f"the vLLM server at {self.http.url} broke off: {err}")))
+
+
+def _refuse() -> None:
+    raise ConnectionAbortedError("the request was cancelled before it was sent")
 
 
 def _finish(req: CompletionRequest, got: _Streamed

@@ -4,8 +4,8 @@ back with tokens already generated; and the masks it writes into a logits tensor
 
 from __future__ import annotations
 
-import ast
 import math
+import unicodedata
 
 import pytest
 from conftest import need_vllm
@@ -16,6 +16,7 @@ import torch  # noqa: E402
 from vllm import SamplingParams  # noqa: E402
 from vllm.v1.sample.logits_processor import BatchUpdate, MoveDirectionality  # noqa: E402
 
+from fim.decoding import parses  # noqa: E402
 from fim.vllm.processor import SeamRows  # noqa: E402
 from fim.vllm.rows import SeamArgs  # noqa: E402
 
@@ -146,6 +147,11 @@ def test_masked_decoding_parses(table, temperature, top_p):
         masked += row.masked_top
         if out[-1] == stop and not row.forced:
             rows.advance()
-            ast.parse(LEFT + row.seq.joined() + RIGHT)
+            middle = row.seq.joined()
+            if not parses(LEFT + middle + RIGHT):
+                # The one inexactness python_language documents (python.lark, NAME): a
+                # combining mark may start a name. The client's final check cuts it.
+                assert any(unicodedata.category(c) in ("Mn", "Mc") for c in middle), middle
+                continue
             parsed += 1
     assert parsed > 0 and masked > 0

@@ -62,7 +62,8 @@ class Server:
     def __init__(self, model: Path, log: Path, plugin: bool) -> None:
         self.port = _free_port()
         common = ["--host", "127.0.0.1", "--port", str(self.port), "--max-model-len", "1024"]
-        engine = ["--dtype", "float32", "--enforce-eager", "--max-num-seqs", "8", "--seed", "0"]
+        engine = ["--dtype", "float32", "--enforce-eager", "--max-num-seqs", "8", "--seed", "0",
+                  "--enable-log-requests"]  # (vLLM logs an aborted request only then)
         if plugin:  # started as a team does: seam team-server
             args = [str(TEAM_PYTHON), "-m", "lsp_server.cli", "team-server", "--model",
                     str(model), *common, "--", *engine]
@@ -196,3 +197,43 @@ def test_constrained_middles_parse_and_the_processor_masked(servers, tmp_path):
     assert len(masked) >= 2 * len(CASES), seam.tail()
     assert sum(masked) > 0 and differ > 0
     assert answered >= len(CASES)  # at least half of the questions got a middle
+
+
+def test_a_cancelled_request_is_aborted_on_the_server(servers):
+    """The client closes the stream when cancelled; vLLM aborts the request (its log says
+    so), and the server goes on answering."""
+    from fim.api import CompletionRequest
+    from fim.engines.vllm_engine import VllmEngine
+    from fim.options import StopReason
+
+    seam, _, _ = servers
+    engine = VllmEngine.connect(f"http://127.0.0.1:{seam.port}")
+    polls = []
+
+    def cancel() -> bool:  # a few polls in: the request is on the server by then
+        polls.append(1)
+        return len(polls) > 3
+
+    left, right, _ = CASES[0]
+    res = engine.complete(CompletionRequest(left, right, max_tokens=900), cancel=cancel)
+    assert res.stop is StopReason.CANCELLED and res.middle is None
+    aborted = re.compile(r"Aborted request|Request \S+ aborted")
+    for _ in range(60):
+        if aborted.search(seam.log.read_text(errors="replace")):
+            break
+        time.sleep(0.5)
+    assert aborted.search(seam.log.read_text(errors="replace")), seam.tail()
+    after = engine.complete(CompletionRequest(left, right, max_tokens=8))
+    assert after.stop is not StopReason.CANCELLED
+
+
+def test_bad_seam_arguments_are_a_request_error(servers):
+    """Refused by the processor's ``validate_params`` at admission: HTTP 400, server up."""
+    seam, name, _ = servers
+    body = {"model": name, "prompt": "<fim-prefix>x = <fim-suffix>\n<fim-middle>",
+            "max_tokens": 4, "vllm_xargs": {"seam_left": "x = ", "seam_scope": "bogus"}}
+    with pytest.raises(urllib.error.HTTPError) as info:
+        _post(seam.port, "/v1/completions", body)
+    assert info.value.code == 400 and "seam_scope" in info.value.read().decode()
+    body["vllm_xargs"]["seam_scope"] = "line"
+    assert _post(seam.port, "/v1/completions", body)["choices"][0]["finish_reason"]
