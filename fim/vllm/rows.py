@@ -96,12 +96,16 @@ class TokenTable:
         """The table of a Hugging Face tokenizer for a model with ``vocab_size`` logits.
 
         The stop ids are those of the FIM template Seam detects for the tokenizer (its EOS and
-        the template's end sentinels), as for the in-process engines.
+        the template's end sentinels), as for the in-process engines; a tokenizer without FIM
+        sentinels (the server may run any model) has its EOS alone.
         """
         vocab = build_vocabulary(tokenizer, vocab_size)
-        template = detect_template(_TokenIds(tokenizer))
-        stops = frozenset(i for i in stop_ids(_TokenIds(tokenizer), template) if i < vocab_size)
-        return cls(vocab, stops)
+        ids = _TokenIds(tokenizer)
+        try:
+            found = stop_ids(ids, detect_template(ids))
+        except ValueError:  # no FIM sentinels: the model's end of sequence alone ends a middle
+            found = {ids.eos_token_id} if ids.eos_token_id is not None else set()
+        return cls(vocab, frozenset(i for i in found if i < vocab_size))
 
     @property
     def size(self) -> int:

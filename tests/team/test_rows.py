@@ -51,6 +51,18 @@ def test_stop_ids_are_the_templates(table, random_tokenizer):
     assert table.vocab.token_bytes[random_tokenizer.eos_token_id] is None
 
 
+def test_a_tokenizer_without_fim_sentinels_stops_at_its_eos():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    from fim.vllm.rows import TokenTable
+
+    raw = Tokenizer(models.WordLevel({"a": 0, "b": 1, "</s>": 2}, unk_token="a"))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=raw, eos_token="</s>", unk_token="a")
+    assert TokenTable.from_tokenizer(tok, len(tok)).stop_ids == {2}
+
+
 def test_advance_feeds_only_new_tokens_and_completes(table, random_tokenizer):
     row = _row(table, "x = (", "\n")
     eos = random_tokenizer.eos_token_id
