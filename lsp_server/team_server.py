@@ -126,6 +126,9 @@ def team_server(argv: list[str]) -> int:
         env["VLLM_API_KEY"] = env[KEY_ENV]  # vLLM reads its key from there too
     cmd = vllm_command(model, args.host, args.port, args.max_model_len, extra)
     print("seam team-server: starting " + " ".join(cmd[1:]), file=sys.stderr, flush=True)
+    # vLLM runs in a session of its own (its worker processes with it), so it is stopped
+    # here, on Ctrl-C or a SIGTERM (a service manager's stop), never left running.
+    signal.signal(signal.SIGTERM, _interrupt)
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
     host = "127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host
     url = f"http://{host}:{args.port}"
@@ -143,6 +146,10 @@ def team_server(argv: list[str]) -> int:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def main() -> int:

@@ -100,6 +100,13 @@ class Server:
             return json.load(resp)["data"][0]["id"]
 
     def stop(self) -> None:
+        """Stop the server; vLLM started by team-server runs in a session of its own, so its
+        process group is stopped too if team-server left it (it must not: see
+        test_team_server.py), and no server outlives the test."""
+        try:
+            children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text()
+        except OSError:
+            children = ""
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
@@ -107,6 +114,11 @@ class Server:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        for pid in map(int, children.split()):
+            try:
+                os.killpg(pid, signal.SIGKILL)  # each child leads its own group
+            except ProcessLookupError:
+                pass
 
 
 def _plain_requests(model: str) -> list[dict]:
