@@ -177,7 +177,8 @@ def _seam_complete(port: int, left: str, right: str, scope: str, tmp: Path,
         [sys.executable, "-m", "fim", "complete", f"{source}:{line}:{col}", "--engine", "vllm",
          "--server", f"http://127.0.0.1:{port}", "--scope", scope, "--max-tokens", "48",
          "--temperature", str(temperature), "--json", "--quiet"],
-        capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO)))
+        capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO)),
+        cwd=REPO)  # ``-m`` puts the working directory first on the path
     assert proc.returncode in (0, 1), proc.stderr
     return json.loads(proc.stdout)
 
