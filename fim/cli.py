@@ -59,7 +59,8 @@ def _model_options(p: argparse.ArgumentParser, scope: Scope = Scope.STATEMENT,
                         "bundled one on a CPU, transformers for hub ids, directories and CUDA)")
     p.add_argument("--server", default=None, metavar="URL",
                    help="with --engine vllm: the vLLM server running Seam's constraint "
-                        "(seam team-server); its API key, if any, in SEAM_VLLM_API_KEY")
+                        "(seam team-server); its API key, if any, in SEAM_VLLM_API_KEY "
+                        "(default: none)")
     p.add_argument("--device", type=cli_args.device, default="auto",
                    help="auto, cpu, cuda or cuda:N (default: auto, CUDA when present)")
     p.add_argument("--dtype", type=cli_args.dtype, default=Dtype.AUTO,

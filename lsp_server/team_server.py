@@ -55,7 +55,7 @@ def add_team_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-model-len", type=cli_args.positive_int, default=4096,
                    help="longest prompt plus completion in tokens (default: 4096)")
     p.add_argument("vllm_args", nargs="*", metavar="-- VLLM_ARG",
-                   help="further arguments for vLLM's server, after --")
+                   help="further arguments for vLLM's server, after -- (default: none)")
 
 
 def add_team_command(subparsers) -> None:
