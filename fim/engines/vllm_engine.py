@@ -261,6 +261,7 @@ class _Stream:
         self.http, self.body, self.cancel, self.deadline = http_, body, cancel, deadline
         self.events: queue.Queue = queue.Queue()
         self.conn: http.client.HTTPConnection | None = None
+        self.resp: http.client.HTTPResponse | None = None
         self.hung_up = False
 
     def run(self) -> _Streamed:
@@ -307,6 +308,15 @@ class _Stream:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass  # already closed by the peer
+        # The descriptor closes only when the response's file is closed too; until then the
+        # server's writes still succeed (after a shutdown Linux drops them silently) and
+        # vLLM, seeing no error, would run the request to its end.
+        resp = self.resp
+        if resp is not None:
+            try:
+                resp.close()
+            except Exception:  # noqa: BLE001 - the reader thread may be inside it
+                pass
         conn.close()
 
     @staticmethod
@@ -325,6 +335,10 @@ class _Stream:
         try:
             _, resp = self.http.send("POST", "/v1/completions", self.body,
                                      timeout=max(self.http.timeout, 60.0), opened=self._opened)
+            self.resp = resp
+            if self.hung_up:
+                resp.close()
+                return
             if resp.status != 200:
                 _json_or_error(self.http.url, resp.status, resp.read())
             for raw in resp:
