@@ -62,6 +62,10 @@ def _model_options(p: argparse.ArgumentParser, scope: Scope = Scope.STATEMENT,
     p.add_argument("--engine", default=EngineKind.AUTO, choices=ENGINE_NAMES,
                    help="model runtime (default: auto: llama.cpp for GGUF models such as the "
                         "bundled one on a CPU, transformers for hub ids, directories and CUDA)")
+    p.add_argument("--server", default=None, metavar="URL",
+                   help="with --engine vllm: the vLLM server running Seam's constraint "
+                        "(seam team-server); its API key, if any, in SEAM_VLLM_API_KEY "
+                        "(default: none)")
     p.add_argument("--device", type=cli_args.device, default="auto",
                    help="auto, cpu, cuda or cuda:N (default: auto, CUDA when present)")
     p.add_argument("--dtype", type=cli_args.dtype, default=Dtype.AUTO,
@@ -209,6 +213,13 @@ def _decode_progress(quiet: bool):
 def load_engine(args) -> Engine:
     from fim.api import Engine
 
+    if EngineKind.parse(args.engine) is EngineKind.VLLM:
+        import os
+
+        from fim.vllm.client import VllmEngine
+
+        return VllmEngine.connect(args.server, os.environ.get("SEAM_VLLM_API_KEY"),
+                                  template=args.template, left_share=args.left_share)
     progress, close = _progress_bar(args.quiet or getattr(args, "json", False))
     try:
         return Engine.load(args.model, device=args.device, dtype=args.dtype,

