@@ -399,17 +399,3 @@ def stop_ids(tokenizer, template: FimTemplate) -> set[int]:
     if tokenizer.eos_token_id is not None:
         out.add(tokenizer.eos_token_id)
     return out
-
-
-def model_window(config, tokenizer=None) -> int:
-    """The positions a transformers model attends over (capped by its tokenizer's limit)."""
-    window = None
-    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
-        value = getattr(config, name, None)
-        if isinstance(value, int) and value > 0:
-            window = value
-            break
-    limit = getattr(tokenizer, "model_max_length", None)
-    if isinstance(limit, int) and 0 < limit < 10**8:
-        window = min(window, limit) if window else limit
-    return window or 2048

@@ -194,9 +194,6 @@ ROOM_USERS: dict[str, tuple[str, ...] | None] = {
 #: Known violations, each to be fixed by a change in flight (the test then passes and its
 #: strict xfail fails, so the entry must go).
 KNOWN = {
-    ("fim.engines.transformers_engine", "fim.templates"):
-        "model_window (a transformers config's window) lives in fim.templates; it belongs "
-        "beside the transformers engine that reads it",
 }
 
 

@@ -303,8 +303,6 @@ def load_transformers_backend(spec: str, kind: ModelKind, device: str, dtype: st
 def backend_from_loaded(loaded: LoadedModel, slots: int = 1) -> Backend:
     """A :class:`fim.engines.backend.Backend` over ``loaded``, with a step model of its own (fresh,
     empty caches: two backends over one model never see each other's cache)."""
-    from fim.templates import model_window
-
     tok = loaded.tokenizer
     step = TransformersStepModel(loaded.model, loaded.device, slots)
 
@@ -330,3 +328,17 @@ def _version(package: str) -> str:
         return version(package)
     except PackageNotFoundError:
         return "?"
+
+
+def model_window(config, tokenizer=None) -> int:
+    """The positions a transformers model attends over (capped by its tokenizer's limit)."""
+    window = None
+    for name in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            window = value
+            break
+    limit = getattr(tokenizer, "model_max_length", None)
+    if isinstance(limit, int) and 0 < limit < 10**8:
+        window = min(window, limit) if window else limit
+    return window or 2048
