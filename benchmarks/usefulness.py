@@ -275,7 +275,7 @@ def report_only(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--packages", default="email,asyncio,lark")
     p.add_argument("--cases", type=int, default=8, help="cases per kind per package")
@@ -319,7 +319,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--progress", action="store_true")
     p.add_argument("--report-only", action="store_true",
                    help="render the tables from the rows in --json (no model runs)")
-    args = p.parse_args(argv)
+    return p
+
+
+def _with_baseline(spec: str, rows: list[dict], names: list[str]
+                   ) -> tuple[list[dict], list[str], str]:
+    """Earlier rows of the same cases (greedy decoding: the same prompt gives the same middle),
+    shown beside this run's configurations; ``spec`` is ``FILE.json:name,...``."""
+    path, _, wanted = spec.partition(":")
+    earlier = json.loads(Path(path).read_text(encoding="utf-8"))
+    flags = {r["id"]: {k: r[k] for k in ("outside", "in_context") if k in r} for r in rows}
+    picked = [{**r, **flags[r["id"]]} for r in earlier["rows"]
+              if r["variant"] in wanted.split(",") and r["id"] in flags]
+    note = (f"\n\nRows {wanted} are the same cases from an earlier run "
+            f"(`{earlier['run']['command']}`, commit `{earlier['run']['commit']}`): "
+            "decoding is greedy, so the same prompts give the same middles as long as "
+            "the prompt-building code is the same at both commits; their latency is "
+            "that run's.")
+    return picked + rows, [n for n in wanted.split(",") if n] + names, note
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     if args.report_only:
         return report_only(args)
     variants = [v for v in args.variants.split(",") if v]
@@ -341,21 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     record.finish()
     note = ""
     if args.baseline:
-        # Earlier rows of the same cases (greedy decoding: the same prompt gives the same
-        # middle), shown beside this run's configurations.
-        path, _, wanted = args.baseline.partition(":")
-        earlier = json.loads(Path(path).read_text(encoding="utf-8"))
-        flags = {r["id"]: {k: r[k] for k in ("outside", "in_context") if k in r}
-                 for r in rows}
-        picked = [{**r, **flags[r["id"]]} for r in earlier["rows"]
-                  if r["variant"] in wanted.split(",") and r["id"] in flags]
-        rows = picked + rows
-        names = [n for n in wanted.split(",") if n] + names
-        note = (f"\n\nRows {wanted} are the same cases from an earlier run "
-                f"(`{earlier['run']['command']}`, commit `{earlier['run']['commit']}`): "
-                "decoding is greedy, so the same prompts give the same middles as long as "
-                "the prompt-building code is the same at both commits; their latency is "
-                "that run's.")
+        rows, names, note = _with_baseline(args.baseline, rows, names)
     summary = summarize(rows, names)
     packages = by_package(rows, names)
     body = describe(args.configs) + "\n\n" + table(summary, packages) + note

@@ -83,7 +83,11 @@ class JsonScan:
     # ----- scanning ------------------------------------------------------------------------
 
     def feed(self, data: bytes | bytearray | memoryview) -> int | None:
-        """Scan the next chunk; return the index in it just past the value's end, if it ends."""
+        """Scan the next chunk; return the index in it just past the value's end, if it ends.
+
+        One function on purpose, like the lexer's ``_scan``: it runs per byte of every message
+        before any other check, and splitting its states into methods would add a call per
+        byte; the states are the blocks of the one loop below."""
         if self.ended or self.container is False:
             return None
         data = bytes(data)
