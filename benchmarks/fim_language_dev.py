@@ -30,6 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
+from benchmarks.stats import percentile  # noqa: E402
 from fim.eval.datasets import build_cases  # noqa: E402
 from lexer.cpython import parses  # noqa: E402  (ast.parse, warnings silenced)
 from python_language import FimLanguage  # noqa: E402
@@ -118,10 +119,9 @@ def run(cases: list[dict], corruptions: int, seed: int) -> dict:
         "invalid_corruptions": invalid,
         "invalid_rejected": rejected / invalid if invalid else 1.0,
         "setup_ms_median": statistics.median(setup_ms),
-        "setup_ms_p90": statistics.quantiles(setup_ms, n=10)[-1] if len(setup_ms) > 1 else 0,
+        "setup_ms_p90": percentile(setup_ms, 0.9) if setup_ms else 0,
         "setup_cpu_ms_median": statistics.median(setup_cpu_ms),
-        "setup_cpu_ms_p90": statistics.quantiles(setup_cpu_ms, n=10)[-1] if len(setup_cpu_ms) > 1
-        else 0,
+        "setup_cpu_ms_p90": percentile(setup_cpu_ms, 0.9) if setup_cpu_ms else 0,
         "feed_ms_median": statistics.median(feed_ms) if feed_ms else 0.0,
         "feed_ms_mean": statistics.fmean(feed_ms) if feed_ms else 0.0,
         "modes": modes,

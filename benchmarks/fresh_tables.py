@@ -14,6 +14,7 @@ import random
 import statistics
 from collections.abc import Callable, Iterable
 
+from benchmarks.stats import percentile
 from fim.eval.evaluation import edit_similarity
 
 KIND_LABELS = {
@@ -45,10 +46,6 @@ def score(shown: str | None, truth: str) -> dict:
             "none": not shown}
 
 
-def _p(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
-
 
 def stats(rows: list[dict]) -> dict:
     """Means over ``rows``; latency only over the rows that paid their prompt (the first
@@ -61,7 +58,7 @@ def stats(rows: list[dict]) -> dict:
         "accepted_chars": statistics.fmean(r["accepted_chars"] for r in rows),
         "accepted_share": statistics.fmean(r["accepted_share"] for r in rows),
         "none": statistics.fmean(r["none"] for r in rows),
-        "p50_s": statistics.median(secs), "p90_s": _p(secs, 0.9),
+        "p50_s": statistics.median(secs), "p90_s": percentile(secs, 0.9),
         "unparsable": sum(r["unparsable"] for r in rows),
         "right_context_stops": sum(r["stop"] == "right_context" for r in rows),
     }

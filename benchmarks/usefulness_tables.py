@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import statistics
 
+from benchmarks.stats import percentile
 from benchmarks.usefulness_cases import KINDS, Config
 
 # ----- reporting ---------------------------------------------------------------------------------
-
-def _p(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
 
 
 def summarize(rows: list[dict], variants: list[str]) -> dict:
@@ -29,7 +26,7 @@ def summarize(rows: list[dict], variants: list[str]) -> dict:
                 "exact": statistics.fmean(r["exact"] for r in rs),
                 "edit_similarity": statistics.fmean(r["edit_similarity"] for r in rs),
                 "accepted": statistics.fmean(r["accepted"] for r in rs),
-                "p50_s": statistics.median(secs), "p90_s": _p(secs, 0.9),
+                "p50_s": statistics.median(secs), "p90_s": percentile(secs, 0.9),
                 "context_tokens": statistics.fmean(r["context_tokens"] for r in rs),
                 "prompt_tokens": statistics.fmean(r["prompt_tokens"] for r in rs),
                 "unparsable": sum(r["unparsable"] for r in rs),
