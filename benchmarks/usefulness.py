@@ -142,11 +142,11 @@ def ask(engine: Engine, request: CompletionRequest, kind: str, pause: float) -> 
     if early and "middle" in first:
         return {"middle": first["middle"], "seconds": first["at"] - t0, "stop": "early",
                 "parses": True, "error": None, "tokens": res.tokens,
-                "prompt_tokens": res.prompt_tokens, "context_tokens": res.context_tokens,
+                "prompt_tokens": res.prompt_tokens, "context_tokens": res.project_tokens,
                 "cached_tokens": engine.step_model.reused}
     return {"middle": res.middle, "seconds": t1 - t0, "stop": res.stop, "parses": res.parses,
             "error": res.error, "tokens": res.tokens, "prompt_tokens": res.prompt_tokens,
-            "context_tokens": res.context_tokens, "cached_tokens": engine.step_model.reused}
+            "context_tokens": res.project_tokens, "cached_tokens": engine.step_model.reused}
 
 
 def plan_case(engine: Engine, planner: RequestPlanner, config: Config, fc: FileCases,

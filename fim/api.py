@@ -163,7 +163,7 @@ class CompletionResult:
     raw: str = ""  # everything generated (after the healed prefix), before any cut
     parses: bool | None = None  # ast.parse(left + middle + right); None when middle is None
     prompt_tokens: int = 0
-    context_tokens: int = 0  # of ``prompt_tokens``: project context before the file
+    project_tokens: int = 0  # of ``prompt_tokens``: project context before the file
     left_chars_dropped: int = 0
     right_chars_dropped: int = 0
     healed: str = ""
@@ -441,7 +441,7 @@ class Engine:
             middle=middle, stop=stop, tokens=out.tokens, setup_ms=setup_ms,
             model_ms=out.model_ms, constraint_ms=constraint_ms, mode=lang_mode,
             decoding=req.mode, raw=out.raw, parses=parses, prompt_tokens=len(prompt.ids),
-            context_tokens=prompt.context_tokens,
+            project_tokens=prompt.project_tokens,
             left_chars_dropped=prompt.left_chars_dropped,
             right_chars_dropped=prompt.right_chars_dropped, healed=prompt.healed, error=error,
         )

@@ -99,7 +99,7 @@ class Prompt:
     left_chars_dropped: int  # characters cut from the front of the left context
     right_chars_dropped: int  # characters cut from the back of the right context
     healed: str  # characters removed from the end of the left context (token healing)
-    context_tokens: int = 0  # tokens of project context before the file
+    project_tokens: int = 0  # tokens of project context before the file
 
 
 class PromptOrder(enum.StrEnum):

@@ -430,7 +430,7 @@ class CompletionService:
                      constraint_ms=res.constraint_ms, tokens=res.tokens,
                      resume_ms=resume_ms, mode=res.mode, scope=policy.scope,
                      prompt_tokens=res.prompt_tokens, cached_tokens=engine.step_model.reused,
-                     context_tokens=res.context_tokens, **context)
+                     context_tokens=res.project_tokens, **context)
         if not res.middle or res.stop == StopReason.CANCELLED:
             if res.stop not in (StopReason.CANCELLED, StopReason.TIME):
                 self.suggestions.put(uri, ask.left, ask.right, "")  # asked again: no model work

@@ -54,7 +54,7 @@ def test_the_context_goes_first_and_counts_against_the_window(random_loaded):
     plain = build_prompt(tok, TEMPLATES["santacoder"], left, "\n", window=300, reserve=20)
     with_ctx = build_prompt(tok, TEMPLATES["santacoder"], left, "\n", window=300, reserve=20,
                             context=ctx)
-    assert with_ctx.ids[:len(ctx)] == ctx and with_ctx.context_tokens == len(ctx)
+    assert with_ctx.ids[:len(ctx)] == ctx and with_ctx.project_tokens == len(ctx)
     assert len(with_ctx.ids) <= 300 - 20 and len(plain.ids) <= 300 - 20
     assert with_ctx.left_chars_dropped > plain.left_chars_dropped  # the file gave up room
 
@@ -65,7 +65,7 @@ def test_engine_requests_carry_the_context_and_share_its_cache(random_loaded):
                   context_budget=200, path="pkg/main.py")
     first = engine.prompt_for(CompletionRequest("import os\nx = ", "\n", **common))
     second = engine.prompt_for(CompletionRequest("import sys\ny = ", "\n", **common))
-    n = first.context_tokens
+    n = first.project_tokens
     assert n > 0 and first.ids[:n] == second.ids[:n]
     engine.complete(CompletionRequest("import os\nx = ", "\n", **common))
     engine.complete(CompletionRequest("import sys\ny = ", "\n", **common))

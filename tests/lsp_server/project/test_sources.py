@@ -105,8 +105,8 @@ def test_every_source_reaches_the_prompt_in_the_repository_layout(engine, projec
     assert "total = total + scale(0, 1)" in req.context_files[3].text
     assert (req.repo, req.path) == ("proj", "main.py")
     prompt = engine.prompt_for(req)
-    assert 0 < prompt.context_tokens <= req.context_budget == 256
-    assert "# helpers.py" in engine.tokenizer.decode(prompt.ids[:prompt.context_tokens])
+    assert 0 < prompt.project_tokens <= req.context_budget == 256
+    assert "# helpers.py" in engine.tokenizer.decode(prompt.ids[:prompt.project_tokens])
 
 
 @pytest.mark.parametrize("source", SOURCES)
@@ -121,7 +121,7 @@ def test_each_source_can_be_turned_off(engine, project, source):
     none = plan(engine, project, definitions=False, open_files=False, recent_edits=False,
                 similar_code=False)
     assert none.request.context_files == () and none.request.context_budget == 0
-    assert engine.prompt_for(none.request).context_tokens == 0
+    assert engine.prompt_for(none.request).project_tokens == 0
 
 
 def test_budgets_hold_for_each_source_and_in_total(engine, project):
@@ -140,7 +140,7 @@ def test_budgets_hold_for_each_source_and_in_total(engine, project):
     assert sum(used.values()) <= 256
     assert used["definitions"] <= 0.5 * 256 + 1  # its share, the later sources' kept
     prompt = engine.prompt_for(planned.request)
-    assert prompt.context_tokens <= 256
+    assert prompt.project_tokens <= 256
 
 
 def test_two_cursors_in_one_document_get_the_same_context(engine, project):
@@ -159,8 +159,8 @@ def test_two_cursors_in_one_document_get_the_same_context(engine, project):
     assert (first.request.repo, first.request.path) == (second.request.repo,
                                                        second.request.path)
     a, b = engine.prompt_for(first.request), engine.prompt_for(second.request)
-    assert a.context_tokens == b.context_tokens > 0
-    assert a.ids[:a.context_tokens] == b.ids[:b.context_tokens]
+    assert a.project_tokens == b.project_tokens > 0
+    assert a.ids[:a.project_tokens] == b.ids[:b.project_tokens]
 
 
 def test_edits_in_the_prompt_window_stay_out_and_edits_above_it_come_in(engine, project):
@@ -195,7 +195,7 @@ def test_the_context_comes_out_of_the_left_share_so_the_prompt_start_holds(engin
     planned = plan(engine, project)
     req = planned.request
     prompt = engine.prompt_for(req)
-    assert prompt.context_tokens > 0
+    assert prompt.project_tokens > 0
     # Nothing beyond the planned start was cut to make room for the context.
     assert prompt.left_chars_dropped == req.left_start
     budget = context_budget(planned.policy, ContextSources(budget=10**6))
