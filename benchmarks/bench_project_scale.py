@@ -43,7 +43,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.lsp_session import LspSession  # noqa: E402
-from benchmarks.report import RunRecord, command_line, model_packages  # noqa: E402
+from benchmarks.report import (  # noqa: E402
+    RunRecord,
+    command_line,
+    model_packages,
+    write_section,
+)
 
 HELPERS = ('def scale(value, factor):\n    """Multiply value by factor."""\n'
            "    return value * factor\n")
@@ -217,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--documents", type=int, default=80)
     p.add_argument("--cases", default=",".join(CASES),
                    help="comma-separated, of: " + ", ".join(CASES) + " (baseline always runs)")
+    p.add_argument("--figures", type=Path, default=None,
+                   help="write the table into this page's section (see --section)")
+    p.add_argument("--section", default="project-scale")
     args = p.parse_args(argv)
     chosen = cases_of(args)
     names = ["baseline"] + [n for n in args.cases.split(",") if n in chosen and n != "baseline"]
@@ -230,10 +238,13 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({m.case.name: {"first_s": m.first,
                                     "latencies_s": [round(x, 3) for x in m.latencies],
                                     "from_cache": m.skipped} for m in results}))
-    print(table(results, base))
-    print(f"\nload average (1, 5, 15 min) before {load_before}, after {load_after}; "
-          f"{os.cpu_count()} CPUs; {time.perf_counter() - t0:.0f} s in all")
+    body = (table(results, base)
+            + f"\n\nload average (1, 5, 15 min) before {load_before}, after {load_after}; "
+            f"{os.cpu_count()} CPUs; {time.perf_counter() - t0:.0f} s in all")
+    print(body)
     print(record.markdown())
+    if args.figures:
+        write_section(args.figures, args.section, body + "\n\n" + record.markdown())
     return 0
 
 
