@@ -11,7 +11,6 @@ import dataclasses
 import re
 
 import pytest
-from seam_lsp_client import REPO, documented_examples
 
 from lsp_server.jobs import DecodeRecord
 from lsp_server.messages import (
@@ -21,6 +20,7 @@ from lsp_server.messages import (
     StatusReply,
 )
 from lsp_server.model_host import HostState
+from tests.support.seam_lsp_client import REPO, documented_examples
 
 DOCS = documented_examples()
 

@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 from lsprotocol import types
-from seam_lsp_client import TEST_MODEL, inline, lsp_session, open_doc, status, wait_ready
+
+from tests.support.seam_lsp_client import (
+    TEST_MODEL,
+    inline,
+    lsp_session,
+    open_doc,
+    status,
+    wait_ready,
+)
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(300)]
 

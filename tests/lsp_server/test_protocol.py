@@ -10,7 +10,10 @@ import json
 import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
-from seam_lsp_client import (
+
+from lsp_server.documents import Document
+from lsp_server.messages import StatusReply
+from tests.support.seam_lsp_client import (
     TEST_MODEL,
     documented_examples,
     inline,
@@ -21,9 +24,6 @@ from seam_lsp_client import (
     status,
     wait_ready,
 )
-
-from lsp_server.documents import Document
-from lsp_server.messages import StatusReply
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(300)]
 

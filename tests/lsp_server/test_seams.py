@@ -10,11 +10,11 @@ import inspect
 from pathlib import Path
 
 import pytest
-from seam_lsp_client import REPO
 
 from lsp_server.server import SeamServer
 from lsp_server.wire import transport
 from lsp_server.wire.protocol import SeamProtocol
+from tests.support.seam_lsp_client import REPO
 
 PACKAGE = REPO / "lsp_server"
 

@@ -10,9 +10,17 @@ import asyncio
 
 import pytest
 from lsprotocol import types
-from seam_lsp_client import TEST_MODEL, inline, items_of, lsp_session, open_doc, status, wait_ready
 
 from fim.engines.model_specs import llama_cpp_available
+from tests.support.seam_lsp_client import (
+    TEST_MODEL,
+    inline,
+    items_of,
+    lsp_session,
+    open_doc,
+    status,
+    wait_ready,
+)
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(300)]
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from raw_client import SeamProcess, no_traceback
+
+from tests.support.raw_client import SeamProcess, no_traceback
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from raw_client import SeamProcess, frame, no_traceback
+
+from tests.support.raw_client import SeamProcess, frame, no_traceback
 
 pytestmark = pytest.mark.timeout(300)
 

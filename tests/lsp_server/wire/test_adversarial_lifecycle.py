@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from raw_client import SeamProcess, no_traceback
+
+from tests.support.raw_client import SeamProcess, no_traceback
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -7,7 +7,8 @@ default) value stays; odd document text gets answers, not tracebacks in the edit
 from __future__ import annotations
 
 import pytest
-from raw_client import SeamProcess, no_traceback
+
+from tests.support.raw_client import SeamProcess, no_traceback
 
 pytestmark = pytest.mark.timeout(600)
 

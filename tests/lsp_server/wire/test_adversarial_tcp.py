@@ -12,7 +12,8 @@ import sys
 import time
 
 import pytest
-from raw_client import REPO, SeamSocket, no_traceback
+
+from tests.support.raw_client import REPO, SeamSocket, no_traceback
 
 pytestmark = pytest.mark.timeout(300)
 

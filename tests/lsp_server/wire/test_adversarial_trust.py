@@ -12,7 +12,8 @@ import json
 import stat
 
 import pytest
-from raw_client import SeamProcess, no_traceback
+
+from tests.support.raw_client import SeamProcess, no_traceback
 
 pytestmark = pytest.mark.timeout(600)
 

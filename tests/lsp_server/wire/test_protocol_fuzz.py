@@ -24,7 +24,8 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from raw_client import SeamProcess, frame, no_traceback
+
+from tests.support.raw_client import SeamProcess, frame, no_traceback
 
 pytestmark = pytest.mark.timeout(900)
 
