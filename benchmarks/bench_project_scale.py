@@ -47,7 +47,7 @@ from benchmarks.report import (  # noqa: E402
     RunRecord,
     command_line,
     model_packages,
-    write_section,
+    publish,
 )
 
 HELPERS = ('def scale(value, factor):\n    """Multiply value by factor."""\n'
@@ -241,10 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     body = (table(results, base)
             + f"\n\nload average (1, 5, 15 min) before {load_before}, after {load_after}; "
             f"{os.cpu_count()} CPUs; {time.perf_counter() - t0:.0f} s in all")
-    print(body)
-    print(record.markdown())
-    if args.figures:
-        write_section(args.figures, args.section, body + "\n\n" + record.markdown())
+    publish(body, record, args.figures, args.section)
     return 0
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.report import RunRecord, command_line, model_packages, write_section  # noqa: E402
+from benchmarks.report import RunRecord, command_line, model_packages, publish  # noqa: E402
 from benchmarks.stats import WonLost, paired_interval, won_lost  # noqa: E402
 
 MODES = ("unconstrained", "checked", "constrained")
@@ -109,11 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError, KeyError) as err:
             p.error(f"cannot read {path}: {err}")
     record.finish()
-    out = table(runs, names)
-    print(out)
-    print(record.markdown())
-    if args.figures:
-        write_section(args.figures, args.section, out + "\n" + record.markdown())
+    publish(table(runs, names), record, args.figures, args.section)
     return 0
 
 

@@ -19,15 +19,15 @@ Tests never download: they build small archives themselves.
 from __future__ import annotations
 
 import argparse
-import ast
 import subprocess
 import sys
 import sysconfig
 import tarfile
-import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from lexer.cpython import parses
 
 CACHE = Path.home() / ".cache" / "seam" / "corpus"
 
@@ -51,6 +51,9 @@ class CorpusPackage:
 #: are those of the projects' first public releases (their announcements and registry
 #: histories); versions are pinned so that every run reads the same files.
 FRESH = (
+    # First-release months checked against the registry's first upload of each project
+    # (PyPI's JSON API, 2026-11-25): 2025-03-04, 2025-05-14, 2025-09-28, 2025-03-31,
+    # 2025-05-15, 2025-02-13.
     CorpusPackage("openai-agents", "0.24.0", "agents", "2025-03", "OpenAI",
                   "agent framework, tracing, voice"),
     CorpusPackage("strands-agents", "1.62.0", "strands", "2025-05", "AWS",
@@ -118,13 +121,7 @@ def usable(text: str, min_lines: int = 30, max_lines: int = 3000) -> bool:
     lines = text.count("\n")
     if not min_lines <= lines <= max_lines or any(g in text[:2000] for g in _GENERATED):
         return False
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text)
-    except (SyntaxError, ValueError):
-        return False
-    return True
+    return parses(text)
 
 
 def read_archive(path: Path, top: str, package: str = "") -> list[CorpusFile]:

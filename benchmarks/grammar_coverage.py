@@ -35,7 +35,6 @@ import subprocess
 import sys
 import time
 import tokenize
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -44,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.cpython_terminals import tokenize_terminals  # noqa: E402
 from benchmarks.report import RunRecord, command_line, write_section  # noqa: E402
+from lexer.cpython import parses  # noqa: E402
 from lexer.tokenizer import LexError  # noqa: E402
 from python_language.grammar import lex_python  # noqa: E402
 from quotient import Grammar, recognizer  # noqa: E402
@@ -137,13 +137,7 @@ def run(files: list[Path], grammar: Grammar, lex: Callable[[str], list[str]],
 
 def local_ast_accepts(text: str) -> bool:
     """This interpreter's parser verdict."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(text)
-    except (SyntaxError, ValueError):
-        return False
-    return True
+    return parses(text)
 
 
 _ORACLE_SCRIPT = """

@@ -151,3 +151,13 @@ def write_section(path: Path, name: str, body: str) -> None:
     head, rest = text.split(begin, 1)
     _, tail = rest.split(end, 1)
     path.write_text(f"{head}{begin}\n{body.rstrip()}\n{end}{tail}", encoding="utf-8")
+
+
+def publish(body: str, record: RunRecord, figures: Path | None, section: str) -> None:
+    """Print a benchmark's tables and its run record, and write both into ``figures``'s
+    section when a page is given (how every script puts its figures into docs/)."""
+    print(body)
+    print()
+    print(record.markdown())
+    if figures is not None:
+        write_section(figures, section, body.rstrip() + "\n\n" + record.markdown())
