@@ -433,12 +433,14 @@ class _Stream:
                 return
             if resp.status != 200:
                 _json_or_error(self.http.url, resp.status, resp.read())
+            done = False
             for raw in resp:
                 line = raw.decode("utf-8", "replace").strip()
                 if not line.startswith("data:"):
                     continue
                 data = line[5:].strip()
                 if data == "[DONE]":
+                    done = True
                     break
                 try:
                     chunk = json.loads(data)
@@ -449,6 +451,9 @@ class _Stream:
                     raise VllmError(f"the vLLM server at {self.http.url} failed: "
                                     f"{chunk['error']}")
                 self.events.put(("chunk", chunk))
+            if not done and not self.hung_up:  # vLLM always ends with [DONE]: not a stream
+                raise VllmError(f"the vLLM server at {self.http.url} ended the answer "
+                                "without finishing it (is it a vLLM server?)")
             self.events.put(("done", None))
         except VllmError as err:
             self.events.put(("error", err))
@@ -481,6 +486,6 @@ def _finish(req: CompletionRequest, got: _Streamed
         if stop == StopReason.EOS and decoding.parses(req.left + text + req.right):
             return text, stop, True
     middle, cut_stop = decoding.checked_cut(req.left, text, req.right, stop)
-    if cut_stop is StopReason.BEST_COMPLETE and stop is StopReason.TIME:
+    if stop is StopReason.TIME:  # out of time, not out of answers: asking again may help
         cut_stop = StopReason.TIME
     return middle, cut_stop, middle is not None
