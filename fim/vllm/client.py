@@ -204,7 +204,7 @@ class VllmEngine:
         is down is reported before any request."""
         if not server:
             raise VllmError("the vllm engine needs the server's URL (--server URL, or the "
-                            "setting \"server\")")
+                            "setting \"vllmServer\" with engine \"vllm\")")
         engine = cls(server, api_key, **options)
         engine.info  # noqa: B018 - the probe
         return engine
@@ -275,7 +275,8 @@ class VllmEngine:
             body.pop("vllm_xargs", None)
             got = _Stream(self.http, body, cancel, None).run()
         except VllmError:
-            self._info = None
+            # The server's facts stay: asking again would put a probe (seconds when the
+            # server is slow) on the editor's event loop, which plans with window and backend.
             return False
         return got.stop is None
 
