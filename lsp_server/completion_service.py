@@ -207,6 +207,8 @@ class CompletionService:
         doc = self.documents.get(uri)
         engine = self.host.engine
         if doc is None or engine is None or doc.language_id not in self.settings.languages:
+            if engine is None:
+                self.host.retry()  # a vLLM server that failed: back by the time one asks?
             return
         position = types.Position(line=message.line, character=message.character)
         try:

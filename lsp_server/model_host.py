@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +41,8 @@ if TYPE_CHECKING:  # fim.api is imported when a load starts (it brings numpy and
 
 log = logging.getLogger(__name__)
 
+#: Where the vLLM server's API key is read when the ``vllmApiKey`` setting is empty.
+API_KEY_ENV = "SEAM_VLLM_API_KEY"
 #: Token sequences the model keeps cached: a few documents (or regions of one) at a time.
 SLOTS = 4
 WARM_LEFT = "def total(values):\n    result = 0\n    for value in values:\n        result += "
@@ -179,7 +182,9 @@ class ModelHost:
         ``device`` and ``dtype`` are the server's business and only name it here)."""
         runtime = engine
         key = (model, device, dtype, trust_remote_code, engine, window, server, api_key)
-        remote = (server, api_key) if EngineKind.parse(engine) is EngineKind.VLLM else None
+        # The key from the environment when no setting gives it (as for `seam complete`).
+        remote = ((server, api_key or os.environ.get(API_KEY_ENV, ""))
+                  if EngineKind.parse(engine) is EngineKind.VLLM else None)
         model = (server or "(no vllmServer set)") if remote else model
         with self._lock:
             self._generation += 1

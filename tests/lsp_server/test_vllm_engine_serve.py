@@ -17,6 +17,7 @@ from fim.api import CompletionRequest
 from fim.options import Mode, Scope, StopReason
 from fim.vllm.client import VllmEngine, VllmError
 from fim.vllm.rows import SeamArgs
+from lsp_server.model_host import API_KEY_ENV, LoadState, ModelHost
 from tests.support.vllm_peer import Behaviour, VllmPeer
 
 URI = "file:///work/example.py"
@@ -70,6 +71,34 @@ def test_a_silent_server_ends_at_the_time_budget(peer):
     peer.behaviour = Behaviour.SILENT
     res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=4, time_budget_ms=300))
     assert res.stop is StopReason.TIME and res.middle is None
+
+
+# ----- the model host: connect, fail, reconnect ---------------------------------------------
+
+def test_the_host_reconnects_once_the_server_is_back_and_takes_the_key_from_the_env(
+        monkeypatch):
+    monkeypatch.setenv(API_KEY_ENV, "sk-from-env")
+    port = _free_port()
+    host = ModelHost()
+    host.load("bundled", engine="vllm", server=f"http://127.0.0.1:{port}").join(60)
+    assert host.state.state is LoadState.ERROR and host.engine is None
+    assert host.retry().join(60) is None and host.state.state is LoadState.ERROR  # still down
+    peer = VllmPeer(port).start()
+    try:
+        host.retry().join(60)
+        assert host.state.state is LoadState.READY and host.engine is not None
+        assert host.retry() is None  # nothing to retry while ready
+        res = host.engine.complete(CompletionRequest("x = ", "\n", max_tokens=8))
+        assert res.middle == "a + b" and set(peer.log.auth) == {"Bearer sk-from-env"}
+        peer.behaviour = Behaviour.GARBAGE
+        with pytest.raises(VllmError) as failed:
+            host.engine.complete(CompletionRequest("x = ", "\n", max_tokens=8))
+        host.report_failure(failed.value)
+        assert host.state.state is LoadState.ERROR and "without finishing" in host.state.message
+        host.report_failure(ValueError("not the server's fault"))  # no change
+        assert host.state.state is LoadState.ERROR
+    finally:
+        peer.stop()
 
 
 # ----- through an LSP session: down, up, garbage, back --------------------------------------
