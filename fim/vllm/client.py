@@ -289,7 +289,9 @@ class VllmEngine:
         chars = max(0, window - req.max_tokens - PROMPT_SLACK) * CHARS_PER_TOKEN
         left_room = int(chars * self.left_share)
         right = req.right[:max(chars - min(len(req.left), left_room), 0)]
-        left = req.left[max(0, len(req.left) - (chars - len(right))):]
+        # The request's prompt start (the editor's stable anchor) where it fits: the same
+        # beginning keystroke after keystroke is what vLLM's prefix cache reuses.
+        left = req.left[max(0, len(req.left) - (chars - len(right)), req.left_start):]
         t = info.template
         text = t.prefix + t.left_lead + left + t.suffix + right + t.middle
         return text, len(req.left) - len(left), len(req.right) - len(right)

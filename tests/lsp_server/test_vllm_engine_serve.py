@@ -59,6 +59,18 @@ def test_the_engine_answers_the_services_calls(peer):
     assert done["vllm_xargs"] == SeamArgs(req.left, req.right, req.scope).to_extra_args()
 
 
+def test_the_prompt_starts_at_the_requests_anchor_where_it_fits(peer):
+    engine = VllmEngine.connect(peer.url)
+    left = "import os\n\n" + "x = 1\n" * 10 + "y = "
+    anchored = engine.prompt_for(CompletionRequest(left, "\n", left_start=11))
+    assert anchored.text == "<fim-prefix>" + left[11:] + "<fim-suffix>\n<fim-middle>"
+    assert anchored.left_chars_dropped == 11
+    # A start further back than the window holds: cut to the window as before.
+    long_left = "z = 0\n" * 2000 + "y = "
+    cut = engine.prompt_for(CompletionRequest(long_left, "\n", left_start=0))
+    assert 0 < cut.left_chars_dropped < len(long_left)
+
+
 def test_a_stream_that_is_not_vllms_is_an_error_not_an_empty_answer(peer):
     engine = VllmEngine.connect(peer.url)
     peer.behaviour = Behaviour.GARBAGE
