@@ -207,6 +207,8 @@ class CompletionService:
         doc = self.documents.get(uri)
         engine = self.host.engine
         if doc is None or engine is None or doc.language_id not in self.settings.languages:
+            if engine is None:
+                self.host.retry()  # a vLLM server that failed: back by the time one asks?
             return
         position = types.Position(line=message.line, character=message.character)
         try:
@@ -342,6 +344,7 @@ class CompletionService:
         if engine is None:
             state = self.host.state
             log.info("no completion yet: model is %s (%s)", state.state, state.message)
+            self.host.retry()  # a vLLM server that failed: try it again
             return None
         ask = _Ask(uri, doc, text, cur, left, right, model_text.line_break_of(text), t0)
         planned = self._plan(engine, uri, text, cur.offset)
@@ -403,6 +406,7 @@ class CompletionService:
             raise
         except Exception as exc:
             log.error("decode failed for %s: %s", uri, type(exc).__name__, exc_info=exc)
+            self.host.report_failure(exc)  # a vLLM server gone: the editor hears of it
             self._record(uri, ask.t0, CompletionSource.MODEL, "error",
                          error=type(exc).__name__)
             return None

@@ -7,6 +7,13 @@ use). :class:`ModelHost` runs ``fim.api.Engine.load`` in a daemon thread and exp
 ready. A newer load (the user changed ``seam.model``) supersedes an older one: the older
 engine, when it finally arrives, is dropped.
 
+With ``engine: "vllm"`` the host loads no weights: it connects to the team's vLLM server
+(``fim.vllm.client.VllmEngine.connect`` asks it for its model).  A server that is down or
+answers garbage, at the start or later (:meth:`ModelHost.report_failure`), puts the host in
+``error`` with a message naming the server; the next completion request tries to connect
+again (:meth:`ModelHost.retry`, one attempt at a time), and the host is ``ready`` again as
+soon as the server answers.
+
 Before reporting ``ready`` the host runs one tiny constrained completion, so that one-time
 costs (the first forward pass, the constraint's tables) are paid while loading instead of on
 the user's first completion; the grammar tables are built in a thread beside the load
@@ -19,6 +26,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +41,8 @@ if TYPE_CHECKING:  # fim.api is imported when a load starts (it brings numpy and
 
 log = logging.getLogger(__name__)
 
+#: Where the vLLM server's API key is read when the ``vllmApiKey`` setting is empty.
+API_KEY_ENV = "SEAM_VLLM_API_KEY"
 #: Token sequences the model keeps cached: a few documents (or regions of one) at a time.
 SLOTS = 4
 WARM_LEFT = "def total(values):\n    result = 0\n    for value in values:\n        result += "
@@ -95,6 +105,10 @@ def _hint_for(exc: BaseException, model: str) -> str:
     if isinstance(exc, ImportError):
         return (f"Seam could not import a module it needs to load '{model}' ({text}). "
                 "Reinstall Seam with its extras, e.g. `pip install 'seam[bundled]'`.")
+    if isinstance(exc, ConnectionError):  # fim.vllm.client.VllmError among them
+        return (f"Seam cannot use the vLLM server: {exc}. Check that it runs and the "
+                "`seam.vllmServer` and `seam.vllmApiKey` settings; Seam connects again at "
+                "the next completion request.")
     if isinstance(exc, (FileNotFoundError, OSError)):
         return (f"Seam could not find or read the model '{model}' ({text}). Check the "
                 "`seam.model` setting: a Hugging Face id, a local directory, a .gguf file, "
@@ -119,6 +133,9 @@ class ModelHost:
         self._on_state = on_state
         self._on_progress = on_progress
         self._threads: list[threading.Thread] = []
+        #: ``(server, api_key)`` while the engine is a vLLM server's (it can reconnect)
+        self._remote: tuple[str, str] | None = None
+        self._retrying: threading.Thread | None = None
 
     def set_listeners(self, on_state: StateFn | None, on_progress: ProgressFn | None,
                       owner: object | None = None) -> None:
@@ -156,16 +173,24 @@ class ModelHost:
 
     def load(self, model: str, device: str = "auto", dtype: Dtype | str = Dtype.AUTO,
              trust_remote_code: bool = False, engine: EngineKind | str = EngineKind.AUTO,
-             window: int | None = None) -> threading.Thread:
+             window: int | None = None, server: str = "", api_key: str = ""
+             ) -> threading.Thread:
         """Start loading ``model`` with ``engine`` in the background; returns the loader
         thread. ``window`` is the prompt-plus-middle context requests will use (``None``:
-        the engine's default, which on llama.cpp is the CPU policy's 2,048 tokens)."""
+        the engine's default, which on llama.cpp is the CPU policy's 2,048 tokens).
+        ``server`` and ``api_key``: the vLLM server of ``engine="vllm"`` (then ``model``,
+        ``device`` and ``dtype`` are the server's business and only name it here)."""
         runtime = engine
-        key = (model, device, dtype, trust_remote_code, engine, window)
+        key = (model, device, dtype, trust_remote_code, engine, window, server, api_key)
+        # The key from the environment when no setting gives it (as for `seam complete`).
+        remote = ((server, api_key or os.environ.get(API_KEY_ENV, ""))
+                  if EngineKind.parse(engine) is EngineKind.VLLM else None)
+        model = (server or "(no vllmServer set)") if remote else model
         with self._lock:
             self._generation += 1
             generation = self._generation
             self._key = key
+            self._remote = remote
             self._engine = None
             self._set_state(HostState(LoadState.LOADING, model, f"loading {model}"))
 
@@ -185,11 +210,17 @@ class ModelHost:
             tables = threading.Thread(target=_build_language, name="seam-grammar", daemon=True)
             tables.start()
             try:
-                from fim.api import Engine
+                if remote is not None:
+                    from fim.vllm.client import VllmEngine
 
-                engine = Engine.load(model, device=device, dtype=dtype,
-                                     trust_remote_code=trust_remote_code, progress=progress,
-                                     engine=runtime, slots=SLOTS, window=window)
+                    engine: Any = VllmEngine.connect(*remote)
+                else:
+                    from fim.api import Engine
+
+                    engine = Engine.load(model, device=device, dtype=dtype,
+                                         trust_remote_code=trust_remote_code,
+                                         progress=progress, engine=runtime, slots=SLOTS,
+                                         window=window)
                 log.info("model runtime: %s", engine.backend.description)
             except BaseException as exc:  # any failure must leave the server up
                 with self._lock:
@@ -230,6 +261,48 @@ class ModelHost:
         except Exception:  # the model loaded; a failed warm-up only costs speed
             log.warning("constrained warm-up failed", exc_info=True)
         log.info("constrained warm-up took %.2f s", time.perf_counter() - t0)
+
+    def report_failure(self, exc: BaseException) -> None:
+        """A request failed with ``exc``: when it is the vLLM server's connection failing,
+        the host is in ``error`` (with what to check) until :meth:`retry` reconnects."""
+        with self._lock:
+            if self._remote is None or not isinstance(exc, ConnectionError) \
+                    or self._state.state is not LoadState.READY:
+                return
+            self._engine = None
+            self._set_state(HostState(LoadState.ERROR, self._state.model,
+                                      _hint_for(exc, self._state.model or "")))
+
+    def retry(self) -> threading.Thread | None:
+        """Connect to the vLLM server again after a failure, in the background (one attempt
+        at a time); the thread, or ``None`` when there is nothing to retry.  The state
+        changes (and is reported) only when the attempt succeeds or fails differently."""
+        with self._lock:
+            remote, generation = self._remote, self._generation
+            if remote is None or self._state.state is not LoadState.ERROR or (
+                    self._retrying is not None and self._retrying.is_alive()):
+                return None
+
+            def run() -> None:
+                from fim.vllm.client import VllmEngine
+
+                try:
+                    engine = VllmEngine.connect(*remote)
+                    state = HostState(LoadState.READY, remote[0], f"{remote[0]} ready")
+                except Exception as exc:  # any failure leaves the host in error, not dead
+                    engine, state = None, HostState(LoadState.ERROR, remote[0],
+                                                    _hint_for(exc, remote[0]))
+                with self._lock:
+                    if generation != self._generation or state == self._state:
+                        return
+                    self._engine = engine
+                    log.info("vLLM server %s: %s", remote[0], state.state)
+                    self._set_state(state)
+
+            self._retrying = threading.Thread(target=run, name="seam-reconnect", daemon=True)
+            self._threads = [t for t in self._threads if t.is_alive()] + [self._retrying]
+            self._retrying.start()
+            return self._retrying
 
     def wait(self, timeout: float | None = None) -> HostState:
         """Block until every loader thread finished (for tests and the benchmark)."""

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import enum
 import json
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
@@ -182,6 +183,24 @@ def _dtype(value: Any) -> Dtype:
     return name
 
 
+def _vllm_server(value: Any) -> str:
+    """"" (none) or an http(s) URL with a host: the vLLM server of ``engine: "vllm"``."""
+    text = value.strip() if isinstance(value, str) else None
+    if text is None or len(text) > MAX_MODEL_SPEC_CHARS or any(c.isspace() for c in text):
+        raise Rejected('an http(s) URL such as "http://gpu-box:8000", or ""')
+    parts = urllib.parse.urlsplit(text)
+    if text and (parts.scheme not in ("http", "https") or not parts.hostname):
+        raise Rejected('an http(s) URL such as "http://gpu-box:8000", or ""')
+    return text
+
+
+def _api_key(value: Any) -> str:
+    if (not isinstance(value, str) or len(value) > MAX_MODEL_SPEC_CHARS
+            or any(not c.isprintable() for c in value)):
+        raise Rejected('the API key as one line of text, or ""')
+    return value.strip()
+
+
 def _engine(value: Any) -> EngineKind:
     try:
         return EngineKind.parse(value if isinstance(value, str) else None)
@@ -202,13 +221,19 @@ class SettingKey:
     #: taken only from the server's command line (``seam serve --trust-remote-code``), so
     #: the editors send no value (the server refuses one)
     pinned: bool = False
+    #: never reported back (``seam/status``, the log): shown as ``"<set>"`` when set
+    secret: bool = False
+    #: chooses what runs or where the code goes: the editors take it from the user's own
+    #: settings only, never from a workspace's
+    user_only: bool = False
 
 
 def _key(name: str, validate: Callable[[Any], Any], default: Any, *, auto: bool = False,
-         choices: tuple[str, ...] = (), pinned: bool = False) -> Any:
+         choices: tuple[str, ...] = (), pinned: bool = False, secret: bool = False,
+         user_only: bool = False) -> Any:
     """A :class:`Settings` field that is the setting ``name`` on the wire."""
-    spec = SettingKey(name, validate, auto, choices, pinned)
-    return field(default=default, metadata={SECTION: spec})
+    spec = SettingKey(name, validate, auto, choices, pinned, secret, user_only)
+    return field(default=default, metadata={SECTION: spec}, repr=not secret)
 
 
 @dataclass(frozen=True)
@@ -216,7 +241,7 @@ class Settings:
     """Validated settings, one field per JSON key (the table the server and the editors'
     test read). ``None`` for the "auto" keys means "auto"."""
 
-    model: str = _key("model", _model, DEFAULT_MODEL)
+    model: str = _key("model", _model, DEFAULT_MODEL, user_only=True)
     device: str = _key("device", _device, "auto")
     dtype: Dtype = _key("dtype", _dtype, Dtype.AUTO, choices=DTYPE_CHOICES)
     max_tokens: int | None = _key("maxTokens", _budget(1 << 16), None, auto=True)
@@ -229,6 +254,9 @@ class Settings:
     languages: tuple[str, ...] = _key("languages", _languages, ("python",))
     trust_remote_code: bool = _key("trustRemoteCode", _bool, False, pinned=True)
     engine: EngineKind = _key("engine", _engine, EngineKind.AUTO, choices=ENGINE_NAMES)
+    #: ``engine: "vllm"``: the team's vLLM server and its key (where the code is sent)
+    vllm_server: str = _key("vllmServer", _vllm_server, "", user_only=True)
+    vllm_api_key: str = _key("vllmApiKey", _api_key, "", secret=True, user_only=True)
     #: project context: its budget in tokens (``None``: "auto") and its sources
     context_budget: int | None = _key("contextBudgetTokens", _context_budget, None, auto=True)
     context_definitions: bool = _key("contextDefinitions", _bool, True)
@@ -238,11 +266,11 @@ class Settings:
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
-    def model_key(self) -> tuple[str, str, Dtype, bool, EngineKind, int | None]:
+    def model_key(self) -> tuple[str, str, Dtype, bool, EngineKind, int | None, str, str]:
         """What decides whether the model must be reloaded (the context, because llama.cpp
-        sizes its cache for it when it loads)."""
+        sizes its cache for it when it loads; the vLLM server and key, to connect again)."""
         return (self.model, self.device, self.dtype, self.trust_remote_code, self.engine,
-                self.context_tokens)
+                self.context_tokens, self.vllm_server, self.vllm_api_key)
 
 
 #: JSON key -> (``Settings`` field, the key), in the order of the fields.
@@ -258,6 +286,8 @@ def _json_value(spec: SettingKey, value: Any) -> Any:
     """A validated value as the server reports it (and as a client may send it back)."""
     if value is None and spec.auto:
         return "auto"
+    if spec.secret:
+        return "<set>" if value else ""
     if isinstance(value, tuple):
         return list(value)
     if isinstance(value, enum.Enum):

@@ -11,8 +11,18 @@ that ends at a stop token and parses is kept, anything else is cut back to its l
 with which the file parses.
 
 The prompt is cut to the window by characters (the client has no tokenizer; three characters
-per token, a cautious estimate for code), and token healing is off.  A server that is down,
-slow or answers garbage raises :class:`VllmError` with a message for the user, never a hang.
+per token, a cautious estimate for code), and token healing is off.
+
+``seam serve`` uses the same engine (``engine: "vllm"``): the editor-side service asks it
+for what it asks of the in-process ``fim.api.Engine`` (``prompt_for``, ``uncached``,
+``warm``, ``tokenizer``, ``window``, ``step_model.reused``, ``backend``).  The answers are
+the remote ones: token counts are the same estimate, nothing is known cached (``uncached``
+is the whole prompt, ``reused`` 0), and a warm-up is a one-token unconstrained request with
+the prompt, which leaves the prompt in vLLM's automatic prefix cache for the request that
+follows.  The project context of a request is not sent (the prompt is the file's text).
+
+A server that is down, slow or answers garbage raises :class:`VllmError` with a message for
+the user, never a hang.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from dataclasses import dataclass
 
 from fim import decoding
 from fim.api import CompletionRequest, CompletionResult
+from fim.engines.model_specs import EngineKind
 from fim.options import Mode, StopReason
 from fim.templates import TEMPLATES, FimTemplate
 from fim.vllm.rows import SeamArgs
@@ -54,6 +65,41 @@ class ServerInfo:
     max_model_len: int
     template: FimTemplate
     stop_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class RemotePrompt:
+    """The prompt text a request sends, and the characters cut from each side to fit."""
+
+    text: str
+    left_chars_dropped: int
+    right_chars_dropped: int
+
+
+@dataclass(frozen=True)
+class RemoteBackend:
+    """What ``seam/status`` reports of the runtime (as ``fim.api.Engine.backend`` does)."""
+
+    engine: EngineKind
+    device: str
+    description: str
+
+
+class EstimatedTokenizer:
+    """Token counts for the planner's budgets, by the client's estimate
+    (:data:`CHARS_PER_TOKEN`): counting on the server would cost a round trip per count."""
+
+    def encode(self, text: str) -> list[int]:
+        """One placeholder id per estimated token (only the count is used)."""
+        return [0] * -(-len(text) // CHARS_PER_TOKEN)
+
+
+@dataclass(frozen=True)
+class RemoteCache:
+    """The in-process engine's ``step_model`` as far as the service reads it: what the
+    last request took from the cache, which the client does not learn (0)."""
+
+    reused: int = 0
 
 
 class _Http:
@@ -149,6 +195,8 @@ class VllmEngine:
         self.left_share = left_share
         self._template_name = template
         self._info: ServerInfo | None = None
+        self.tokenizer = EstimatedTokenizer()
+        self.step_model = RemoteCache()
 
     @classmethod
     def connect(cls, server: str | None, api_key: str | None = None, **options) -> VllmEngine:
@@ -156,7 +204,7 @@ class VllmEngine:
         is down is reported before any request."""
         if not server:
             raise VllmError("the vllm engine needs the server's URL (--server URL, or the "
-                            "setting \"server\")")
+                            "setting \"vllmServer\" with engine \"vllm\")")
         engine = cls(server, api_key, **options)
         engine.info  # noqa: B018 - the probe
         return engine
@@ -190,6 +238,48 @@ class VllmEngine:
         return ServerInfo(self.http.url, model, int(window) if isinstance(window, int)
                           else 2048, template, stops)
 
+    @property
+    def window(self) -> int:
+        """The server's context window in tokens."""
+        return self.info.max_model_len
+
+    @property
+    def backend(self) -> RemoteBackend:
+        """The runtime as ``seam/status`` shows it; the device is ``remote``: the server
+        decides where the model runs."""
+        info = self.info
+        return RemoteBackend(EngineKind.VLLM, "remote", f"vLLM at {info.url} ({info.model})")
+
+    # ----- the editor service's calls ---------------------------------------------------
+
+    def prompt_for(self, req: CompletionRequest) -> RemotePrompt:
+        """The prompt ``complete(req)`` sends (no server work once the server is known)."""
+        req.validate()
+        return RemotePrompt(*self.prompt_text(req))
+
+    def uncached(self, req: CompletionRequest, prompt: RemotePrompt | None = None) -> int:
+        """Estimated prompt tokens, all counted as not cached: the client cannot see vLLM's
+        prefix cache."""
+        prompt = prompt if prompt is not None else self.prompt_for(req)
+        return len(self.tokenizer.encode(prompt.text))
+
+    def warm(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,
+             keep_cached: bool = False, prompt: RemotePrompt | None = None) -> bool:
+        """Run the prompt into vLLM's prefix cache: a one-token request without Seam's
+        arguments (no constraint work on the server); whether it finished.  A server that
+        fails is logged by the caller's next request, not here: ``False``.
+        ``keep_cached`` has no meaning remotely (vLLM evicts by its own rule)."""
+        try:
+            prompt = prompt if prompt is not None else self.prompt_for(req)
+            body = dict(self.body(req, prompt.text), max_tokens=1)
+            body.pop("vllm_xargs", None)
+            got = _Stream(self.http, body, cancel, None).run()
+        except VllmError:
+            # The server's facts stay: asking again would put a probe (seconds when the
+            # server is slow) on the editor's event loop, which plans with window and backend.
+            return False
+        return got.stop is None
+
     # ----- one completion ---------------------------------------------------------------
 
     def prompt_text(self, req: CompletionRequest) -> tuple[str, int, int]:
@@ -199,7 +289,9 @@ class VllmEngine:
         chars = max(0, window - req.max_tokens - PROMPT_SLACK) * CHARS_PER_TOKEN
         left_room = int(chars * self.left_share)
         right = req.right[:max(chars - min(len(req.left), left_room), 0)]
-        left = req.left[max(0, len(req.left) - (chars - len(right))):]
+        # The request's prompt start (the editor's stable anchor) where it fits: the same
+        # beginning keystroke after keystroke is what vLLM's prefix cache reuses.
+        left = req.left[max(0, len(req.left) - (chars - len(right)), req.left_start):]
         t = info.template
         text = t.prefix + t.left_lead + left + t.suffix + right + t.middle
         return text, len(req.left) - len(left), len(req.right) - len(right)
@@ -216,13 +308,16 @@ class VllmEngine:
 
     def complete(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,
                  on_partial: Callable[[str], None] | None = None,
-                 progress: Callable[[str, int, int], None] | None = None
-                 ) -> CompletionResult:
-        """Complete ``req`` on the server (``on_partial`` and ``progress`` are not used)."""
+                 progress: Callable[[str, int, int], None] | None = None,
+                 prompt: RemotePrompt | None = None) -> CompletionResult:
+        """Complete ``req`` on the server (``on_partial`` and ``progress`` are not used;
+        ``prompt``: its ``prompt_for(req)``, when built already)."""
         req.validate()
         start = time.perf_counter()
         try:
-            prompt, left_cut, right_cut = self.prompt_text(req)
+            built = prompt if prompt is not None else self.prompt_for(req)
+            prompt, left_cut, right_cut = (built.text, built.left_chars_dropped,
+                                           built.right_chars_dropped)
         except VllmError:
             self._info = None
             raise
@@ -341,12 +436,14 @@ class _Stream:
                 return
             if resp.status != 200:
                 _json_or_error(self.http.url, resp.status, resp.read())
+            done = False
             for raw in resp:
                 line = raw.decode("utf-8", "replace").strip()
                 if not line.startswith("data:"):
                     continue
                 data = line[5:].strip()
                 if data == "[DONE]":
+                    done = True
                     break
                 try:
                     chunk = json.loads(data)
@@ -357,6 +454,9 @@ class _Stream:
                     raise VllmError(f"the vLLM server at {self.http.url} failed: "
                                     f"{chunk['error']}")
                 self.events.put(("chunk", chunk))
+            if not done and not self.hung_up:  # vLLM always ends with [DONE]: not a stream
+                raise VllmError(f"the vLLM server at {self.http.url} ended the answer "
+                                "without finishing it (is it a vLLM server?)")
             self.events.put(("done", None))
         except VllmError as err:
             self.events.put(("error", err))
@@ -389,6 +489,6 @@ def _finish(req: CompletionRequest, got: _Streamed
         if stop == StopReason.EOS and decoding.parses(req.left + text + req.right):
             return text, stop, True
     middle, cut_stop = decoding.checked_cut(req.left, text, req.right, stop)
-    if cut_stop is StopReason.BEST_COMPLETE and stop is StopReason.TIME:
+    if stop is StopReason.TIME:  # out of time, not out of answers: asking again may help
         cut_stop = StopReason.TIME
     return middle, cut_stop, middle is not None

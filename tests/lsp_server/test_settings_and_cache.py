@@ -240,3 +240,28 @@ def test_the_neovim_plugin_documents_the_servers_keys_and_defaults() -> None:
 def test_the_readme_lists_the_servers_keys() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert set(_table_rows(readme, "| key | accepted values | meaning |")) == SENT
+
+
+def test_settings_that_choose_what_runs_or_where_code_goes_are_user_level_in_vscode() -> None:
+    """The table's ``user_only`` keys (the model, the vLLM server and its key) are read from
+    the user's settings only (``userValue``) and declared machine-scoped."""
+    source = (ROOT / "editors/vscode/src/settings.ts").read_text(encoding="utf-8")
+    package = json.loads((ROOT / "editors/vscode/package.json").read_text(encoding="utf-8"))
+    props = package["contributes"]["configuration"]["properties"]
+    user_read = set(re.findall(r'userValue<[^>]*>\("([\w.]+)"', source)) - VSCODE_OWN
+    user_only = {k.name for k in SETTING_KEYS if k.user_only}
+    assert {"model", "vllmServer", "vllmApiKey"} <= user_only
+    assert user_read - {"trustRemoteCode"} == user_only
+    for key in user_only:
+        assert props["seam." + key].get("scope") == "machine", key
+
+
+def test_the_api_key_is_never_reported_back() -> None:
+    settings, problems = merge(Settings(), {"engine": "vllm", "vllmApiKey": "sk-secret",
+                                            "vllmServer": "http://127.0.0.1:8000"})
+    assert not problems and settings.vllm_api_key == "sk-secret"
+    shown = settings_json(settings)
+    assert shown["vllmApiKey"] == "<set>" and "sk-secret" not in repr(settings)
+    _, problems = merge(settings, {"vllmServer": "ftp://x", "vllmApiKey": 3})
+    assert {p.key for p in problems} == {"vllmServer", "vllmApiKey"}
+    assert all("sk-secret" not in p.message() for p in problems)

@@ -1,8 +1,9 @@
 // Reads the extension's `seam.*` settings: the part sent to the server (section `seam`, the keys
 // lsp_server/settings.py validates) and the part only the extension uses (how to start the server).
 //
-// The settings that choose code to run or files to load (the model, trustRemoteCode, the server
-// command and interpreter) are read from the user's own settings only. package.json declares them
+// The settings that choose code to run, files to load or where the code is sent (the model,
+// trustRemoteCode, the server command and interpreter, the vLLM server and its key) are read
+// from the user's own settings only. package.json declares them
 // `machine`-scoped and restricted in untrusted workspaces, and this module does not rely on that
 // alone: it reads them with `inspect()` and ignores any workspace or folder value, so a cloned
 // repository's .vscode/settings.json cannot start a program or load a model of its choosing
@@ -12,7 +13,9 @@ import * as vscode from "vscode";
 export const SECTION = "seam";
 
 /** Settings taken from the user's settings only, never from a workspace. */
-const USER_ONLY_KEYS = ["model", "trustRemoteCode", "server.command", "server.python"] as const;
+const USER_ONLY_KEYS = [
+  "model", "trustRemoteCode", "server.command", "server.python", "vllmServer", "vllmApiKey",
+] as const;
 type UserOnlyKey = (typeof USER_ONLY_KEYS)[number];
 
 /** The user's (or the default) value of a user-only setting; workspace values do not count. */
@@ -26,6 +29,8 @@ function userValue<T>(key: UserOnlyKey, fallback: T): T {
 export interface ServerSettings {
   model: string;
   engine: string;
+  vllmServer: string;
+  vllmApiKey: string;
   device: string;
   dtype: string;
   maxTokens: number | "auto";
@@ -56,6 +61,8 @@ export function serverSettings(): ServerSettings {
   return {
     model: userValue<string>("model", "bundled"),
     engine: cfg.get<string>("engine", "auto"),
+    vllmServer: userValue<string>("vllmServer", ""),
+    vllmApiKey: userValue<string>("vllmApiKey", ""),
     device: cfg.get<string>("device", "auto"),
     dtype: cfg.get<string>("dtype", "auto"),
     maxTokens: autoWhenZero(cfg.get<number>("maxTokens", 0)),

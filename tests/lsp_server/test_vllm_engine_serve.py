@@ -1,0 +1,175 @@
+"""``seam serve`` with ``engine: "vllm"`` against a real HTTP peer on 127.0.0.1 that speaks
+vLLM's API (``tests/support/vllm_peer.py``): the engine answers the completion service's
+calls, and a server that is down, answers garbage or never answers gives a clear status in
+the editor (``seam/status``, ``window/showMessage``), never a hang; the server recovers when
+the peer is back."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+from lsprotocol import types
+from seam_lsp_client import inline, items_of, lsp_session, open_doc, status
+
+from fim.api import CompletionRequest
+from fim.options import Mode, Scope, StopReason
+from fim.vllm.client import VllmEngine, VllmError
+from fim.vllm.rows import SeamArgs
+from lsp_server.model_host import API_KEY_ENV, LoadState, ModelHost
+from tests.support.vllm_peer import Behaviour, VllmPeer
+
+URI = "file:///work/example.py"
+SOURCE = "def add(a, b):\n    return \n"
+OTHER = "file:///work/other.py"
+
+
+@pytest.fixture
+def peer():
+    running = VllmPeer().start()
+    yield running
+    running.stop()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ----- the engine answers what the completion service asks --------------------------------
+
+def test_the_engine_answers_the_services_calls(peer):
+    engine = VllmEngine.connect(peer.url)
+    req = CompletionRequest("def add(a, b):\n    return ", "\n", mode=Mode.CONSTRAINED,
+                            scope=Scope.STATEMENT, max_tokens=16)
+    prompt = engine.prompt_for(req)
+    assert prompt.text.startswith("<fim-prefix>") and prompt.text.endswith("<fim-middle>")
+    assert engine.uncached(req, prompt) == len(engine.tokenizer.encode(prompt.text)) > 0
+    assert engine.window == 2048 and engine.step_model.reused == 0
+    assert engine.backend.engine == "vllm" and peer.url in engine.backend.description
+    assert engine.warm(req, prompt=prompt)
+    res = engine.complete(req, prompt=prompt)
+    assert (res.middle, res.stop, res.parses) == ("a + b", StopReason.EOS, True)
+    warm, done = peer.log.completions
+    # The warm-up fills vLLM's prefix cache with the same prompt, without Seam's constraint.
+    assert warm["prompt"] == done["prompt"] == prompt.text
+    assert warm["max_tokens"] == 1 and "vllm_xargs" not in warm
+    assert done["vllm_xargs"] == SeamArgs(req.left, req.right, req.scope).to_extra_args()
+
+
+def test_the_prompt_starts_at_the_requests_anchor_where_it_fits(peer):
+    engine = VllmEngine.connect(peer.url)
+    left = "import os\n\n" + "x = 1\n" * 10 + "y = "
+    anchored = engine.prompt_for(CompletionRequest(left, "\n", left_start=11))
+    assert anchored.text == "<fim-prefix>" + left[11:] + "<fim-suffix>\n<fim-middle>"
+    assert anchored.left_chars_dropped == 11
+    # A start further back than the window holds: cut to the window as before.
+    long_left = "z = 0\n" * 2000 + "y = "
+    cut = engine.prompt_for(CompletionRequest(long_left, "\n", left_start=0))
+    assert 0 < cut.left_chars_dropped < len(long_left)
+
+
+def test_a_stream_that_is_not_vllms_is_an_error_not_an_empty_answer(peer):
+    engine = VllmEngine.connect(peer.url)
+    peer.behaviour = Behaviour.GARBAGE
+    with pytest.raises(VllmError, match="without finishing"):
+        engine.complete(CompletionRequest("x = ", "\n", max_tokens=4))
+
+
+def test_a_silent_server_ends_at_the_time_budget(peer):
+    engine = VllmEngine.connect(peer.url)
+    peer.behaviour = Behaviour.SILENT
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=4, time_budget_ms=300))
+    assert res.stop is StopReason.TIME and res.middle is None
+
+
+# ----- the model host: connect, fail, reconnect ---------------------------------------------
+
+def test_the_host_reconnects_once_the_server_is_back_and_takes_the_key_from_the_env(
+        monkeypatch):
+    monkeypatch.setenv(API_KEY_ENV, "sk-from-env")
+    port = _free_port()
+    host = ModelHost()
+    host.load("bundled", engine="vllm", server=f"http://127.0.0.1:{port}").join(60)
+    assert host.state.state is LoadState.ERROR and host.engine is None
+    assert host.retry().join(60) is None and host.state.state is LoadState.ERROR  # still down
+    peer = VllmPeer(port).start()
+    try:
+        host.retry().join(60)
+        assert host.state.state is LoadState.READY and host.engine is not None
+        assert host.retry() is None  # nothing to retry while ready
+        res = host.engine.complete(CompletionRequest("x = ", "\n", max_tokens=8))
+        assert res.middle == "a + b" and set(peer.log.auth) == {"Bearer sk-from-env"}
+        peer.behaviour = Behaviour.GARBAGE
+        with pytest.raises(VllmError) as failed:
+            host.engine.complete(CompletionRequest("x = ", "\n", max_tokens=8))
+        host.report_failure(failed.value)
+        assert host.state.state is LoadState.ERROR and "without finishing" in host.state.message
+        host.report_failure(ValueError("not the server's fault"))  # no change
+        assert host.state.state is LoadState.ERROR
+    finally:
+        peer.stop()
+
+
+# ----- through an LSP session: down, up, garbage, back --------------------------------------
+
+async def _state(lc, wanted: str, ask: str | None, timeout: float = 60.0) -> dict:
+    """Poll ``seam/status`` until the state is ``wanted``; with ``ask`` (a document's URI),
+    ask for a completion there each round (a request that misses the suggestion cache is
+    what makes the server try the vLLM server again)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        st = await status(lc)
+        if st["state"] == wanted:
+            return st
+        if loop.time() > deadline:
+            raise TimeoutError(st["state"], st["message"], st["decodes"][-3:])
+        if ask:
+            await inline(lc, ask, 1, 11)
+        await asyncio.sleep(0.1)
+
+
+def _errors(lc) -> list[str]:
+    return [m.message for m in lc.messages if m.type == types.MessageType.Error]
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(180)
+async def test_serve_reports_a_server_down_then_recovers_and_completes(tmp_path):
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    settings = {"seam": {"engine": "vllm", "vllmServer": url, "vllmApiKey": "sk-team",
+                         "timeBudgetMs": 5000}}
+    async with lsp_session(tmp_path, settings) as lc:
+        st = await _state(lc, "error", ask=None)
+        assert url in st["message"] and "vllmServer" in st["message"]
+        assert st["settings"]["vllmApiKey"] == "<set>"
+        assert any(url in m for m in _errors(lc))
+        open_doc(lc, URI, SOURCE)
+        assert items_of(await inline(lc, URI, 1, 11)) == []  # down: nothing, at once
+        peer = VllmPeer(port).start()
+        try:
+            st = await _state(lc, "ready", ask=URI)
+            assert st["runtime"]["engine"] == "vllm"
+            got = items_of(await inline(lc, URI, 1, 11))
+            assert [i.insert_text for i in got] == ["a + b"]
+            constrained = [b for b in peer.log.completions if "vllm_xargs" in b]
+            assert constrained and constrained[-1]["prompt"].startswith("<fim-prefix>")
+            assert set(peer.log.auth) == {"Bearer sk-team"}
+            shown = len(_errors(lc))
+            peer.behaviour = Behaviour.GARBAGE
+            open_doc(lc, OTHER, "def sub(a, b):\n    return \n")
+            assert items_of(await inline(lc, OTHER, 1, 11)) == []
+            st = await _state(lc, "error", ask=None)
+            assert "without finishing" in st["message"] or "no JSON" in st["message"]
+            assert len(_errors(lc)) > shown
+            peer.behaviour = Behaviour.VLLM
+            # Back: the next request that is not in the suggestion cache reconnects.
+            await _state(lc, "ready", ask=OTHER)
+            got = items_of(await inline(lc, OTHER, 1, 11))
+            assert [i.insert_text for i in got] == ["a + b"]
+        finally:
+            peer.stop()
