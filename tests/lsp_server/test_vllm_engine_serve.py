@@ -11,13 +11,13 @@ import socket
 
 import pytest
 from lsprotocol import types
-from seam_lsp_client import inline, items_of, lsp_session, open_doc, status
 
 from fim.api import CompletionRequest
 from fim.options import Mode, Scope, StopReason
 from fim.vllm.client import VllmEngine, VllmError
 from fim.vllm.rows import SeamArgs
 from lsp_server.model_host import API_KEY_ENV, LoadState, ModelHost
+from tests.support.seam_lsp_client import inline, items_of, lsp_session, open_doc, status
 from tests.support.vllm_peer import Behaviour, VllmPeer
 
 URI = "file:///work/example.py"
