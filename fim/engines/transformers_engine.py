@@ -29,6 +29,20 @@ from fim.engines.vocab import Vocabulary, build_vocabulary, cached_vocabulary
 log = logging.getLogger(__name__)
 
 
+class _RenamedCacheNotice(logging.Filter):
+    """Drops transformers' one-time notice that ``past_key_values`` is now called ``cache``.
+
+    The engine keeps the name every transformers 5.x release accepts; newer releases log the
+    rename on stderr, where users of ``seam complete`` (and its tests, which read stderr line by
+    line) would see it as noise."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "are deprecated. Use `cache` instead" not in record.getMessage()
+
+
+logging.getLogger("transformers.utils.generic").addFilter(_RenamedCacheNotice())
+
+
 @dataclass
 class LoadedModel:
     """A transformers causal LM ready for decoding, with what it was loaded from."""

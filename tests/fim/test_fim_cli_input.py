@@ -240,9 +240,9 @@ def test_single_completion_prints_on_its_own_line(source) -> None:
 
 def test_serve_is_the_servers_own_subcommand(capsys) -> None:
     # `fim` builds complete and eval and knows nothing of the package above it; the console
-    # script's parser (lsp_server.cli) adds serve.
+    # script's parser (lsp_server.cli) adds serve and team-server.
     assert fim_main(["serve"]) == 2
     assert "invalid choice: 'serve'" in one_line_error(capsys)
     commands = seam_parser()._subparsers._group_actions[0].choices
-    assert set(commands) == {"complete", "eval", "serve"}
+    assert set(commands) == {"complete", "eval", "serve", "team-server"}
     assert set(build_parser()._subparsers._group_actions[0].choices) == {"complete", "eval"}
