@@ -114,7 +114,7 @@ async def test_an_empty_line_is_answered_early_and_the_block_follows(tmp_path, e
 
 async def test_engine_setting_is_validated_and_reported(tmp_path):
     async with lsp_session(tmp_path, {"seam": {"model": TEST_MODEL,
-                                               "engine": "vllm"}}) as lc:
+                                               "engine": "tensorrt"}}) as lc:
         st = await wait_ready(lc)
         assert st["settings"]["engine"] == "auto"
         assert st["runtime"]["engine"] == "transformers"  # random model, auto
