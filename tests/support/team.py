@@ -31,3 +31,12 @@ def need_vllm() -> None:
         if os.environ.get("SEAM_TEAM_TESTS") == "1":
             pytest.fail(message)
         pytest.skip(message, allow_module_level=True)
+
+
+def need_team_python() -> None:
+    """Skip (or fail where the team tests are required) unless ``.venv-team`` exists."""
+    if not TEAM_PYTHON.exists():
+        message = f"{TEAM_PYTHON} is absent: run scripts/setup_team.sh"
+        if team_tests_required():
+            pytest.fail(message)
+        pytest.skip(message)

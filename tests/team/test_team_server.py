@@ -10,9 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
-from tests.support.team import REPO, TEAM_PYTHON, team_tests_required
+from tests.support.team import REPO, TEAM_PYTHON, need_team_python
 
 
 def _children(pid: int) -> list[int]:
@@ -32,10 +30,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_sigterm_stops_the_vllm_server(tmp_path):
-    if not TEAM_PYTHON.exists():
-        if team_tests_required():
-            pytest.fail(f"{TEAM_PYTHON} is absent: run scripts/setup_team.sh")
-        pytest.skip(f"{TEAM_PYTHON} is absent: run scripts/setup_team.sh")
+    need_team_python()
     from tests.support.tiny_qwen import write_tiny_qwen
 
     model = write_tiny_qwen(tmp_path / "tiny-qwen")

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.team import REPO, TEAM_PYTHON, team_tests_required
+from tests.support.team import REPO, TEAM_PYTHON, need_team_python
 from tests.team.test_vllm_server import CASES, Server
 
 pytestmark = pytest.mark.slow
@@ -90,11 +90,7 @@ class StdioClient:
 
 @pytest.fixture(scope="module")
 def vllm(tmp_path_factory):
-    if not TEAM_PYTHON.exists():
-        message = f"{TEAM_PYTHON} is absent: run scripts/setup_team.sh"
-        if team_tests_required():
-            pytest.fail(message)
-        pytest.skip(message)
+    need_team_python()
     from tests.support.tiny_qwen import write_tiny_qwen
 
     work = tmp_path_factory.mktemp("vllm-lsp")

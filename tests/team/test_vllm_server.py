@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.team import REPO, TEAM_PYTHON, team_tests_required
+from tests.support.team import REPO, TEAM_PYTHON, need_team_python
 
 pytestmark = pytest.mark.slow
 START_TIMEOUT_S = 600
@@ -144,11 +144,7 @@ def _answers(port: int, requests: list[dict]) -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):
-    if not TEAM_PYTHON.exists():
-        message = f"{TEAM_PYTHON} is absent: run scripts/setup_team.sh"
-        if team_tests_required():
-            pytest.fail(message)
-        pytest.skip(message)
+    need_team_python()
     from tests.support.tiny_qwen import write_tiny_qwen
 
     work = tmp_path_factory.mktemp("vllm")
