@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import signal
 import sys
 import urllib.parse
 from pathlib import Path
@@ -273,7 +274,7 @@ def start_llama_server(args, record: RunRecord) -> None:
     args.llama_server = LlamaServer(binary, gguf, threads=default_threads())
     try:
         args.llama_server.wait_ready()
-    except RuntimeError:
+    except BaseException:  # not ready, or the run was stopped meanwhile
         args.llama_server.close()
         raise
     args.llama_vim = LlamaVimSettings(time_limits=args.llama_vim_time_limits == "on",
@@ -329,6 +330,9 @@ def main(argv: list[str] | None = None) -> int:
         engine = Engine.load(args.model, engine=args.engine)
         args.llama_server = None
         if "llama_vim" in args.configs:
+            # A terminated run (``timeout``, ``kill``) still stops its llama-server: the
+            # ``finally`` below runs on SystemExit, not on a bare SIGTERM.
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
             start_llama_server(args, record)
         rows: list[dict] = []
         try:
