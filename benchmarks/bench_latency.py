@@ -21,9 +21,11 @@ and the same session for every ``--engines`` entry in one run:
 
 * ``llama.cpp``, ``transformers``: ``seam serve`` with ``engine`` set so, default settings;
 * ``llama-server``: llama.cpp's own server built from the same llama.cpp sources
-  (``benchmarks/llama_server.py``), used the way llama.vim uses it: ``/infill`` with 256 lines
-  before and 64 after the cursor, greedy, ``--cache-reuse 256``, no client-side cache.  It gets
-  the same requests (it has no cursor notifications and no suggestion cache).
+  (``benchmarks/llama_server.py``), used the way llama.vim uses it (``benchmarks/llama_vim.py``:
+  ``/infill`` with 256 lines before and 64 after the cursor, its sampling, time limits and
+  ring of extra context, ``--cache-reuse 256``); ``--no-time-limits`` lifts its time limits.
+  It gets the same requests (it has no cursor notifications, and its cache of answers is
+  not modelled).
 
     .venv/bin/python -m benchmarks.bench_latency --engines llama.cpp,transformers,llama-server
 
@@ -44,12 +46,12 @@ import statistics
 import sys
 import sysconfig
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.llama_vim import LlamaVimClient, LlamaVimSettings  # noqa: E402
 from benchmarks.lsp_session import LspSession  # noqa: E402
 from benchmarks.report import (  # noqa: E402
     RunRecord,
@@ -148,16 +150,20 @@ class SeamClient:
         return self.s.texts[uri]
 
 
-class LlamaVimClient:
-    """The same requests against llama-server's ``/infill``, shaped as llama.vim shapes them."""
+class LlamaVimSession:
+    """The same requests against llama-server's ``/infill``, shaped and shown as llama.vim
+    does (``benchmarks/llama_vim.py``): the client asks at every step as if the trigger key
+    were pressed (llama.vim would answer the typing steps from its own cache of answers)."""
 
-    def __init__(self, server, max_tokens: dict[str, int]) -> None:
-        self.server = server
-        self.max_tokens = max_tokens
+    def __init__(self, server, settings: LlamaVimSettings, seed: int) -> None:
+        self.client = LlamaVimClient(server.url, settings, seed)
         self.texts: dict[str, str] = {}
 
     def open(self, uri, text, cursor):
         self.texts[uri] = text
+        # BufEnter queues a chunk around the cursor; the ring takes it in normal mode.
+        self.client.visit(uri.rsplit("/", 1)[-1], text, text.count("\n", 0, cursor))
+        self.client.rest()
 
     def edit(self, uri, start, end, new):
         t = self.texts[uri]
@@ -167,22 +173,9 @@ class LlamaVimClient:
         pass  # llama-server learns of a cursor only through a request
 
     async def ask(self, uri, offset):
-        text = self.texts[uri]
-        lines = text.split("\n")
-        row = text.count("\n", 0, offset)
-        col = offset - (text.rfind("\n", 0, offset) + 1)
-        prefix = "\n".join(lines[max(0, row - 256):row]) + ("\n" if row else "")
-        middle = lines[row][:col]
-        suffix = "\n".join([lines[row][col:]] + lines[row + 1:row + 65])
-        kind = "empty_line" if not lines[row].strip() else "mid_line"
-        t0 = time.perf_counter()
-        res = await asyncio.to_thread(self.server.infill, middle and prefix + middle or prefix,
-                                      suffix, n_predict=self.max_tokens[kind])
-        took = time.perf_counter() - t0
-        content = res.get("content", "")
-        if kind == "mid_line":
-            content = content.split("\n", 1)[0]
-        return content or None, took
+        answer = await asyncio.to_thread(self.client.complete, uri.rsplit("/", 1)[-1],
+                                         self.texts[uri], offset)
+        return answer.shown, answer.seconds
 
     def text(self, uri):
         return self.texts[uri]
@@ -282,8 +275,8 @@ async def run_llama_server(files: list[Path], args) -> Result:
     result = Result("llama-server")
     with LlamaServer(binary, model, threads=default_threads()) as server:
         result.ready_s = server.wait_ready()
-        await replay(LlamaVimClient(server, {"mid_line": 32, "empty_line": 64}), result,
-                     files, args)
+        settings = LlamaVimSettings(auto=False, time_limits=not args.no_time_limits)
+        await replay(LlamaVimSession(server, settings, args.seed), result, files, args)
         result.peak_rss_mb = server.rss_mb()
     return result
 
@@ -325,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keystroke", type=float, default=0.15, help="between keystrokes (s)")
     p.add_argument("--think", type=float, default=1.0, help="reading before accepting (s)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-time-limits", action="store_true",
+                   help="llama-server: no t_max_predict_ms (llama.vim's default is a limit)")
     p.add_argument("--contexts", default="on",
                    help="project context per seam session: on, off or on,off")
     p.add_argument("--workspace", action="store_true",

@@ -53,6 +53,8 @@ def stats(rows: list[dict]) -> dict:
     secs = [r["seconds"] for r in rows if r.get("latency_is_new_place", True)] or [math.nan]
     return {
         "cursors": len(rows),
+        # an anchor's rows where it did not ask (no latency to report)
+        "not_asked": sum(r.get("requested") is False for r in rows),
         "exact": statistics.fmean(r["exact"] for r in rows),
         "edit_similarity": statistics.fmean(r["edit_similarity"] for r in rows),
         "accepted_chars": statistics.fmean(r["accepted_chars"] for r in rows),
@@ -79,7 +81,7 @@ def _row(label: list[str], s: dict) -> str:
 
 def _latency(s: dict) -> str:
     if math.isnan(s["p50_s"]):
-        return "(prompt cached)"
+        return "(not asked)" if s["not_asked"] == s["cursors"] else "(prompt cached)"
     return f"{s['p50_s']:.1f} / {s['p90_s']:.1f}"
 
 
@@ -171,3 +173,27 @@ def changed_examples(rows: list[dict], a: str, b: str, limit: int = 12) -> str:
         if n >= limit:
             break
     return "\n".join(out) if n else ""
+
+
+def anchor_note(rows: list[dict], settings: dict | None) -> str:
+    """What the ``llama_vim`` rows are: its settings, how often it asked, and whose latency."""
+    mine = [r for r in rows if r["config"] == "llama_vim"]
+    asked = [r for r in mine if r.get("requested")]
+    s = settings or {}
+    server = s.get("server", {})
+    limits = (f"time limits on (generation {s.get('t_max_predict_ms')} ms, then stop at the "
+              "next line end: its answers depend on the machine's load)"
+              if s.get("time_limits") else "time limits lifted")
+    trigger = ("automatic completion: not asked where more than "
+               f"{s.get('max_line_suffix')} characters follow the cursor on its line"
+               if s.get("auto_fim") else "asked at every cursor (the trigger key)")
+    return (f"`llama_vim`: llama-server on the same GGUF ({server.get('threads')} threads, "
+            f"context {server.get('context')}, batch {server.get('batch')}, cache reuse "
+            f"{server.get('cache_reuse')}) driven as llama.vim drives it "
+            f"(`benchmarks/llama_vim.py`): {limits}; {trigger} (asked at {len(asked)} of "
+            f"{len(mine)} cursors; an unasked cursor counts as no suggestion); "
+            f"{sum(bool(r.get('truncated')) for r in asked)} answers with the context "
+            "truncated.  Its p50 / p90 is its own, over the cursors it asked at: its server's "
+            "prompt cache holds only its own requests (llama.vim's ring and the previous "
+            "cursor's prompt), never Seam's; Seam's column is its first configuration's at a "
+            "new place.")

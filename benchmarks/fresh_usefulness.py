@@ -21,7 +21,15 @@ whole middle, at a block's start the whole block.  Configurations, on the same c
 * ``unwrapped_right_stop``: that stop only where the model re-writes the right context as
   written, not where it writes the next line's text on to the cursor's line;
 * ``no_right_stop``: the same without that stop (the decoder before issue 18's lever);
-* ``unconstrained``: the ``constrained: false`` setting.
+* ``unconstrained``: the ``constrained: false`` setting;
+* ``llama_vim``: the anchor a user would pick instead, llama.cpp's own server
+  (``benchmarks/llama_server.py``, the same GGUF and thread count) driven as llama.vim drives
+  it (``benchmarks/llama_vim.py``: its window, sampling, limits, ring of extra context from
+  the open documents, and what it does to the answer before showing it; automatic
+  completion, so nothing where more than 8 characters follow the cursor).  Its time limit
+  (250 ms of generation, stopping at the next line end) is llama.vim's default and makes its
+  answers depend on the machine's load; ``--llama-vim-time-limits off`` lifts it.  Its
+  latency is its own: llama-server's prompt cache holds only its own requests.
 
     .venv/bin/python benchmarks/fresh_usefulness.py --per-cell 6 --stdlib-per-cell 3 \\
         --json docs/eval/fresh-usefulness.json --figures docs/usefulness.md
@@ -32,7 +40,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import signal
 import sys
+import urllib.parse
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -40,6 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks import fresh_tables as tables  # noqa: E402
 from benchmarks.cursor_kinds import CELLS, FIRST_LINE_KINDS, Kind, pick  # noqa: E402
 from benchmarks.fresh_corpus import FRESH, STDLIB, project_folder, stdlib_folder  # noqa: E402
+from benchmarks.llama_server import LlamaServer, ensure_built  # noqa: E402
+from benchmarks.llama_vim import LlamaVimClient, LlamaVimSettings  # noqa: E402
 from benchmarks.report import RunRecord, command_line, model_packages, write_section  # noqa: E402
 from benchmarks.usefulness import (  # noqa: E402
     Case,
@@ -53,12 +65,16 @@ from benchmarks.usefulness import (  # noqa: E402
 )
 from fim.api import Engine  # noqa: E402
 from fim.editor_policy import LEFT_FIRST_TOKENS  # noqa: E402
+from fim.engines import bundled  # noqa: E402
+from fim.engines.llama_engine import default_threads  # noqa: E402
 from fim.options import Mode  # noqa: E402
 from lsp_server.project.sources import ContextCollector  # noqa: E402
 from lsp_server.project.workspace import Workspace  # noqa: E402
 from lsp_server.request_plan import RequestPlanner  # noqa: E402
 
-CONFIGS = ("shipped", "unwrapped_right_stop", "no_right_stop", "unconstrained")
+CONFIGS = ("shipped", "unwrapped_right_stop", "no_right_stop", "unconstrained", "llama_vim")
+#: Configurations that are not Seam's engine: asked through their own server.
+ANCHORS = frozenset({"llama_vim"})
 
 
 @dataclasses.dataclass
@@ -124,30 +140,73 @@ def configured(request, config: str):
     return request
 
 
+def _project_path(case: Case) -> str:
+    """The file's path in its project, as llama.vim names a buffer (``expand('%')`` with the
+    project folder as the working directory)."""
+    return case.id.split(":", 1)[0].split("/", 1)[1]
+
+
+def llama_vim_session(fc: FileCases, cursors: list[Cursor], args) -> LlamaVimClient:
+    """llama.vim as a user would have it on reaching the file's first cursor: the other
+    documents and then the file were opened (each BufEnter queues the chunk around its cursor,
+    at the top), and the user spent a few seconds in normal mode, so the queue is in the
+    ring.  One session per file, as Seam's engine starts each file from an empty cache."""
+    client = LlamaVimClient(args.llama_server.url, args.llama_vim, seed=args.seed)
+    rel = _project_path(cursors[0].case)
+    folder = str(fc.path)[:-len(rel)]
+    for doc in fc.others:
+        path = Path(urllib.parse.urlparse(doc.uri).path)
+        client.visit(str(path)[len(folder):] if str(path).startswith(folder) else path.name,
+                     doc.text)
+    client.visit(rel, cursors[0].case.source)  # the file as it is on disk, not yet edited
+    client.rest()
+    return client
+
+
+def ask_llama_vim(client: LlamaVimClient, cur: Cursor) -> dict:
+    """The first suggestion llama.vim shows at the cursor, in ``ask``'s terms."""
+    case = cur.case
+    a = client.complete(_project_path(case), case.text, case.offset)
+    client.rest()  # the user moves on to the next place in normal mode
+    return {"middle": a.shown, "seconds": a.seconds, "parses": None,
+            "stop": a.reason or ("shown" if a.requested else "not asked"),
+            "tokens": a.predicted_tokens, "prompt_tokens": a.prompt_tokens,
+            "requested": a.requested, "cached_tokens": a.cached_tokens,
+            "truncated": a.truncated}
+
+
 def run_file(engine: Engine, fc: FileCases, cursors: list[Cursor], args, rows: list[dict]
              ) -> None:
     """Every configuration at each cursor in turn.  The file starts from an empty cache; at a
-    cursor the first configuration pays the prompt (its latency is a new place's), the
-    others find the same prompt cached (the shared machine could not afford a prefill per
-    configuration), so only the first configuration's latency is an editor's."""
+    cursor the first of Seam's configurations pays the prompt (its latency is a new place's),
+    the others find the same prompt cached (the shared machine could not afford a prefill per
+    configuration), so only that configuration's latency is an editor's.  An anchor's latency
+    is always its own (its server caches only its own prompts)."""
     base = Config(args.context, args.context, None, None, None, LEFT_FIRST_TOKENS)
     engine.step_model.reset()
     planner = RequestPlanner(ContextCollector(fc.workspace), left_first=base.left,
                              right_tokens=base.right)
+    seam = [c for c in args.configs if c not in ANCHORS]
+    vim = llama_vim_session(fc, cursors, args) if "llama_vim" in args.configs else None
     warmed = False
     for cur in cursors:
         case = cur.case
-        planned = plan_case(engine, planner, base, fc, case, args).request
-        if not warmed and planned.context_budget:
+        early = cur.kind in FIRST_LINE_KINDS
+        planned = plan_case(engine, planner, base, fc, case, args).request if seam else None
+        if planned is not None and not warmed and planned.context_budget:
             # The server runs the project context into the cache in idle time and uses it
             # only once it is there.
             engine.warm(dataclasses.replace(planned, left="", right="", left_start=0))
             warmed = True
-        for n, config in enumerate(args.configs):
-            early = cur.kind in FIRST_LINE_KINDS
-            out = ask(engine, configured(planned, config),
-                      "empty_line" if early else "mid_line", args.pause if n == 0 else 0.0)
-            rows.append(_row(cur, config, out, early, first_config=n == 0))
+        for config in args.configs:
+            if config == "llama_vim":
+                out = ask_llama_vim(vim, cur)
+                first = bool(out["requested"])
+            else:
+                first = config == seam[0]
+                out = ask(engine, configured(planned, config),
+                          "empty_line" if early else "mid_line", args.pause if first else 0.0)
+            rows.append(_row(cur, config, out, early, first_config=first))
             if args.progress:
                 r = rows[-1]
                 print(f"{config:14} {case.id[:60]:60} {r['seconds']:5.1f}s "
@@ -168,6 +227,8 @@ def _row(cur: Cursor, config: str, out: dict, early: bool, first_config: bool) -
             "prompt_tokens": out["prompt_tokens"],
             "unparsable": out["middle"] is not None and out["parses"] is False
             and config != "unconstrained",
+            **({"requested": out["requested"], "cached_tokens": out["cached_tokens"],
+                "truncated": out["truncated"]} if config in ANCHORS else {}),
             **tables.score(shown, truth)}
 
 
@@ -179,7 +240,13 @@ def render(rows: list[dict], run: dict, configs: list[str]) -> str:
             + "\n\nPaired on the same cursors:\n\n"
             + tables.pairs_table(rows, corpora, [("shipped", o) for o in others])
             + "\n\nEvery cursor kind and kind of text:\n\n"
-            + tables.kinds_table(rows, corpora, configs))
+            + tables.kinds_table(rows, corpora, configs)
+            + "\n\nAccepted chars are those before the first difference from the truth (what a "
+              "word-by-word accept keeps); a suggestion that goes on past the truth keeps them "
+              "all, so where two configurations differ only in where they stop, this column is "
+              "the same and exact match tells them apart.")
+    if "llama_vim" in configs:
+        body += "\n\n" + tables.anchor_note(rows, run.get("llama_vim"))
     if "no_right_stop" in configs:
         changed = tables.changed_examples(rows, "shipped", "no_right_stop")
         if changed:
@@ -195,6 +262,25 @@ def save(args, record: RunRecord, rows: list[dict], finished: bool) -> None:
         args.json.write_text(json.dumps({"run": record.as_dict(), "configs": args.configs,
                                          "finished": finished, "rows": rows}, indent=1),
                              encoding="utf-8")
+
+
+def start_llama_server(args, record: RunRecord) -> None:
+    """llama-server on the same GGUF with as many threads as Seam's engine; its settings and
+    llama.vim's go into the run record."""
+    if not args.model.startswith("bundled:"):
+        raise SystemExit("llama_vim needs a bundled GGUF model (--model bundled:...)")
+    binary = ensure_built()
+    gguf = bundled.gguf_file(bundled.lookup_spec(args.model))
+    args.llama_server = LlamaServer(binary, gguf, threads=default_threads())
+    try:
+        args.llama_server.wait_ready()
+    except BaseException:  # not ready, or the run was stopped meanwhile
+        args.llama_server.close()
+        raise
+    args.llama_vim = LlamaVimSettings(time_limits=args.llama_vim_time_limits == "on",
+                                      auto=args.llama_vim_trigger == "auto")
+    record.llama_vim = {**args.llama_vim.describe(),
+                        "server": {**args.llama_server.flags, "binary": binary.parent.name}}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -214,6 +300,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pause", type=float, default=1.0, help="cursor rest before asking (s)")
     p.add_argument("--time-budgets", action="store_true",
                    help="keep the server's time budgets (quality then depends on load)")
+    p.add_argument("--llama-vim-time-limits", choices=("on", "off"), default="on",
+                   help="llama_vim: llama.vim's own time limits (on, what a user gets; its "
+                        "answers then depend on the machine's load) or none (off)")
+    p.add_argument("--llama-vim-trigger", choices=("auto", "manual"), default="auto",
+                   help="llama_vim: automatic completion (llama.vim's default: nothing where "
+                        "more than 8 characters follow the cursor) or the trigger key")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--figures", type=Path, default=None)
@@ -236,13 +328,23 @@ def main(argv: list[str] | None = None) -> int:
     else:
         record = RunRecord(command_line(), packages=model_packages())
         engine = Engine.load(args.model, engine=args.engine)
+        args.llama_server = None
+        if "llama_vim" in args.configs:
+            # A terminated run (``timeout``, ``kill``) still stops its llama-server: the
+            # ``finally`` below runs on SystemExit, not on a bare SIGTERM.
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+            start_llama_server(args, record)
         rows: list[dict] = []
-        for corpus in [c for c in args.corpora.split(",") if c]:
-            n = args.per_cell if corpus == "fresh" else args.stdlib_per_cell
-            for fc, cursors in corpus_cursors(corpus, n, args):
-                run_file(engine, fc, cursors, args, rows)
-                # After every file, so that a run cut short still leaves its rows.
-                save(args, record, rows, finished=False)
+        try:
+            for corpus in [c for c in args.corpora.split(",") if c]:
+                n = args.per_cell if corpus == "fresh" else args.stdlib_per_cell
+                for fc, cursors in corpus_cursors(corpus, n, args):
+                    run_file(engine, fc, cursors, args, rows)
+                    # After every file, so that a run cut short still leaves its rows.
+                    save(args, record, rows, finished=False)
+        finally:
+            if args.llama_server is not None:
+                args.llama_server.close()
         record.finish()
         save(args, record, rows, finished=True)
         text = render(rows, record.as_dict(), args.configs)

@@ -6,14 +6,15 @@ downloads that same version (``pip download --no-binary``), builds only the ``ll
 target with the CMake flags ``scripts/install_llama_cpp.sh`` chooses for this CPU, and keeps
 the binary in ``~/.cache/seam/llama-server/<key>/`` (about ten minutes on two cores, once).
 
-``LlamaServer`` runs it on 127.0.0.1 the way llama.vim does (``--cache-reuse 256``, the
-``/infill`` endpoint, no client-side cache) and stops it on exit.
+``LlamaServer`` runs it on 127.0.0.1 as llama.vim's README has it started for this model
+(``llama-server --fim-qwen-1.5b-default``: batch and micro-batch 1024, ``--cache-reuse 256``;
+the context 8192 rather than the model's 32768, enough for the ring of extra context at
+llama.vim's defaults) and stops it on exit.  Requests are shaped by ``benchmarks/llama_vim.py``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import socket
@@ -82,8 +83,10 @@ def free_port() -> int:
 class LlamaServer:
     """A running ``llama-server`` on loopback, answering ``/infill`` like llama.vim's server."""
 
-    def __init__(self, binary: Path, model: Path, *, threads: int, context: int = 4096,
-                 cache_reuse: int = 256) -> None:
+    def __init__(self, binary: Path, model: Path, *, threads: int, context: int = 8192,
+                 batch: int = 1024, cache_reuse: int = 256) -> None:
+        self.flags = {"threads": threads, "context": context, "batch": batch,
+                      "cache_reuse": cache_reuse}
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = dict(os.environ)
@@ -92,7 +95,8 @@ class LlamaServer:
                                                delete=False)
         self.proc = subprocess.Popen(
             [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(self.port),
-             "-t", str(threads), "-c", str(context), "--cache-reuse", str(cache_reuse),
+             "-t", str(threads), "-c", str(context), "-b", str(batch), "-ub", str(batch),
+             "--cache-reuse", str(cache_reuse),
              "--no-webui", "-np", "1"],
             stdout=self.log, stderr=subprocess.STDOUT, env=env)
 
@@ -110,17 +114,6 @@ class LlamaServer:
                 time.sleep(0.2)
         raise RuntimeError("llama-server did not become ready")
 
-    def infill(self, prefix: str, suffix: str, *, n_predict: int,
-               extra: list[dict] | None = None, timeout: float = 120.0) -> dict:
-        """One ``/infill`` request as llama.vim sends it (greedy, cached prompt)."""
-        body = {"input_prefix": prefix, "input_suffix": suffix, "input_extra": extra or [],
-                "prompt": "", "n_predict": n_predict, "cache_prompt": True, "top_k": 1,
-                "samplers": ["top_k"], "stream": False, "t_max_prompt_ms": 0,
-                "t_max_predict_ms": 0}
-        req = urllib.request.Request(self.url + "/infill", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return json.loads(r.read())
 
     def rss_mb(self) -> float:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
