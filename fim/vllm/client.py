@@ -55,6 +55,7 @@ from fim.vllm.tokens import (
     EstimatedTokenizer,
     LocalTokenizer,
     PrefixRecord,
+    load_tokenizers,
     tokenizer_candidates,
 )
 from quotient.constraint import LanguageMode
@@ -280,25 +281,22 @@ class VllmEngine:
         ``fim.vllm.tokens``), else ``None`` (the estimate; logged)."""
         remote: list[int] | None = None
         for path in tokenizer_candidates(model, self._tokenizer_name):
-            try:
-                local = LocalTokenizer(path)
-            except Exception as err:  # noqa: BLE001 - a file that is not a tokenizer
-                log.warning("cannot read the tokenizer %s: %s", path, err)
-                continue
-            if any(local.token_id(s) != i for s, i in specials.items()):
-                log.warning("the tokenizer %s is not the one of %s on %s (special tokens "
-                            "differ)", path, model, self.http.url)
-                continue
-            if remote is None:
-                out = self.http.call("POST", "/tokenize", {
-                    "model": model, "prompt": AGREEMENT_PROBE, "add_special_tokens": False})
-                remote = [int(t) for t in out.get("tokens") or ()]
-            if local.encode(AGREEMENT_PROBE) != remote:
-                log.warning("the tokenizer %s is not the one of %s on %s (a probe line "
-                            "tokenizes differently)", path, model, self.http.url)
-                continue
-            log.info("counting %s's tokens with %s", model, path)
-            return local
+            for local in load_tokenizers(path):
+                if any(local.token_id(s) != i for s, i in specials.items()):
+                    log.warning("the tokenizer %s is not the one of %s on %s (special "
+                                "tokens differ)", path, model, self.http.url)
+                    continue
+                if remote is None:
+                    out = self.http.call("POST", "/tokenize", {
+                        "model": model, "prompt": AGREEMENT_PROBE,
+                        "add_special_tokens": False})
+                    remote = [int(t) for t in out.get("tokens") or ()]
+                if local.encode(AGREEMENT_PROBE) != remote:
+                    log.warning("the tokenizer %s is not the one of %s on %s (a probe line "
+                                "tokenizes differently)", path, model, self.http.url)
+                    continue
+                log.info("counting %s's tokens with %s", model, path)
+                return local
         log.info("no local tokenizer for %s on %s: token counts are estimated and token "
                  "healing is off", model, self.http.url)
         return None
@@ -374,7 +372,11 @@ class VllmEngine:
             prompt = prompt if prompt is not None else self.prompt_for(req)
             body = dict(self.body(req, prompt), max_tokens=1)
             body.pop("vllm_xargs", None)
-            got = _Stream(self.http, body, cancel, None).run()
+            ids = prompt.ids
+            # Cancelled once sent, it still runs to its one token (the editor stops waiting):
+            # the prompt is in vLLM's cache for the request that interrupted it.
+            got = _Stream(self.http, body, cancel, None,
+                          finish_anyway=lambda: self.prefixes.ran(ids)).run()
         except VllmError:
             # The server's facts stay: asking again would put a probe (seconds when the
             # server is slow) on the editor's event loop, which plans with window and backend.
@@ -462,12 +464,18 @@ class _Stream:
     POLL_S = 0.05
 
     def __init__(self, http_: _Http, body: dict, cancel: Callable[[], bool] | None,
-                 deadline: float | None) -> None:
+                 deadline: float | None,
+                 finish_anyway: Callable[[], None] | None = None) -> None:
         self.http, self.body, self.cancel, self.deadline = http_, body, cancel, deadline
         self.events: queue.Queue = queue.Queue()
         self.conn: http.client.HTTPConnection | None = None
         self.resp: http.client.HTTPResponse | None = None
         self.hung_up = False
+        #: with ``finish_anyway``, a request cancelled after it was sent is left to finish
+        #: (read on by the reader thread, whose socket has a timeout), and this is called
+        #: when it did
+        self.finish_anyway = finish_anyway
+        self.detached = False
 
     def run(self) -> _Streamed:
         thread = threading.Thread(target=self._read, daemon=True, name="seam-vllm-stream")
@@ -477,6 +485,7 @@ class _Stream:
             while True:
                 if self.cancel is not None and self.cancel():
                     out.stop = StopReason.CANCELLED
+                    self.detached = self.finish_anyway is not None and self.conn is not None
                     return out
                 if self.deadline is not None and time.monotonic() > self.deadline:
                     out.stop = StopReason.TIME
@@ -491,7 +500,8 @@ class _Stream:
                     return out
                 self._take(out, value)
         finally:
-            self._hang_up()
+            if not self.detached:
+                self._hang_up()
 
     def _opened(self, conn: http.client.HTTPConnection) -> None:
         self.conn = conn
@@ -572,6 +582,8 @@ class _Stream:
                 raise VllmError(f"the vLLM server at {self.http.url} ended the answer "
                                 "without finishing it (is it a vLLM server?)")
             self.events.put(("done", None))
+            if self.detached and self.finish_anyway is not None:
+                self.finish_anyway()
         except VllmError as err:
             self.events.put(("error", err))
         except Exception as err:  # noqa: BLE001 - the thread's boundary: all goes to run()

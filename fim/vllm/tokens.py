@@ -5,7 +5,8 @@ The prompt must be counted and cut in the model's real tokens, as the in-process
 (``fim.templates.build_prompt``), and token healing needs the prompt's last token.  Asking the
 server (``/tokenize``) for every count would put a round trip on every keystroke, and cutting
 a long context takes a binary search of counts; so the client loads the model's tokenizer
-itself (the Rust ``tokenizers`` library, no torch) when it finds it:
+itself (as vLLM does, with ``transformers``' ``AutoTokenizer``; else with the Rust
+``tokenizers`` library from the file alone) when it finds it:
 
 1. the tokenizer the user names (``VllmEngine(tokenizer=...)``: a ``tokenizer.json`` or its
    directory);
@@ -35,6 +36,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -51,12 +53,25 @@ AGREEMENT_PROBE = "def f(x):\n    return x + 1  # é\n"
 
 
 class LocalTokenizer:
-    """A ``tokenizer.json`` behind :class:`fim.tokenizer.TextTokenizer` (no torch)."""
+    """The served model's tokenizer behind :class:`fim.tokenizer.TextTokenizer`, read from the
+    directory of its ``tokenizer.json`` as vLLM reads it: with ``transformers``'
+    ``AutoTokenizer`` when it is installed (which may rebuild parts of the file's pipeline from
+    the model's config: a Qwen2 model gets Qwen2's pre-tokenizer whatever the file says), else
+    with the ``tokenizers`` library from the file alone (no torch either way)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, auto: bool = True) -> None:
+        self.path = path
+        self._hf = None
+        if auto:
+            from transformers import AutoTokenizer
+
+            self._hf = AutoTokenizer.from_pretrained(str(path.parent))
+            self._tok = self._hf.backend_tokenizer
+            self.bos_token_id = self._hf.bos_token_id
+            self.eos_token_id = self._hf.eos_token_id
+            return
         from tokenizers import Tokenizer
 
-        self.path = path
         self._tok = Tokenizer.from_file(str(path))
         # Special-token names inside the user's text are text, as in the in-process engines
         # (``fim.engines.transformers_engine.HFTokenizer``): a file that mentions
@@ -70,13 +85,42 @@ class LocalTokenizer:
         return self._tok.token_to_id(name) if name else None
 
     def encode(self, text: str) -> list[int]:
-        return self._tok.encode(text, add_special_tokens=False).ids if text else []
+        if not text:
+            return []
+        if self._hf is not None:  # as HFTokenizer: special names are text
+            return list(self._hf(text, add_special_tokens=False, split_special_tokens=True,
+                                 verbose=False)["input_ids"])
+        return self._tok.encode(text, add_special_tokens=False).ids
 
     def decode(self, ids: Sequence[int]) -> str:
-        return self._tok.decode(list(ids), skip_special_tokens=False) if len(ids) else ""
+        if not len(ids):
+            return ""
+        if self._hf is not None:
+            return self._hf.decode(list(ids))
+        return self._tok.decode(list(ids), skip_special_tokens=False)
 
     def token_id(self, piece: str) -> int | None:
         return self._tok.token_to_id(piece)
+
+
+def load_tokenizers(path: Path) -> list[LocalTokenizer]:
+    """The ways to read the tokenizer in ``path``, the server's own first (``AutoTokenizer``,
+    when ``transformers`` is installed; then the file alone), each read once per version of
+    the file: every reconnect makes a new engine, and reading a 150,000-token vocabulary
+    takes about a second."""
+    stat = path.stat()
+    return [t for t in (_load(path.resolve(), auto, stat.st_mtime_ns, stat.st_size)
+                        for auto in (True, False)) if t is not None]
+
+
+@lru_cache(maxsize=8)
+def _load(path: Path, auto: bool, _mtime: int, _size: int) -> LocalTokenizer | None:
+    try:
+        return LocalTokenizer(path, auto=auto)
+    except Exception as err:  # noqa: BLE001 - not installed, or a file that is no tokenizer
+        log.info("cannot read the tokenizer %s%s: %s", path,
+                 " with transformers" if auto else "", err)
+        return None
 
 
 def _special_names(config: Path) -> dict[str, str]:

@@ -9,6 +9,9 @@ directory that is the served model's id, as ``seam team-server`` names the bundl
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+
 import pytest
 
 from fim.api import CompletionRequest, Engine
@@ -17,6 +20,7 @@ from fim.options import Mode, Scope, StopReason
 from fim.templates import ContextFile, PromptOrder
 from fim.vllm.client import VllmEngine
 from fim.vllm.tokens import CACHE_BLOCK, EstimatedTokenizer, PrefixRecord
+from tests.support.seam_lsp_client import lsp_session
 from tests.support.tiny_tokenizers import bpe_tokenizer
 from tests.support.vllm_peer import VllmPeer
 
@@ -149,3 +153,72 @@ def test_the_estimate_round_trips_text_and_prefixes_count_in_whole_blocks():
     record.ran([1])
     record.ran([2])  # a is forgotten: only two prompts are remembered
     assert record.cached(a) == 0
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(300)
+async def test_serve_sends_the_project_context_to_vllm_once_it_is_cached(local, tmp_path):
+    """Through ``seam serve``: the planner's project context goes to the server, first
+    answered without it and warmed (as with the in-process engines), then carried."""
+    from tests.support.seam_lsp_client import inline, open_doc, status
+
+    folder = tmp_path / "served" / "random-santacoder"
+    local.tokenizer.hf.save_pretrained(folder)
+    peer = VllmPeer(tokenizer=local.tokenizer.hf, model=str(folder), window=1024).start()
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "helpers.py").write_text('def scale(value, factor):\n    """Multiply."""\n'
+                                        "    return value * factor\n")
+    main = ("from helpers import scale\n\n\ndef compute(values):\n    total = 0\n"
+            "    for v in values:\n        total = total + scale(v, 2)\n    return total\n")
+    (project / "main.py").write_text(main)
+    uri = (project / "main.py").as_uri()
+    settings = {"seam": {"engine": "vllm", "vllmServer": peer.url, "maxTokens": 4,
+                         "contextBudgetTokens": 256, "timeBudgetMs": 20000}}
+
+    async def entry(line: int, character: int) -> dict:
+        await inline(lc, uri, line, character)
+        return [r for r in (await status(lc))["recent"] if r["source"] == "model"][-1]
+
+    async def idle() -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 120
+        while True:
+            st = await status(lc)
+            if not st["running"] and st.get("idle", True):
+                return
+            assert loop.time() < deadline, st
+            await asyncio.sleep(0.05)
+
+    try:
+        async with lsp_session(project, settings) as lc:
+            await _ready(lc)
+            open_doc(lc, uri, main)
+            first = await entry(6, 30)
+            assert first["context_files"] == ["helpers.py"] and first["context_deferred"]
+            # The context is warmed on the server when the worker is idle (a warm the
+            # prefetch interrupts still finishes its one token there): a later request
+            # carries it.
+            for line, character in itertools.islice(itertools.cycle(((7, 16), (6, 30))), 20):
+                await idle()
+                second = await entry(line, character)
+                if not second["context_deferred"]:
+                    break
+            assert second["context_files"] == ["helpers.py"]
+            assert second["context_deferred"] is False and second["context_tokens"] > 0
+            assert second["cached_tokens"] > 0
+            sent = [b for b in peer.log.completions if "vllm_xargs" in b][-1]["prompt"]
+            context = local.tokenizer.decode(sent[:second["context_tokens"]])
+            assert "helpers.py" in context and "def scale" in context
+    finally:
+        peer.stop()
+
+
+async def _ready(lc) -> None:
+    from tests.support.seam_lsp_client import status
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while (st := await status(lc))["state"] != "ready":
+        assert loop.time() < deadline and st["state"] != "error", st
+        await asyncio.sleep(0.1)
