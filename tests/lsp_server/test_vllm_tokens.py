@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 
 import pytest
 
@@ -222,3 +223,21 @@ async def _ready(lc) -> None:
     while (st := await status(lc))["state"] != "ready":
         assert loop.time() < deadline and st["state"] != "error", st
         await asyncio.sleep(0.1)
+
+
+def test_a_warm_cancelled_once_sent_still_fills_the_cache(peer):
+    """The service cancels a warm-up when other work comes; remotely the one-token request is
+    left to finish (the editor stops waiting), so its prompt counts as cached."""
+    engine = VllmEngine.connect(peer.url)
+    req = CompletionRequest(LINES[:600] + "v = ", "\n", mode=Mode.CONSTRAINED, max_tokens=8)
+    prompt = engine.prompt_for(req)
+    assert engine.uncached(req, prompt) == len(prompt.ids) > 2 * CACHE_BLOCK
+    sent = len(peer.log.completions)
+    peer.delay_s = 0.5  # the answer comes after the client stopped waiting
+    assert not engine.warm(req, cancel=lambda: len(peer.log.completions) > sent,
+                           prompt=prompt)
+    deadline = time.monotonic() + 60
+    while engine.uncached(req, prompt) == len(prompt.ids):
+        assert time.monotonic() < deadline, "the cancelled warm never finished"
+        time.sleep(0.05)
+    assert engine.uncached(req, prompt) < CACHE_BLOCK

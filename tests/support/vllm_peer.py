@@ -64,6 +64,8 @@ class VllmPeer:
         self.port, self.middle = port, middle
         self.tokenizer, self.model, self.window = tokenizer, model, window
         self.behaviour = Behaviour.VLLM
+        #: seconds a completion waits before it streams (a busy server)
+        self.delay_s = 0.0
         self.log = PeerLog()
         self._server: ThreadingHTTPServer | None = None
 
@@ -104,6 +106,7 @@ class VllmPeer:
                 if peer.behaviour is Behaviour.SILENT:
                     time.sleep(30)  # the client gives up first; then the socket closes
                     return
+                time.sleep(peer.delay_s)
                 self._stream(body)
 
             def _tokenize(self, body: dict) -> None:
