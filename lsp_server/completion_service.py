@@ -435,6 +435,10 @@ class CompletionService:
                      resume_ms=resume_ms, mode=res.mode, scope=policy.scope,
                      prompt_tokens=res.prompt_tokens, cached_tokens=engine.step_model.reused,
                      context_tokens=res.project_tokens, **context)
+        if res.stop == StopReason.TIME and not res.tokens:
+            # Not one token in the time budget: a long prompt, or a vLLM server too slow to
+            # use (the host finds out which and tells the editor).
+            self.host.report_slow()
         if not res.middle or res.stop == StopReason.CANCELLED:
             if res.stop not in (StopReason.CANCELLED, StopReason.TIME):
                 self.suggestions.put(uri, ask.left, ask.right, "")  # asked again: no model work

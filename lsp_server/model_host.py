@@ -8,11 +8,15 @@ ready. A newer load (the user changed ``seam.model``) supersedes an older one: t
 engine, when it finally arrives, is dropped.
 
 With ``engine: "vllm"`` the host loads no weights: it connects to the team's vLLM server
-(``fim.vllm.client.VllmEngine.connect`` asks it for its model).  A server that is down or
-answers garbage, at the start or later (:meth:`ModelHost.report_failure`), puts the host in
-``error`` with a message naming the server; the next completion request tries to connect
-again (:meth:`ModelHost.retry`, one attempt at a time), and the host is ``ready`` again as
-soon as the server answers.
+(``fim.vllm.client.VllmEngine.connect`` asks it for its model) and asks it a one-token
+question with a deadline (``VllmEngine.check``).  A server that is down or answers garbage, at
+the start or later (:meth:`ModelHost.report_failure`), or that is slow (a request ran out of
+time without a token, and the one-token question does too: :meth:`ModelHost.report_slow`),
+puts the host in ``error`` with a message naming the server (and the time, when slow).  From
+then on a reconnect timer tries again, at growing intervals (:func:`reconnect_delays`), and
+so does the next completion request (:meth:`ModelHost.retry`), one attempt at a time; the host
+is ``ready`` again as soon as the server answers in time.  The timer waits on an event, so
+:meth:`ModelHost.close` (the session's shutdown) ends it at once.
 
 Before reporting ``ready`` the host runs one tiny constrained completion, so that one-time
 costs (the first forward pass, the constraint's tables) are paid while loading instead of on
@@ -29,7 +33,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +55,11 @@ WARM_RIGHT = "\n    return result\n"
 #: compute graph and threads, the decoder's vocabulary tables) does not grow with the prompt,
 #: and every token of it is time before "ready" (the four-line prompt above took 0.6 s).
 WARM_MODEL_LEFT, WARM_MODEL_RIGHT = "x = ", "\n"
+
+#: A vLLM server that does not answer a one-token question within this is reported slow.
+SLOW_AFTER_S = 10.0
+#: The reconnect timer's first wait and its longest (the waits double in between).
+RECONNECT_FIRST_S, RECONNECT_MAX_S = 1.0, 60.0
 
 ProgressFn = Callable[[float, str], None]
 StateFn = Callable[["HostState"], None]
@@ -99,6 +108,16 @@ class HostState:
                    str(data.get("message", "")))
 
 
+def reconnect_delays(first: float = RECONNECT_FIRST_S,
+                     longest: float = RECONNECT_MAX_S) -> Iterator[float]:
+    """The reconnect timer's waits: ``first``, doubling up to ``longest``, then ``longest``
+    for ever (a server that stays away costs one attempt a minute)."""
+    delay = first
+    while True:
+        yield delay
+        delay = min(delay * 2, longest)
+
+
 def _hint_for(exc: BaseException, model: str) -> str:
     """A sentence telling the user what to change, from what went wrong."""
     text = f"{type(exc).__name__}: {exc}"
@@ -107,8 +126,8 @@ def _hint_for(exc: BaseException, model: str) -> str:
                 "Reinstall Seam with its extras, e.g. `pip install 'seam[bundled]'`.")
     if isinstance(exc, ConnectionError):  # fim.vllm.client.VllmError among them
         return (f"Seam cannot use the vLLM server: {exc}. Check that it runs and the "
-                "`seam.vllmServer` and `seam.vllmApiKey` settings; Seam connects again at "
-                "the next completion request.")
+                "`seam.vllmServer` and `seam.vllmApiKey` settings; Seam keeps trying (and "
+                "at the next completion request) and is ready again once it answers.")
     if isinstance(exc, (FileNotFoundError, OSError)):
         return (f"Seam could not find or read the model '{model}' ({text}). Check the "
                 "`seam.model` setting: a Hugging Face id, a local directory, a .gguf file, "
@@ -124,7 +143,9 @@ class ModelHost:
     """Owns the current ``fim.api.Engine`` and its background loading."""
 
     def __init__(self, on_state: StateFn | None = None,
-                 on_progress: ProgressFn | None = None) -> None:
+                 on_progress: ProgressFn | None = None, *, slow_after_s: float = SLOW_AFTER_S,
+                 reconnect_first_s: float = RECONNECT_FIRST_S,
+                 reconnect_max_s: float = RECONNECT_MAX_S) -> None:
         self._lock = threading.Lock()
         self._generation = 0
         self._engine: Engine | None = None
@@ -136,6 +157,12 @@ class ModelHost:
         #: ``(server, api_key)`` while the engine is a vLLM server's (it can reconnect)
         self._remote: tuple[str, str] | None = None
         self._retrying: threading.Thread | None = None
+        self.slow_after_s = slow_after_s
+        self._delays = (reconnect_first_s, reconnect_max_s)
+        #: held by the one attempt to reach the vLLM server running (timer, request, check)
+        self._attempting = threading.Lock()
+        self._timer: threading.Thread | None = None
+        self._timer_stop = threading.Event()
 
     def set_listeners(self, on_state: StateFn | None, on_progress: ProgressFn | None,
                       owner: object | None = None) -> None:
@@ -214,6 +241,7 @@ class ModelHost:
                     from fim.vllm.client import VllmEngine
 
                     engine: Any = VllmEngine.connect(*remote)
+                    engine.check(self.slow_after_s)  # a server too busy to answer is slow
                 else:
                     from fim.api import Engine
 
@@ -229,6 +257,8 @@ class ModelHost:
                     hint = _hint_for(exc, model)
                     log.error("model load failed: %s", hint, exc_info=exc)
                     self._set_state(HostState(LoadState.ERROR, model, hint))
+                    if remote is not None:
+                        self._start_timer()
                 return
             tables.join()
             self._warm_up(engine, generation, progress)
@@ -254,9 +284,11 @@ class ModelHost:
         try:
             from fim.api import CompletionRequest
 
+            # A remote server was just seen answering in time: it gets as long again.
+            budget = self.slow_after_s * 1e3 if self._remote is not None else None
             engine.complete(CompletionRequest(WARM_MODEL_LEFT, WARM_MODEL_RIGHT,
                                               mode=Mode.CONSTRAINED, max_tokens=1,
-                                              scope=Scope.STATEMENT),
+                                              scope=Scope.STATEMENT, time_budget_ms=budget),
                             cancel=lambda: generation != self._generation)
         except Exception:  # the model loaded; a failed warm-up only costs speed
             log.warning("constrained warm-up failed", exc_info=True)
@@ -264,45 +296,136 @@ class ModelHost:
 
     def report_failure(self, exc: BaseException) -> None:
         """A request failed with ``exc``: when it is the vLLM server's connection failing,
-        the host is in ``error`` (with what to check) until :meth:`retry` reconnects."""
+        the host is in ``error`` (with what to check) until the server answers again (the
+        reconnect timer, or :meth:`retry`)."""
         with self._lock:
             if self._remote is None or not isinstance(exc, ConnectionError) \
                     or self._state.state is not LoadState.READY:
                 return
-            self._engine = None
-            self._set_state(HostState(LoadState.ERROR, self._state.model,
-                                      _hint_for(exc, self._state.model or "")))
+            self._fail(exc)
+
+    def _fail(self, exc: BaseException) -> None:
+        """Into ``error`` because the vLLM server failed with ``exc``, and keep trying
+        (called with the lock held, while ready)."""
+        self._engine = None
+        self._set_state(HostState(LoadState.ERROR, self._state.model,
+                                  _hint_for(exc, self._state.model or "")))
+        self._start_timer()
+
+    def report_slow(self) -> threading.Thread | None:
+        """A request to the vLLM server ran out of time before its first token: ask the
+        server a one-token question in the background (one check at a time); when that runs
+        out of :attr:`slow_after_s` too, the server is slow, not the prompt long, and the
+        host goes into ``error`` saying so.  The thread, or ``None`` (no check needed)."""
+        with self._lock:
+            engine, generation = self._engine, self._generation
+            if self._remote is None or engine is None or \
+                    self._state.state is not LoadState.READY:
+                return None
+
+        def run() -> None:
+            if not self._attempting.acquire(blocking=False):
+                return  # an attempt to reach the server runs already
+            try:
+                seconds = engine.check(self.slow_after_s)
+            except Exception as exc:  # noqa: BLE001 - slow, down or garbage: all are errors
+                with self._lock:
+                    if generation == self._generation and self._engine is engine:
+                        log.warning("vLLM server %s: %s", self._remote[0], exc)
+                        self._fail(exc)
+                return
+            finally:
+                self._attempting.release()
+            log.info("a request ran out of time, but the vLLM server answers a one-token "
+                     "request in %.2f s: the prompt was long, the server is not slow", seconds)
+
+        thread = threading.Thread(target=run, name="seam-vllm-check", daemon=True)
+        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        thread.start()
+        return thread
 
     def retry(self) -> threading.Thread | None:
         """Connect to the vLLM server again after a failure, in the background (one attempt
         at a time); the thread, or ``None`` when there is nothing to retry.  The state
         changes (and is reported) only when the attempt succeeds or fails differently."""
         with self._lock:
-            remote, generation = self._remote, self._generation
-            if remote is None or self._state.state is not LoadState.ERROR or (
+            if self._remote is None or self._state.state is not LoadState.ERROR or (
                     self._retrying is not None and self._retrying.is_alive()):
                 return None
-
-            def run() -> None:
-                from fim.vllm.client import VllmEngine
-
-                try:
-                    engine = VllmEngine.connect(*remote)
-                    state = HostState(LoadState.READY, remote[0], f"{remote[0]} ready")
-                except Exception as exc:  # any failure leaves the host in error, not dead
-                    engine, state = None, HostState(LoadState.ERROR, remote[0],
-                                                    _hint_for(exc, remote[0]))
-                with self._lock:
-                    if generation != self._generation or state == self._state:
-                        return
-                    self._engine = engine
-                    log.info("vLLM server %s: %s", remote[0], state.state)
-                    self._set_state(state)
-
-            self._retrying = threading.Thread(target=run, name="seam-reconnect", daemon=True)
+            generation = self._generation
+            self._retrying = threading.Thread(target=self._attempt, args=(generation,),
+                                              name="seam-reconnect", daemon=True)
             self._threads = [t for t in self._threads if t.is_alive()] + [self._retrying]
             self._retrying.start()
             return self._retrying
+
+    def _attempt(self, generation: int) -> None:
+        """One attempt to reach the vLLM server: connect and ask the one-token question in
+        time; ``ready`` when both work, else ``error`` with what failed (reported when it
+        changed).  Skipped while another attempt runs."""
+        if not self._attempting.acquire(blocking=False):
+            return
+        try:
+            with self._lock:
+                remote = self._remote
+                if remote is None or generation != self._generation or \
+                        self._state.state is not LoadState.ERROR:
+                    return
+            from fim.vllm.client import VllmEngine
+
+            try:
+                engine = VllmEngine.connect(*remote)
+                engine.check(self.slow_after_s)
+                state = HostState(LoadState.READY, remote[0], f"{remote[0]} ready")
+            except Exception as exc:  # any failure leaves the host in error, not dead
+                engine, state = None, HostState(LoadState.ERROR, remote[0],
+                                                _hint_for(exc, remote[0]))
+            with self._lock:
+                if generation != self._generation or state == self._state:
+                    return
+                self._engine = engine
+                log.info("vLLM server %s: %s", remote[0], state.state)
+                self._set_state(state)
+        finally:
+            self._attempting.release()
+
+    # ----- the reconnect timer -------------------------------------------------------------
+
+    @property
+    def reconnecting(self) -> bool:
+        """Whether the reconnect timer runs."""
+        timer = self._timer
+        return timer is not None and timer.is_alive()
+
+    def _start_timer(self) -> None:
+        """(Re)start the reconnect timer from its first wait (called with the lock held): a
+        server that was back and failed again is tried soon, not after the longest wait."""
+        self._timer_stop.set()  # a running timer ends at its next wake
+        stop = self._timer_stop = threading.Event()
+        self._timer = threading.Thread(target=self._reconnect_loop,
+                                       args=(self._generation, stop),
+                                       name="seam-reconnect-timer", daemon=True)
+        self._timer.start()
+
+    def _reconnect_loop(self, generation: int, stop: threading.Event) -> None:
+        """Attempt to reach the server after each of :func:`reconnect_delays` until it is
+        ready, the host loads something else, or :meth:`close` stops the timer."""
+        for delay in reconnect_delays(*self._delays):
+            if stop.wait(delay):
+                return
+            with self._lock:
+                if generation != self._generation or self._state.state is not LoadState.ERROR:
+                    return
+            self._attempt(generation)
+
+    def close(self, wait: float = 0.0) -> None:
+        """Stop the reconnect timer (the session shuts down): it ends at once, or after the
+        attempt it is making; ``wait``: seconds to wait for that.  A later failure starts
+        it again."""
+        self._timer_stop.set()
+        timer = self._timer
+        if wait > 0 and timer is not None and timer is not threading.current_thread():
+            timer.join(wait)
 
     def wait(self, timeout: float | None = None) -> HostState:
         """Block until every loader thread finished (for tests and the benchmark)."""

@@ -171,6 +171,7 @@ class SeamServer(LanguageServer):
             logging.getLogger().removeHandler(self._log_handler)
             self._log_handler = None
         self.host.set_listeners(None, None, owner=self)
+        self.host.close()
         self._loop = None
 
     def call_in_loop(self, fn: Callable[[], None]) -> None:
@@ -253,6 +254,7 @@ class SeamServer(LanguageServer):
 
     def on_shutdown(self, params: Any = None) -> None:
         self.service.shutdown()
+        self.host.close()  # the vLLM reconnect timer: no one to tell any more
 
     def _start_load(self) -> None:
         self._load_started = True

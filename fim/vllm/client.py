@@ -3,32 +3,37 @@
 A team runs one vLLM server (``seam team-server``, or ``vllm serve`` with
 ``--logits-processors fim.vllm.processor:SeamLogitsProcessor``) and every editor's Seam talks to
 it over vLLM's OpenAI-compatible ``/v1/completions``.  This module is that client: it builds the
-fill-in-the-middle prompt as text (the template is detected once from the server's tokenizer
-through ``/tokenize``), sends Seam's arguments in ``vllm_xargs`` so the server's processor
-constrains the middle, streams the answer so a cancelled request closes the connection (vLLM
-then aborts the request), and checks the middle the way the in-process engine does: a middle
-that ends at a stop token and parses is kept, anything else is cut back to its longest prefix
-with which the file parses.
+fill-in-the-middle prompt with the in-process engines' prompt builder (``fim.templates``: the
+same layout, project context first, the same cut to the window), sends Seam's arguments in
+``vllm_xargs`` so the server's processor constrains the middle, streams the answer so a
+cancelled request closes the connection (vLLM then aborts the request), and checks the middle
+the way the in-process engine does: a middle that ends at a stop token and parses is kept,
+anything else is cut back to its longest prefix with which the file parses.
 
-The prompt is cut to the window by characters (the client has no tokenizer; three characters
-per token, a cautious estimate for code), and token healing is off.
+Tokens (``fim.vllm.tokens``): with the served model's tokenizer at hand the prompt is counted,
+cut and sent as token ids, exactly as a local engine with that tokenizer builds it, and a
+constrained request is token-healed (the prompt's last token is backed off and ``seam_heal``
+tells the processor which characters the middle must start by re-typing; they are taken off
+the answer here).  Without it the counts are an estimate (three characters per token), the
+prompt goes as text and healing is off.
 
 ``seam serve`` uses the same engine (``engine: "vllm"``): the editor-side service asks it
 for what it asks of the in-process ``fim.api.Engine`` (``prompt_for``, ``uncached``,
-``warm``, ``tokenizer``, ``window``, ``step_model.reused``, ``backend``).  The answers are
-the remote ones: token counts are the same estimate, nothing is known cached (``uncached``
-is the whole prompt, ``reused`` 0), and a warm-up is a one-token unconstrained request with
-the prompt, which leaves the prompt in vLLM's automatic prefix cache for the request that
-follows.  The project context of a request is not sent (the prompt is the file's text).
+``warm``, ``tokenizer``, ``window``, ``step_model.reused``, ``backend``).  What is cached is
+the client's estimate (``tokens.PrefixRecord``: the prompts it ran lately, in whole blocks),
+and a warm-up is a one-token unconstrained request with the prompt, which leaves the prompt in
+vLLM's automatic prefix cache for the request that follows.
 
-A server that is down, slow or answers garbage raises :class:`VllmError` with a message for
-the user, never a hang.
+A server that is down or answers garbage raises :class:`VllmError` with a message for the
+user, never a hang; :meth:`VllmEngine.check` asks a one-token question with a deadline, which
+tells a slow server from a long prompt (``lsp_server.model_host``).
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import logging
 import queue
 import socket
 import threading
@@ -36,19 +41,31 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from fim import decoding
 from fim.api import CompletionRequest, CompletionResult
 from fim.engines.model_specs import EngineKind
+from fim.lru import LRU
 from fim.options import Mode, StopReason
-from fim.templates import TEMPLATES, FimTemplate
+from fim.templates import TEMPLATES, FimTemplate, build_prompt, project_context
 from fim.vllm.rows import SeamArgs
+from fim.vllm.tokens import (
+    AGREEMENT_PROBE,
+    EstimatedTokenizer,
+    LocalTokenizer,
+    PrefixRecord,
+    load_tokenizers,
+    tokenizer_candidates,
+)
 from quotient.constraint import LanguageMode
 
-#: Characters per token when cutting the prompt to the window without a tokenizer.
-CHARS_PER_TOKEN = 3
-#: Tokens kept free for the sentinels and the tokenizer's estimate being off.
+log = logging.getLogger(__name__)
+
+#: Tokens kept free for the estimate being off, when the prompt is cut by the estimate.
 PROMPT_SLACK = 16
+#: The one-token question :meth:`VllmEngine.check` asks (a few tokens of prompt).
+CHECK_PROMPT = "x = 1\n"
 
 
 class VllmError(ConnectionError):
@@ -58,22 +75,34 @@ class VllmError(ConnectionError):
 
 @dataclass(frozen=True)
 class ServerInfo:
-    """What the client learned from the server once: model id, window, template, stop ids."""
+    """What the client learned from the server once: model id, window, template, stop ids,
+    and how prompts are counted (``tokens``: the tokenizer file used, or ``None``: the
+    estimate)."""
 
     url: str
     model: str
     max_model_len: int
     template: FimTemplate
     stop_ids: tuple[int, ...]
+    tokens: Path | None = None
 
 
 @dataclass(frozen=True)
 class RemotePrompt:
-    """The prompt text a request sends, and the characters cut from each side to fit."""
+    """What a request sends: the prompt's ids (the model's, or the estimate's when ``text``
+    is set: then the text is sent), how the contexts were cut, and token healing."""
 
-    text: str
+    ids: list[int]
+    text: str | None
     left_chars_dropped: int
     right_chars_dropped: int
+    healed: str = ""
+    project_tokens: int = 0
+
+    @property
+    def payload(self) -> str | list[int]:
+        """The ``prompt`` field of the request."""
+        return self.text if self.text is not None else self.ids
 
 
 @dataclass(frozen=True)
@@ -85,19 +114,11 @@ class RemoteBackend:
     description: str
 
 
-class EstimatedTokenizer:
-    """Token counts for the planner's budgets, by the client's estimate
-    (:data:`CHARS_PER_TOKEN`): counting on the server would cost a round trip per count."""
-
-    def encode(self, text: str) -> list[int]:
-        """One placeholder id per estimated token (only the count is used)."""
-        return [0] * -(-len(text) // CHARS_PER_TOKEN)
-
-
-@dataclass(frozen=True)
+@dataclass
 class RemoteCache:
-    """The in-process engine's ``step_model`` as far as the service reads it: what the
-    last request took from the cache, which the client does not learn (0)."""
+    """The in-process engine's ``step_model`` as far as the service reads it: how many
+    prompt tokens the last request probably took from vLLM's prefix cache (the server's
+    own count when it reports one, else the client's estimate)."""
 
     reused: int = 0
 
@@ -190,13 +211,20 @@ class VllmEngine:
     """Completes :class:`~fim.api.CompletionRequest` through a vLLM server (see the module)."""
 
     def __init__(self, server: str, api_key: str | None = None, *, timeout: float = 10.0,
-                 template: str | None = None, left_share: float = 0.75) -> None:
+                 template: str | None = None, left_share: float = 0.75,
+                 tokenizer: str | None = None) -> None:
         self.http = _Http(server, api_key, timeout)
         self.left_share = left_share
         self._template_name = template
+        self._tokenizer_name = tokenizer
         self._info: ServerInfo | None = None
-        self.tokenizer = EstimatedTokenizer()
+        #: Replaced by the model's tokenizer (or the estimate with the server's specials)
+        #: once the server is known.
+        self.tokenizer: LocalTokenizer | EstimatedTokenizer = EstimatedTokenizer()
         self.step_model = RemoteCache()
+        self.prefixes = PrefixRecord()
+        self._contexts: LRU[tuple, list[int]] = LRU(16)
+        self._contexts_lock = threading.Lock()
 
     @classmethod
     def connect(cls, server: str | None, api_key: str | None = None, **options) -> VllmEngine:
@@ -234,9 +262,44 @@ class VllmEngine:
             if template is None:
                 raise VllmError(f"the model {model} on {self.http.url} has no known "
                                 "fill-in-the-middle tokens")
-        stops = tuple(sorted({i for i in map(ids.token_id, template.stops) if i is not None}))
+        specials = {s: ids.token_id(s) for s in (template.prefix, template.suffix,
+                                                  template.middle, template.repo_name,
+                                                  template.file_sep, *template.stops) if s}
+        specials = {s: i for s, i in specials.items() if i is not None}
+        stops = tuple(sorted({specials[s] for s in template.stops if s in specials}))
+        local = self._local_tokenizer(model, specials)
+        self.tokenizer = local if local is not None else EstimatedTokenizer(specials)
+        with self._contexts_lock:
+            self._contexts.clear()
         return ServerInfo(self.http.url, model, int(window) if isinstance(window, int)
-                          else 2048, template, stops)
+                          else 2048, template, stops,
+                          local.path if local is not None else None)
+
+    def _local_tokenizer(self, model: str, specials: dict[str, int]) -> LocalTokenizer | None:
+        """The served model's tokenizer when the client finds one that agrees with the server
+        on the special tokens and on :data:`~fim.vllm.tokens.AGREEMENT_PROBE` (see
+        ``fim.vllm.tokens``), else ``None`` (the estimate; logged)."""
+        remote: list[int] | None = None
+        for path in tokenizer_candidates(model, self._tokenizer_name):
+            for local in load_tokenizers(path):
+                if any(local.token_id(s) != i for s, i in specials.items()):
+                    log.warning("the tokenizer %s is not the one of %s on %s (special "
+                                "tokens differ)", path, model, self.http.url)
+                    continue
+                if remote is None:
+                    out = self.http.call("POST", "/tokenize", {
+                        "model": model, "prompt": AGREEMENT_PROBE,
+                        "add_special_tokens": False})
+                    remote = [int(t) for t in out.get("tokens") or ()]
+                if local.encode(AGREEMENT_PROBE) != remote:
+                    log.warning("the tokenizer %s is not the one of %s on %s (a probe line "
+                                "tokenizes differently)", path, model, self.http.url)
+                    continue
+                log.info("counting %s's tokens with %s", model, path)
+                return local
+        log.info("no local tokenizer for %s on %s: token counts are estimated and token "
+                 "healing is off", model, self.http.url)
+        return None
 
     @property
     def window(self) -> int:
@@ -244,24 +307,60 @@ class VllmEngine:
         return self.info.max_model_len
 
     @property
+    def exact_tokens(self) -> bool:
+        """Whether prompts are counted in the model's own tokens (else estimated)."""
+        return self.info.tokens is not None
+
+    @property
     def backend(self) -> RemoteBackend:
         """The runtime as ``seam/status`` shows it; the device is ``remote``: the server
         decides where the model runs."""
         info = self.info
-        return RemoteBackend(EngineKind.VLLM, "remote", f"vLLM at {info.url} ({info.model})")
+        counted = (f"tokens counted with {info.tokens}" if info.tokens is not None
+                   else "tokens estimated, no token healing: no local tokenizer")
+        return RemoteBackend(EngineKind.VLLM, "remote",
+                             f"vLLM at {info.url} ({info.model}; {counted})")
 
     # ----- the editor service's calls ---------------------------------------------------
 
     def prompt_for(self, req: CompletionRequest) -> RemotePrompt:
-        """The prompt ``complete(req)`` sends (no server work once the server is known)."""
+        """The prompt ``complete(req)`` sends (no server work once the server is known): the
+        in-process engines' prompt for the same tokenizer (``fim.templates.build_prompt``),
+        healed only when the request is constrained (only the server's processor makes the
+        middle re-type the healed characters)."""
         req.validate()
-        return RemotePrompt(*self.prompt_text(req))
+        info = self.info
+        exact = info.tokens is not None
+        window = min(info.max_model_len, req.context_tokens or info.max_model_len)
+        built = build_prompt(
+            self.tokenizer, info.template, req.left, req.right,
+            window=window if exact else max(1, window - PROMPT_SLACK), reserve=req.max_tokens,
+            left_share=self.left_share, heal=exact and req.mode == Mode.CONSTRAINED,
+            right_budget=req.right_tokens, order=req.order, left_start=req.left_start,
+            context=self._context_ids(req))
+        return RemotePrompt(built.ids, None if exact else self.tokenizer.decode(built.ids),
+                            built.left_chars_dropped, built.right_chars_dropped,
+                            built.healed, built.project_tokens)
+
+    def _context_ids(self, req: CompletionRequest) -> list[int]:
+        """The project context's ids, remembered by content (as ``fim.api.Engine`` does)."""
+        if req.context_budget <= 0 or (not req.context_files and not req.path):
+            return []
+        key = (req.context_files, req.context_budget, req.repo, req.path)
+        with self._contexts_lock:
+            ids = self._contexts.get(key)
+        if ids is None:
+            ids = project_context(self.tokenizer, self.info.template, req.context_files,
+                                  req.context_budget, req.repo, req.path)
+            with self._contexts_lock:
+                self._contexts.put(key, ids)
+        return ids
 
     def uncached(self, req: CompletionRequest, prompt: RemotePrompt | None = None) -> int:
-        """Estimated prompt tokens, all counted as not cached: the client cannot see vLLM's
-        prefix cache."""
+        """Prompt tokens probably not in vLLM's prefix cache: all but the longest beginning
+        shared with a prompt the server ran lately (``tokens.PrefixRecord``)."""
         prompt = prompt if prompt is not None else self.prompt_for(req)
-        return len(self.tokenizer.encode(prompt.text))
+        return len(prompt.ids) - self.prefixes.cached(prompt.ids)
 
     def warm(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,
              keep_cached: bool = False, prompt: RemotePrompt | None = None) -> bool:
@@ -271,39 +370,45 @@ class VllmEngine:
         ``keep_cached`` has no meaning remotely (vLLM evicts by its own rule)."""
         try:
             prompt = prompt if prompt is not None else self.prompt_for(req)
-            body = dict(self.body(req, prompt.text), max_tokens=1)
+            body = dict(self.body(req, prompt), max_tokens=1)
             body.pop("vllm_xargs", None)
-            got = _Stream(self.http, body, cancel, None).run()
+            ids = prompt.ids
+            # Cancelled once sent, it still runs to its one token (the editor stops waiting):
+            # the prompt is in vLLM's cache for the request that interrupted it.
+            got = _Stream(self.http, body, cancel, None,
+                          finish_anyway=lambda: self.prefixes.ran(ids)).run()
         except VllmError:
             # The server's facts stay: asking again would put a probe (seconds when the
             # server is slow) on the editor's event loop, which plans with window and backend.
             return False
+        if got.stop is None:
+            self.prefixes.ran(prompt.ids)
         return got.stop is None
+
+    def check(self, timeout: float) -> float:
+        """Ask the server a one-token question with a few tokens of prompt and return the
+        seconds it took; :class:`VllmError` when it fails or takes longer than ``timeout``
+        (then the server is slow or stuck, whatever the length of the editor's prompts)."""
+        body = {"model": self.info.model, "prompt": CHECK_PROMPT, "max_tokens": 1,
+                "temperature": 0.0, "stream": True}
+        t0 = time.monotonic()
+        got = _Stream(self.http, body, None, t0 + timeout).run()
+        if got.stop is StopReason.TIME:
+            raise VllmError(f"the vLLM server at {self.http.url} did not answer a one-token "
+                            f"request within {timeout:g} s (busy or stuck)")
+        return time.monotonic() - t0
 
     # ----- one completion ---------------------------------------------------------------
 
-    def prompt_text(self, req: CompletionRequest) -> tuple[str, int, int]:
-        """``(prompt, left_chars_dropped, right_chars_dropped)`` for ``req``."""
-        info = self.info
-        window = min(info.max_model_len, req.context_tokens or info.max_model_len)
-        chars = max(0, window - req.max_tokens - PROMPT_SLACK) * CHARS_PER_TOKEN
-        left_room = int(chars * self.left_share)
-        right = req.right[:max(chars - min(len(req.left), left_room), 0)]
-        # The request's prompt start (the editor's stable anchor) where it fits: the same
-        # beginning keystroke after keystroke is what vLLM's prefix cache reuses.
-        left = req.left[max(0, len(req.left) - (chars - len(right)), req.left_start):]
-        t = info.template
-        text = t.prefix + t.left_lead + left + t.suffix + right + t.middle
-        return text, len(req.left) - len(left), len(req.right) - len(right)
-
-    def body(self, req: CompletionRequest, prompt: str) -> dict:
-        """The ``/v1/completions`` request for ``req``."""
-        body = {"model": self.info.model, "prompt": prompt, "max_tokens": req.max_tokens,
-                "temperature": req.temperature, "seed": req.seed, "stream": True,
-                "stream_options": {"include_usage": True},
+    def body(self, req: CompletionRequest, prompt: RemotePrompt) -> dict:
+        """The ``/v1/completions`` request for ``req`` with ``prompt``."""
+        body = {"model": self.info.model, "prompt": prompt.payload,
+                "max_tokens": req.max_tokens, "temperature": req.temperature,
+                "seed": req.seed, "stream": True, "stream_options": {"include_usage": True},
                 "stop_token_ids": list(self.info.stop_ids), "skip_special_tokens": True}
         if req.mode == Mode.CONSTRAINED:
-            body["vllm_xargs"] = SeamArgs(req.left, req.right, req.scope).to_extra_args()
+            body["vllm_xargs"] = SeamArgs(req.left, req.right, req.scope,
+                                          prompt.healed).to_extra_args()
         return body
 
     def complete(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,
@@ -316,25 +421,30 @@ class VllmEngine:
         start = time.perf_counter()
         try:
             built = prompt if prompt is not None else self.prompt_for(req)
-            prompt, left_cut, right_cut = (built.text, built.left_chars_dropped,
-                                           built.right_chars_dropped)
         except VllmError:
             self._info = None
             raise
         setup_ms = (time.perf_counter() - start) * 1e3
         deadline = (time.monotonic() + req.time_budget_ms / 1e3
                     if req.time_budget_ms is not None else None)
+        cached = self.prefixes.cached(built.ids)
         t0 = time.perf_counter()
-        streamed = _Stream(self.http, self.body(req, prompt), cancel, deadline).run()
+        streamed = _Stream(self.http, self.body(req, built), cancel, deadline).run()
         model_ms = (time.perf_counter() - t0) * 1e3
-        middle, stop, parses = _finish(req, streamed)
+        if streamed.answered:
+            self.prefixes.ran(built.ids)  # the server prefilled it (a first token came)
+        self.step_model.reused = (streamed.cached_tokens if streamed.cached_tokens is not None
+                                  else cached)
+        middle, stop, parses = _finish(req, streamed, built.healed)
         return CompletionResult(
             middle=middle, stop=stop, tokens=streamed.tokens, setup_ms=setup_ms,
             model_ms=model_ms, constraint_ms=0.0,
             mode=LanguageMode.EXACT if req.mode == Mode.CONSTRAINED else LanguageMode.NONE,
-            decoding=Mode(req.mode), raw=streamed.text, parses=parses,
-            prompt_tokens=streamed.prompt_tokens, left_chars_dropped=left_cut,
-            right_chars_dropped=right_cut)
+            decoding=Mode(req.mode), raw=_after_heal(streamed.text, built.healed) or "",
+            parses=parses, prompt_tokens=streamed.prompt_tokens or len(built.ids),
+            project_tokens=built.project_tokens,
+            left_chars_dropped=built.left_chars_dropped,
+            right_chars_dropped=built.right_chars_dropped, healed=built.healed)
 
 
 @dataclass
@@ -344,6 +454,8 @@ class _Streamed:
     stop: StopReason | None = None  # CANCELLED or TIME when the client ended it
     tokens: int = 0
     prompt_tokens: int = 0
+    cached_tokens: int | None = None  # the server's count, when it reports one
+    answered: bool = False  # a chunk came (the prompt was prefilled)
 
 
 class _Stream:
@@ -352,12 +464,18 @@ class _Stream:
     POLL_S = 0.05
 
     def __init__(self, http_: _Http, body: dict, cancel: Callable[[], bool] | None,
-                 deadline: float | None) -> None:
+                 deadline: float | None,
+                 finish_anyway: Callable[[], None] | None = None) -> None:
         self.http, self.body, self.cancel, self.deadline = http_, body, cancel, deadline
         self.events: queue.Queue = queue.Queue()
         self.conn: http.client.HTTPConnection | None = None
         self.resp: http.client.HTTPResponse | None = None
         self.hung_up = False
+        #: with ``finish_anyway``, a request cancelled after it was sent is left to finish
+        #: (read on by the reader thread, whose socket has a timeout), and this is called
+        #: when it did
+        self.finish_anyway = finish_anyway
+        self.detached = False
 
     def run(self) -> _Streamed:
         thread = threading.Thread(target=self._read, daemon=True, name="seam-vllm-stream")
@@ -367,6 +485,7 @@ class _Stream:
             while True:
                 if self.cancel is not None and self.cancel():
                     out.stop = StopReason.CANCELLED
+                    self.detached = self.finish_anyway is not None and self.conn is not None
                     return out
                 if self.deadline is not None and time.monotonic() > self.deadline:
                     out.stop = StopReason.TIME
@@ -381,7 +500,8 @@ class _Stream:
                     return out
                 self._take(out, value)
         finally:
-            self._hang_up()
+            if not self.detached:
+                self._hang_up()
 
     def _opened(self, conn: http.client.HTTPConnection) -> None:
         self.conn = conn
@@ -417,6 +537,7 @@ class _Stream:
     @staticmethod
     def _take(out: _Streamed, chunk: dict) -> None:
         for choice in chunk.get("choices") or ():
+            out.answered = True
             out.text += choice.get("text") or ""
             out.tokens += 1
             if choice.get("finish_reason"):
@@ -425,6 +546,9 @@ class _Stream:
         if isinstance(usage, dict):
             out.tokens = int(usage.get("completion_tokens") or out.tokens)
             out.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+            details = usage.get("prompt_tokens_details")  # --enable-prompt-tokens-details
+            if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+                out.cached_tokens = details["cached_tokens"]
 
     def _read(self) -> None:
         try:
@@ -458,6 +582,8 @@ class _Stream:
                 raise VllmError(f"the vLLM server at {self.http.url} ended the answer "
                                 "without finishing it (is it a vLLM server?)")
             self.events.put(("done", None))
+            if self.detached and self.finish_anyway is not None:
+                self.finish_anyway()
         except VllmError as err:
             self.events.put(("error", err))
         except Exception as err:  # noqa: BLE001 - the thread's boundary: all goes to run()
@@ -471,15 +597,24 @@ def _refuse() -> None:
     raise ConnectionAbortedError("the request was cancelled before it was sent")
 
 
-def _finish(req: CompletionRequest, got: _Streamed
+def _after_heal(text: str, healed: str) -> str | None:
+    """The generated text after the characters token healing backed off (the processor
+    makes the first tokens re-type them); ``None`` when the answer ended before it had."""
+    return text[len(healed):] if text.startswith(healed) else None
+
+
+def _finish(req: CompletionRequest, got: _Streamed, healed: str = ""
             ) -> tuple[str | None, StopReason, bool | None]:
     """The middle, the stop reason and whether the file parses with it, as ``Engine`` does:
     kept whole after a stop token when it parses, else cut back to the longest prefix with
     which the file parses (``best_complete``), or none."""
     if got.stop is StopReason.CANCELLED:
         return None, StopReason.CANCELLED, None
-    text = got.text.replace("\ufffd", "") if got.finish != "stop" else got.text
     stop = StopReason.EOS if got.finish == "stop" else (got.stop or StopReason.BUDGET)
+    after = _after_heal(got.text, healed)
+    if after is None:  # ended while still re-typing the healed characters: no middle
+        return None, stop, None
+    text = after.replace("\ufffd", "") if got.finish != "stop" else after
     if req.mode == Mode.UNCONSTRAINED:
         return text, stop, decoding.parses(req.left + text + req.right)
     if req.line_stop or req.mode == Mode.CONSTRAINED:

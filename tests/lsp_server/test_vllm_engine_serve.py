@@ -2,12 +2,15 @@
 vLLM's API (``tests/support/vllm_peer.py``): the engine answers the completion service's
 calls, and a server that is down, answers garbage or never answers gives a clear status in
 the editor (``seam/status``, ``window/showMessage``), never a hang; the server recovers when
-the peer is back."""
+the peer is back, by itself (the reconnect timer) or at the next request."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import socket
+import time
+from collections.abc import Callable
 
 import pytest
 from lsprotocol import types
@@ -16,7 +19,7 @@ from fim.api import CompletionRequest
 from fim.options import Mode, Scope, StopReason
 from fim.vllm.client import VllmEngine, VllmError
 from fim.vllm.rows import SeamArgs
-from lsp_server.model_host import API_KEY_ENV, LoadState, ModelHost
+from lsp_server.model_host import API_KEY_ENV, LoadState, ModelHost, reconnect_delays
 from tests.support.seam_lsp_client import inline, items_of, lsp_session, open_doc, status
 from tests.support.vllm_peer import Behaviour, VllmPeer
 
@@ -46,7 +49,9 @@ def test_the_engine_answers_the_services_calls(peer):
                             scope=Scope.STATEMENT, max_tokens=16)
     prompt = engine.prompt_for(req)
     assert prompt.text.startswith("<fim-prefix>") and prompt.text.endswith("<fim-middle>")
-    assert engine.uncached(req, prompt) == len(engine.tokenizer.encode(prompt.text)) > 0
+    # No tokenizer for this peer's model: counted by the estimate, sent as text.
+    assert not engine.exact_tokens and prompt.text is not None
+    assert engine.uncached(req, prompt) == len(prompt.ids) > 0  # nothing ran yet
     assert engine.window == 2048 and engine.step_model.reused == 0
     assert engine.backend.engine == "vllm" and peer.url in engine.backend.description
     assert engine.warm(req, prompt=prompt)
@@ -91,7 +96,7 @@ def test_the_host_reconnects_once_the_server_is_back_and_takes_the_key_from_the_
         monkeypatch):
     monkeypatch.setenv(API_KEY_ENV, "sk-from-env")
     port = _free_port()
-    host = ModelHost()
+    host = ModelHost(reconnect_first_s=3600.0)  # the timer stays out of this test's way
     host.load("bundled", engine="vllm", server=f"http://127.0.0.1:{port}").join(60)
     assert host.state.state is LoadState.ERROR and host.engine is None
     assert host.retry().join(60) is None and host.state.state is LoadState.ERROR  # still down
@@ -110,6 +115,82 @@ def test_the_host_reconnects_once_the_server_is_back_and_takes_the_key_from_the_
         host.report_failure(ValueError("not the server's fault"))  # no change
         assert host.state.state is LoadState.ERROR
     finally:
+        host.close()
+        peer.stop()
+
+
+def _until(done: Callable[[], bool], timeout: float = 60.0) -> None:
+    """Wait (sleeping) until ``done()``; ``TimeoutError`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the condition did not come true")
+        time.sleep(0.05)
+
+
+def test_the_reconnect_timer_waits_longer_each_time_up_to_the_longest_wait():
+    assert list(itertools.islice(reconnect_delays(1.0, 8.0), 6)) == [1, 2, 4, 8, 8, 8]
+
+
+def test_the_host_comes_back_by_itself_when_the_server_does():
+    # No request, no retry(): only the timer can bring the host back.
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    host = ModelHost(reconnect_first_s=0.05, reconnect_max_s=0.2)
+    peer = None
+    try:
+        host.load("bundled", engine="vllm", server=url).join(60)
+        assert host.state.state is LoadState.ERROR and host.reconnecting
+        peer = VllmPeer(port).start()
+        _until(lambda: host.state.state is LoadState.READY)
+        _until(lambda: not host.reconnecting)  # ready: the timer ends
+        # A proxy in front of a vLLM that is gone answers HTML with a 502.
+        peer.behaviour = Behaviour.DOWN_HTML
+        with pytest.raises(VllmError, match="HTTP 502") as failed:
+            host.engine.complete(CompletionRequest("x = ", "\n", max_tokens=8))
+        host.report_failure(failed.value)
+        assert host.state.state is LoadState.ERROR and url in host.state.message
+        assert host.reconnecting
+        peer.behaviour = Behaviour.VLLM
+        _until(lambda: host.state.state is LoadState.READY)
+        assert host.engine.complete(CompletionRequest("x = ", "\n")).middle == "a + b"
+        # Shut down: the timer stops, and stays stopped.
+        peer.behaviour = Behaviour.DOWN_HTML
+        with pytest.raises(VllmError) as failed:
+            host.engine.complete(CompletionRequest("x = ", "\n", max_tokens=8))
+        host.report_failure(failed.value)
+        assert host.reconnecting
+        host.close(wait=60)
+        assert not host.reconnecting and host.state.state is LoadState.ERROR
+    finally:
+        host.close(wait=60)
+        if peer is not None:
+            peer.stop()
+
+
+def test_a_slow_server_is_an_error_naming_it_and_the_time_until_it_answers_again():
+    peer = VllmPeer().start()
+    host = ModelHost(slow_after_s=0.5, reconnect_first_s=0.05, reconnect_max_s=0.2)
+    try:
+        host.load("bundled", engine="vllm", server=peer.url).join(60)
+        assert host.state.state is LoadState.READY
+        # A request out of time on a server that answers a one-token question: the prompt
+        # was long, the server is not slow.
+        host.report_slow().join(60)
+        assert host.state.state is LoadState.READY and not host.reconnecting
+        peer.behaviour = Behaviour.SILENT
+        res = host.engine.complete(CompletionRequest("x = ", "\n", max_tokens=4,
+                                                     time_budget_ms=300))
+        assert res.stop is StopReason.TIME and res.tokens == 0
+        host.report_slow().join(60)
+        st = host.state
+        assert st.state is LoadState.ERROR and host.engine is None
+        assert peer.url in st.message and "within 0.5 s" in st.message
+        peer.behaviour = Behaviour.VLLM
+        _until(lambda: host.state.state is LoadState.READY)
+        assert host.engine.complete(CompletionRequest("x = ", "\n")).middle == "a + b"
+    finally:
+        host.close(wait=60)
         peer.stop()
 
 
@@ -173,3 +254,27 @@ async def test_serve_reports_a_server_down_then_recovers_and_completes(tmp_path)
             assert [i.insert_text for i in got] == ["a + b"]
         finally:
             peer.stop()
+
+
+@pytest.mark.asyncio
+@pytest.mark.timeout(180)
+async def test_serve_shows_a_slow_server_as_an_error_and_recovers_by_itself(tmp_path):
+    peer = VllmPeer().start()
+    settings = {"seam": {"engine": "vllm", "vllmServer": peer.url, "timeBudgetMs": 500}}
+    try:
+        async with lsp_session(tmp_path, settings) as lc:
+            await _state(lc, "ready", ask=None)
+            open_doc(lc, URI, SOURCE)
+            peer.behaviour = Behaviour.SILENT
+            assert items_of(await inline(lc, URI, 1, 11)) == []  # out of time: nothing
+            # No further request: the answer that ran out of time is enough to find out.
+            st = await _state(lc, "error", ask=None)
+            assert peer.url in st["message"] and "did not answer" in st["message"]
+            assert "within 10 s" in st["message"]
+            assert any("did not answer" in m for m in _errors(lc))
+            peer.behaviour = Behaviour.VLLM
+            await _state(lc, "ready", ask=None)  # the reconnect timer, no request
+            got = items_of(await inline(lc, URI, 1, 11))
+            assert [i.insert_text for i in got] == ["a + b"]
+    finally:
+        peer.stop()

@@ -7,6 +7,12 @@ It exists so that the editor-side server (``seam serve`` with ``engine: "vllm"``
 through real sockets in the main environment, where vLLM itself is not installed (the
 ``tests/team`` tests run the real vLLM).  Its completion is a scripted middle: what the
 tests check is the client's handling of the peer, not a model.
+
+Given a tokenizer (``VllmPeer(tokenizer=...)``, a ``transformers`` fast tokenizer saved in a
+directory that is also the model's id, as ``vllm serve DIR`` names it), ``/tokenize`` answers
+with its ids, as vLLM does with the served model's; and a constrained request with
+``seam_heal`` streams the healed characters before the middle, as the processor makes the
+model do.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ class Behaviour(enum.Enum):
     VLLM = "vllm"  # as vLLM does
     GARBAGE = "garbage"  # 200 with an HTML page, on every endpoint
     SILENT = "silent"  # completions are accepted and never answered
+    DOWN_HTML = "down-html"  # a proxy in front of a vLLM that is gone: HTTP 502 with HTML
 
 
 @dataclass
@@ -52,9 +59,13 @@ class VllmPeer:
     """Start with :meth:`start` (on ``port``, 0 for any), stop with :meth:`stop`; ``middle``
     is what a constrained or plain completion streams, one chunk per character group."""
 
-    def __init__(self, port: int = 0, middle: str = "a + b") -> None:
+    def __init__(self, port: int = 0, middle: str = "a + b", *, tokenizer: Any = None,
+                 model: str = MODEL, window: int = WINDOW) -> None:
         self.port, self.middle = port, middle
+        self.tokenizer, self.model, self.window = tokenizer, model, window
         self.behaviour = Behaviour.VLLM
+        #: seconds a completion waits before it streams (a busy server)
+        self.delay_s = 0.0
         self.log = PeerLog()
         self._server: ThreadingHTTPServer | None = None
 
@@ -71,17 +82,21 @@ class VllmPeer:
             def do_GET(self) -> None:  # noqa: N802 - the http.server protocol
                 if peer.behaviour is Behaviour.GARBAGE:
                     return self._html()
+                if peer.behaviour is Behaviour.DOWN_HTML:
+                    return self._html(502)
                 if self.path != "/v1/models":
                     return self._json(404, {"detail": "Not Found"})
                 self._json(200, {"object": "list", "data": [{
-                    "id": MODEL, "object": "model", "created": int(time.time()),
-                    "owned_by": "vllm", "root": MODEL, "parent": None,
-                    "max_model_len": WINDOW, "permission": []}]})
+                    "id": peer.model, "object": "model", "created": int(time.time()),
+                    "owned_by": "vllm", "root": peer.model, "parent": None,
+                    "max_model_len": peer.window, "permission": []}]})
 
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 if peer.behaviour is Behaviour.GARBAGE:
                     return self._html()
+                if peer.behaviour is Behaviour.DOWN_HTML:
+                    return self._html(502)
                 if self.path == "/tokenize":
                     return self._tokenize(body)
                 if self.path != "/v1/completions":
@@ -91,37 +106,44 @@ class VllmPeer:
                 if peer.behaviour is Behaviour.SILENT:
                     time.sleep(30)  # the client gives up first; then the socket closes
                     return
+                time.sleep(peer.delay_s)
                 self._stream(body)
 
             def _tokenize(self, body: dict) -> None:
                 prompt = body["prompt"]
-                tokens = [SPECIAL[prompt]] if prompt in SPECIAL else [
-                    300 + ord(c) % 1000 for c in prompt]
-                self._json(200, {"count": len(tokens), "max_model_len": WINDOW,
+                if peer.tokenizer is not None:  # special names in the text are matched
+                    tokens = peer.tokenizer.encode(prompt, add_special_tokens=False)
+                else:
+                    tokens = [SPECIAL[prompt]] if prompt in SPECIAL else [
+                        300 + ord(c) % 1000 for c in prompt]
+                self._json(200, {"count": len(tokens), "max_model_len": peer.window,
                                  "tokens": tokens, "token_strs": None})
 
             def _stream(self, body: dict) -> None:
                 text = peer.middle[:max(1, body["max_tokens"])]
-                pieces = [text[i:i + 2] for i in range(0, len(text), 2)]
+                heal = (body.get("vllm_xargs") or {}).get("seam_heal", "")
+                pieces = ([heal] if heal else []) + [text[i:i + 2]
+                                                     for i in range(0, len(text), 2)]
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream; charset=utf-8")
                 self.send_header("Connection", "close")
                 self.end_headers()
                 created = int(time.time())
+                prompt = body["prompt"]
+                prompt_tokens = len(prompt) if isinstance(prompt, list) else len(prompt) // 3
                 for k, piece in enumerate(pieces):
                     last = k == len(pieces) - 1
                     finish = ("stop" if len(text) == len(peer.middle) else "length") \
                         if last else None
                     self._event({"id": "cmpl-seam", "object": "text_completion",
-                                 "created": created, "model": MODEL, "choices": [{
+                                 "created": created, "model": peer.model, "choices": [{
                                      "index": 0, "text": piece, "logprobs": None,
                                      "finish_reason": finish, "stop_reason": None}]})
                 self._event({"id": "cmpl-seam", "object": "text_completion",
-                             "created": created, "model": MODEL, "choices": [],
-                             "usage": {"prompt_tokens": len(body["prompt"]) // 3,
+                             "created": created, "model": peer.model, "choices": [],
+                             "usage": {"prompt_tokens": prompt_tokens,
                                        "completion_tokens": len(pieces),
-                                       "total_tokens": len(body["prompt"]) // 3
-                                       + len(pieces)}})
+                                       "total_tokens": prompt_tokens + len(pieces)}})
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
 
@@ -136,9 +158,9 @@ class VllmPeer:
                 self.end_headers()
                 self.wfile.write(raw)
 
-            def _html(self) -> None:
+            def _html(self, status: int = 200) -> None:
                 raw = b"<html><body>502 Bad Gateway (nginx)</body></html>"
-                self.send_response(200)
+                self.send_response(status)
                 self.send_header("Content-Type", "text/html")
                 self.send_header("Content-Length", str(len(raw)))
                 self.end_headers()

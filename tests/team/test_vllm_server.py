@@ -250,3 +250,31 @@ def test_bad_seam_arguments_are_a_request_error(servers):
     assert info.value.code == 400 and "seam_scope" in info.value.read().decode()
     body["vllm_xargs"]["seam_scope"] = "line"
     assert _post(seam.port, "/v1/completions", body)["choices"][0]["finish_reason"]
+
+
+def test_token_healing_runs_end_to_end(servers):
+    """The client finds the served model's tokenizer (the model's id is its directory),
+    counts the prompt in its tokens and heals constrained requests; the processor makes the
+    first tokens re-type the healed characters (``seam_heal``), which the client takes off.
+    A random model left to itself would almost never re-type them: then there is no middle."""
+    from fim.api import CompletionRequest
+    from fim.options import Mode
+    from fim.vllm.client import VllmEngine
+
+    seam, name, _ = servers
+    engine = VllmEngine.connect(f"http://127.0.0.1:{seam.port}")
+    assert engine.exact_tokens and str(engine.info.tokens).startswith(name)
+    healed = answered = 0
+    for left, right, scope in CASES:
+        req = CompletionRequest(left, right, mode=Mode.CONSTRAINED, scope=scope,
+                                max_tokens=48)
+        prompt = engine.prompt_for(req)
+        res = engine.complete(req, prompt=prompt)
+        assert res.healed == prompt.healed and left.endswith(prompt.healed)
+        assert res.prompt_tokens == len(prompt.ids)  # the server counted the ids we sent
+        healed += bool(prompt.healed)
+        if res.middle is not None:
+            answered += bool(prompt.healed)
+            ast.parse(left + res.middle + right)
+    assert healed >= len(CASES) - 1
+    assert answered >= len(CASES) // 2, (healed, answered)
