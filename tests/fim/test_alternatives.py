@@ -1,0 +1,198 @@
+"""Ranked alternatives: several complete constrained middles for one place, best first.
+
+A model written as a tree (what it prefers after each generated prefix) makes greedy take a
+first token that is a little likelier and then walks into an unlikely end, while the runner-up
+first token ends at once with near certainty: ranking the complete middles by the model's
+likelihood must put the runner-up first, and keep greedy's middle among the alternatives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fim.alternatives import Alternative, Ranking, branch_points
+from fim.api import CompletionRequest, Engine
+from fim.decoding import TraceStep
+from fim.engines.step_model import StepModel
+from fim.engines.transformers_engine import backend_from_loaded
+from fim.parse_check import parses
+
+
+class Tree(StepModel):
+    """Logits by the generated prefix: ``tree[prefix] = {token: logit}``; the rest 0, and
+    the end of text where the tree says nothing."""
+
+    def __init__(self, vocab_size: int, tree: dict[tuple[int, ...], dict[int, float]],
+                 eos: int) -> None:
+        super().__init__()
+        self._size, self.tree, self.eos = vocab_size, tree, eos
+        self.path: list[int] = []
+        self.prefills = 0
+        self.steps = 0
+
+    @property
+    def vocab_size(self) -> int:
+        return self._size
+
+    def _logits(self) -> np.ndarray:
+        out = np.zeros(self._size, dtype=np.float32)
+        for tid, logit in self.tree.get(tuple(self.path), {self.eos: 40.0}).items():
+            out[tid] = logit
+        return out
+
+    def prefill(self, ids, interrupt=None, progress=None, keep_cached=False):
+        self.prefills += 1
+        self.path = []
+        return self._logits()
+
+    def step(self, token):
+        self.steps += 1
+        self.path.append(token)
+        return self._logits()
+
+    def _forward(self, slot, ids, interrupt):  # pragma: no cover - prefill/step are scripted
+        raise NotImplementedError
+
+    _truncate = _copy_prefix = _clear = _forward
+
+
+def tree_engine(random_loaded, make_tree) -> tuple[Engine, Tree]:
+    backend = backend_from_loaded(random_loaded)
+    tok = backend.tokenizer
+    eos = tok.token_id("<|endoftext|>")
+
+    def one(text: str) -> int:
+        ids = tok.encode(text)
+        assert len(ids) == 1, (text, ids)
+        return ids[0]
+
+    model = Tree(backend.step_model.vocab_size, make_tree(one, eos), eos)
+    backend.step_model = model
+    return Engine(backend, heal=False), model
+
+
+def greedy_trap(one, eos):
+    """``x = |``: greedy writes ``1`` (logit 10 against ``None``'s 9.5), after which the model
+    wants ``)`` (forbidden) and ends only with a small probability; after ``None`` it ends at
+    once. After ``y`` (a third first token) it ends too, but ``y`` itself is unlikely.
+    Log-probabilities (1,024 ids): ``None`` -1.0, ``1`` -0.5 - 6.0, ``y`` -8.5."""
+    return {
+        (): {one("1"): 10.0, one("None"): 9.5, one("y"): 2.0},
+        (one("1"),): {one(")"): 12.0, eos: 6.0},
+        (one("None"),): {eos: 30.0},
+        (one("y"),): {eos: 30.0},
+    }
+
+
+def test_the_likeliest_complete_middle_comes_first(random_loaded):
+    engine, _ = tree_engine(random_loaded, greedy_trap)
+    greedy = engine.complete(CompletionRequest("x = ", "\n", max_tokens=8))
+    assert greedy.middle == "1" and greedy.alternatives == ()
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=8, alternatives=3))
+    middles = [a.middle for a in res.alternatives]
+    assert middles == ["None", "1", "y"]
+    assert res.middle == "None" and res.stop == "eos"
+    assert all(isinstance(a, Alternative) for a in res.alternatives)
+    scores = [a.logprob for a in res.alternatives]
+    assert scores == sorted(scores, reverse=True)
+    # ``None``: log P(foo) + log P(end | foo), both from the model's own logits.
+    assert res.alternatives[0].logprob == pytest.approx(-1.0, abs=0.02)
+    assert all(parses("x = " + m + "\n") for m in middles)
+
+
+def test_at_most_the_number_asked_for(random_loaded):
+    engine, _ = tree_engine(random_loaded, greedy_trap)
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=8, alternatives=2))
+    assert [a.middle for a in res.alternatives] == ["None", "1"]
+
+
+def test_equal_middles_count_once(random_loaded):
+    """``a`` + ``b`` and ``ab`` are the same middle: one alternative, not two."""
+    def tree(one, eos):
+        return {(): {one("ab"): 10.0, one("a"): 9.9},
+                (one("a"),): {one("b"): 30.0}}
+    engine, _ = tree_engine(random_loaded, tree)
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=8, alternatives=3))
+    middles = [a.middle for a in res.alternatives]
+    assert middles.count("ab") == 1 and len(middles) == len(set(middles))
+
+
+def test_a_cancelled_search_returns_what_is_complete(random_loaded):
+    engine, model = tree_engine(random_loaded, greedy_trap)
+    # Cancelled once a second run starts: only greedy's middle is complete.
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=8, alternatives=3),
+                          cancel=lambda: model.prefills >= 2)
+    assert [a.middle for a in res.alternatives] == ["1"] and res.middle == "1"
+
+
+def test_mean_ranking_divides_by_length(random_loaded):
+    """Per token, ``1`` + end (two tokens) against ``y`` + end: the ranking changes with it."""
+    engine, _ = tree_engine(random_loaded, greedy_trap)
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=8, alternatives=3,
+                                            ranking="mean"))
+    alts = res.alternatives
+    means = [a.logprob / (a.tokens + 1) for a in alts]
+    assert means == sorted(means, reverse=True) and alts[0].middle == "None"
+
+
+def test_branch_points_first_token_first_then_smallest_margin():
+    trace = [TraceStep(1, -0.1, 0, ((2, -3.0), (3, -5.0))),
+             TraceStep(4, -2.0, 1, ((5, -2.1),)),
+             TraceStep(6, -0.5, 2, ((7, -4.0),))]
+    got = [(b.step, b.token) for b in branch_points(trace, 4)]
+    assert got == [(0, 2), (0, 3), (1, 5), (2, 7)]
+    assert [(b.step, b.token) for b in branch_points(trace, 1)] == [(0, 2)]
+
+
+def test_bad_requests_are_refused(random_loaded):
+    engine, _ = tree_engine(random_loaded, greedy_trap)
+    with pytest.raises(ValueError, match="alternatives"):
+        engine.complete(CompletionRequest("x = ", "\n", alternatives=0))
+    with pytest.raises(ValueError, match="ranking"):
+        engine.complete(CompletionRequest("x = ", "\n", alternatives=2, ranking="best"))
+
+
+@pytest.mark.parametrize(("left", "right"), [
+    ("def f(a, b):\n    return ", "\n"),
+    ("import os\nx = [", "]\n"),
+    ("def f(x):\n    y = ", "\n    return y\n"),
+])
+def test_every_alternative_parses_with_a_real_model(engine, left, right):
+    """The random model with the Python constraint: distinct middles, each parses, best
+    first, greedy's among them."""
+    greedy = engine.complete(CompletionRequest(left, right, max_tokens=12))
+    res = engine.complete(CompletionRequest(left, right, max_tokens=12, alternatives=3))
+    middles = [a.middle for a in res.alternatives]
+    assert middles and len(middles) == len(set(middles)) and res.middle == middles[0]
+    assert all(parses(left + m + right) for m in middles)
+    assert greedy.middle in middles
+    scores = [a.logprob for a in res.alternatives]
+    assert scores == sorted(scores, reverse=True)
+    assert res.tokens >= greedy.tokens
+
+
+def test_ranked_mode_needs_greedy_constrained(engine):
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=6, alternatives=3,
+                                            mode="unconstrained"))
+    assert res.alternatives == ()
+    assert Ranking("mean") == Ranking.MEAN
+
+
+def test_branches_reuse_the_cached_prompt_and_path(engine, monkeypatch):
+    """After the greedy request, the ranked one retraces greedy's path from the cache and
+    runs only the branches' new tokens: never the prompt again."""
+    left, right = "def f(a, b):\n    return ", "\n"
+    greedy = engine.complete(CompletionRequest(left, right, max_tokens=12))
+    model = engine.step_model
+    forward = model._forward
+    ran: list[int] = []
+
+    def counting(slot, ids, interrupt):
+        ran.append(len(ids))
+        return forward(slot, ids, interrupt)
+
+    monkeypatch.setattr(model, "_forward", counting)
+    res = engine.complete(CompletionRequest(left, right, max_tokens=12, alternatives=3))
+    assert len(res.alternatives) > 1
+    assert 0 < sum(ran) <= res.tokens - greedy.tokens
