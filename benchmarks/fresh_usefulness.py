@@ -21,7 +21,13 @@ whole middle, at a block's start the whole block.  Configurations, on the same c
 * ``unwrapped_right_stop``: that stop only where the model re-writes the right context as
   written, not where it writes the next line's text on to the cursor's line;
 * ``no_right_stop``: the same without that stop (the decoder before issue 18's lever);
-* ``unconstrained``: the ``constrained: false`` setting.
+* ``unconstrained``: the ``constrained: false`` setting;
+* ``ranked3``: up to three complete constrained middles (greedy and branches off it,
+  ``fim.alternatives``), the likeliest shown; a row also says whether the truth is among
+  them (what cycling through the suggestions gives) and keeps them all, so that the table
+  can rank them per token too.  On an empty line and after a header the middle ends at
+  its first complete line end (``line_stop``: the early answer, which the search cannot
+  interrupt).
 
     .venv/bin/python benchmarks/fresh_usefulness.py --per-cell 6 --stdlib-per-cell 3 \\
         --json docs/eval/fresh-usefulness.json --figures docs/usefulness.md
@@ -33,6 +39,7 @@ import argparse
 import dataclasses
 import json
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -58,7 +65,9 @@ from lsp_server.project.sources import ContextCollector  # noqa: E402
 from lsp_server.project.workspace import Workspace  # noqa: E402
 from lsp_server.request_plan import RequestPlanner  # noqa: E402
 
-CONFIGS = ("shipped", "unwrapped_right_stop", "no_right_stop", "unconstrained")
+CONFIGS = ("shipped", "unwrapped_right_stop", "no_right_stop", "unconstrained", "ranked3")
+#: Configurations that ask for ranked alternatives, and how many.
+RANKED = {"ranked3": 3}
 
 
 @dataclasses.dataclass
@@ -121,7 +130,24 @@ def configured(request, config: str):
         return dataclasses.replace(request, right_wraps=False)
     if config == "unconstrained":  # what ``constrained: false`` changes in the policy
         return dataclasses.replace(request, mode=Mode.UNCONSTRAINED)
+    if config in RANKED:
+        return dataclasses.replace(request, alternatives=RANKED[config])
     return request
+
+
+def ask_ranked(engine: Engine, request, early: bool, pause: float) -> dict:
+    """``usefulness.ask`` for a ranked configuration: rest, then the whole search (the
+    early answer is the first complete line end, ``line_stop``)."""
+    until = time.perf_counter() + pause
+    if early:
+        request = dataclasses.replace(request, line_stop=True)
+    engine.warm(request, lambda: time.perf_counter() > until)
+    t0 = time.perf_counter()
+    res = engine.complete(request)
+    return {"middle": res.middle, "seconds": time.perf_counter() - t0, "stop": res.stop,
+            "parses": res.parses, "tokens": res.tokens, "prompt_tokens": res.prompt_tokens,
+            "candidates": [[a.middle, a.logprob, a.tokens, a.greedy]
+                           for a in res.alternatives]}
 
 
 def run_file(engine: Engine, fc: FileCases, cursors: list[Cursor], args, rows: list[dict]
@@ -145,8 +171,11 @@ def run_file(engine: Engine, fc: FileCases, cursors: list[Cursor], args, rows: l
             warmed = True
         for n, config in enumerate(args.configs):
             early = cur.kind in FIRST_LINE_KINDS
-            out = ask(engine, configured(planned, config),
-                      "empty_line" if early else "mid_line", args.pause if n == 0 else 0.0)
+            pause = args.pause if n == 0 else 0.0
+            out = (ask_ranked(engine, configured(planned, config), early, pause)
+                   if config in RANKED else
+                   ask(engine, configured(planned, config),
+                       "empty_line" if early else "mid_line", pause))
             rows.append(_row(cur, config, out, early, first_config=n == 0))
             if args.progress:
                 r = rows[-1]
@@ -168,7 +197,24 @@ def _row(cur: Cursor, config: str, out: dict, early: bool, first_config: bool) -
             "prompt_tokens": out["prompt_tokens"],
             "unparsable": out["middle"] is not None and out["parses"] is False
             and config != "unconstrained",
-            **tables.score(shown, truth)}
+            **tables.score(shown, truth), **_ranked_fields(cur, out, early)}
+
+
+def _ranked_fields(cur: Cursor, out: dict, early: bool) -> dict:
+    """A ranked configuration's candidates (``[middle, logprob, tokens, greedy]``, the
+    likeliest first), how many, and whether the truth is among them."""
+    if "candidates" not in out:
+        return {}
+    block = cur.kind == Kind.BLOCK_START
+
+    def shown(middle: str) -> str:
+        text = first_line(middle) if early else middle
+        return text.rstrip() if block else text
+
+    truth = cur.case.truth.rstrip() if block else cur.case.truth
+    return {"candidates": out["candidates"], "count": len(out["candidates"]),
+            "among": any(shown(c[0]) == truth for c in out["candidates"]),
+            "decode_seconds": out["seconds"]}
 
 
 def render(rows: list[dict], run: dict, configs: list[str]) -> str:
@@ -180,6 +226,10 @@ def render(rows: list[dict], run: dict, configs: list[str]) -> str:
             + tables.pairs_table(rows, corpora, [("shipped", o) for o in others])
             + "\n\nEvery cursor kind and kind of text:\n\n"
             + tables.kinds_table(rows, corpora, configs))
+    suggestions = tables.suggestions_table(rows, corpora, configs)
+    if suggestions:
+        body += ("\n\nSeveral suggestions per place (exact match of what is shown first by "
+                 "each ranking, and of the truth among all of them):\n\n" + suggestions)
     if "no_right_stop" in configs:
         changed = tables.changed_examples(rows, "shipped", "no_right_stop")
         if changed:
