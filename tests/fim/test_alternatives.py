@@ -8,81 +8,18 @@ likelihood must put the runner-up first, and keep greedy's middle among the alte
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from fim.alternatives import Alternative, Ranking, branch_points
 from fim.api import CompletionRequest, Engine
 from fim.decoding import TraceStep
-from fim.engines.step_model import StepModel
 from fim.engines.transformers_engine import backend_from_loaded
 from fim.parse_check import parses
-
-
-class Tree(StepModel):
-    """Logits by the generated prefix: ``tree[prefix] = {token: logit}``; the rest 0, and
-    the end of text where the tree says nothing."""
-
-    def __init__(self, vocab_size: int, tree: dict[tuple[int, ...], dict[int, float]],
-                 eos: int) -> None:
-        super().__init__()
-        self._size, self.tree, self.eos = vocab_size, tree, eos
-        self.path: list[int] = []
-        self.prefills = 0
-        self.steps = 0
-
-    @property
-    def vocab_size(self) -> int:
-        return self._size
-
-    def _logits(self) -> np.ndarray:
-        out = np.zeros(self._size, dtype=np.float32)
-        for tid, logit in self.tree.get(tuple(self.path), {self.eos: 40.0}).items():
-            out[tid] = logit
-        return out
-
-    def prefill(self, ids, interrupt=None, progress=None, keep_cached=False):
-        self.prefills += 1
-        self.path = []
-        return self._logits()
-
-    def step(self, token):
-        self.steps += 1
-        self.path.append(token)
-        return self._logits()
-
-    def _forward(self, slot, ids, interrupt):  # pragma: no cover - prefill/step are scripted
-        raise NotImplementedError
-
-    _truncate = _copy_prefix = _clear = _forward
+from tests.support.tree_model import Tree, greedy_trap, tree_engine_over
 
 
 def tree_engine(random_loaded, make_tree) -> tuple[Engine, Tree]:
-    backend = backend_from_loaded(random_loaded)
-    tok = backend.tokenizer
-    eos = tok.token_id("<|endoftext|>")
-
-    def one(text: str) -> int:
-        ids = tok.encode(text)
-        assert len(ids) == 1, (text, ids)
-        return ids[0]
-
-    model = Tree(backend.step_model.vocab_size, make_tree(one, eos), eos)
-    backend.step_model = model
-    return Engine(backend, heal=False), model
-
-
-def greedy_trap(one, eos):
-    """``x = |``: greedy writes ``1`` (logit 10 against ``None``'s 9.5), after which the model
-    wants ``)`` (forbidden) and ends only with a small probability; after ``None`` it ends at
-    once. After ``y`` (a third first token) it ends too, but ``y`` itself is unlikely.
-    Log-probabilities (1,024 ids): ``None`` -1.0, ``1`` -0.5 - 6.0, ``y`` -8.5."""
-    return {
-        (): {one("1"): 10.0, one("None"): 9.5, one("y"): 2.0},
-        (one("1"),): {one(")"): 12.0, eos: 6.0},
-        (one("None"),): {eos: 30.0},
-        (one("y"),): {eos: 30.0},
-    }
+    return tree_engine_over(backend_from_loaded(random_loaded), make_tree)
 
 
 def test_the_likeliest_complete_middle_comes_first(random_loaded):
