@@ -150,8 +150,8 @@ def ask_ranked(engine: Engine, request, early: bool, pause: float) -> dict:
                            for a in res.alternatives]}
 
 
-def run_file(engine: Engine, fc: FileCases, cursors: list[Cursor], args, rows: list[dict]
-             ) -> None:
+def run_file(engine: Engine, fc: FileCases, cursors: list[Cursor], args, rows: list[dict],
+             after=None) -> None:
     """Every configuration at each cursor in turn.  The file starts from an empty cache; at a
     cursor the first configuration pays the prompt (its latency is a new place's), the
     others find the same prompt cached (the shared machine could not afford a prefill per
@@ -177,6 +177,8 @@ def run_file(engine: Engine, fc: FileCases, cursors: list[Cursor], args, rows: l
                    ask(engine, configured(planned, config),
                        "empty_line" if early else "mid_line", pause))
             rows.append(_row(cur, config, out, early, first_config=n == 0))
+            if after is not None:  # a run cut short still leaves its rows
+                after()
             if args.progress:
                 r = rows[-1]
                 print(f"{config:14} {case.id[:60]:60} {r['seconds']:5.1f}s "
@@ -290,7 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         for corpus in [c for c in args.corpora.split(",") if c]:
             n = args.per_cell if corpus == "fresh" else args.stdlib_per_cell
             for fc, cursors in corpus_cursors(corpus, n, args):
-                run_file(engine, fc, cursors, args, rows)
+                run_file(engine, fc, cursors, args, rows,
+                         lambda: save(args, record, rows, finished=False))
                 # After every file, so that a run cut short still leaves its rows.
                 save(args, record, rows, finished=False)
         record.finish()
