@@ -11,7 +11,7 @@ share the same cores and both be late).  Two kinds of jobs share it:
   decode goes on; what it adds later reaches ``on_partial``/``on_final`` callbacks, which
   the server turns into suggestion-cache entries for the user's next keystrokes.
 * **background work** (``background``): prefetching the next suggestion as if the shown one were
-  accepted, the shown place's other suggestions, warming the prompt where the cursor rests,
+  accepted, warming the prompt where the cursor rests, the shown place's other suggestions,
   running the project context into the cache, in that order of :class:`Priority` (what the user
   is likeliest to ask next first; the newest first among equals).  It runs only when no request
   is waiting, one job per key (a newer one replaces it); any request raises its cancel flag, and
@@ -55,8 +55,10 @@ class Priority(enum.IntEnum):
     """Background work, least urgent first."""
 
     CONTEXT = 0  # the project context into the cache
-    WARM = 1  # the prompt where the cursor rests
-    ALTERNATIVES = 2  # the shown place's other suggestions (cycled with next/previous)
+    #: the shown place's other suggestions (cycled with next/previous); below the warm-up,
+    #: which is asked for only once the cursor has left that place
+    ALTERNATIVES = 1
+    WARM = 2  # the prompt where the cursor rests
     PREFETCH = 3  # the suggestion after the shown one is accepted
 
 
