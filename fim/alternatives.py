@@ -7,10 +7,11 @@ This module looks further than the next token without a beam: the greedy run is 
 and further runs branch off it where another choice was nearly as likely: the first token's
 next choices, and the steps with the smallest margin between the taken token and the next one
 (where the constraint masked the model's top token, that margin is to the next allowed
-candidate). Each branch takes the greedy path up to its step, the other token there, then goes
-on greedily under the same constraint and stopping rules. The model's cache makes the shared
-path free (``StepModel`` retraces a run token for token), and branches run from the latest
-step back to the earliest, so each one crops only what it replaces.
+candidate), the end included (going on where greedy stopped). Each branch takes the greedy path
+up to its step, the other token there, then goes on greedily under the same constraint and
+stopping rules. The model's cache makes the shared path free (``StepModel`` retraces a run
+token for token), and branches run from the latest step back to the earliest, so each one crops
+only what it replaces.
 
 Candidates are ranked by the model's log-probability of the middle with its end
 (``Ranking.SUM``) or by that per token (``Ranking.MEAN``); equal middles count once.  A search
@@ -102,8 +103,11 @@ def search(run: Runner, first: Decoded, n: int, check: Check, ranking: Ranking =
 
     keep(first, greedy=True)
     trace = first.trace or []
+    # The end is a branch point too (going on where greedy stopped); its branches take the
+    # whole traced path first.
+    points = trace + ([first.end_step] if first.end_step is not None else [])
     runs = max_runs if max_runs is not None else 2 * max(0, n - 1)
-    pending = branch_points(trace, runs) if n > 1 else []
+    pending = branch_points(points, runs) if n > 1 else []
     while pending and len(found) < n:
         # A batch of as many branches as middles are missing, latest step first: each run
         # crops the cached path only where it departs from it.

@@ -83,6 +83,9 @@ class Decoded:
     #: or the stop-token estimate where a best complete point was cut); ``None`` untraced.
     trace: list[TraceStep] | None = None
     logprob: float | None = None
+    #: Where the decode chose to end (a stop token, or the right context's first token)
+    #: rather than take a token: its log-probability and the candidates that would go on.
+    end_step: TraceStep | None = None
 
 
 @dataclass
@@ -312,6 +315,7 @@ class _Decoder:
         self.trace: list[TraceStep] | None = [] if options.trace else None
         self.lse = 0.0  # log-normaliser of the current step's masked logits
         self.end_logp = 0.0  # the end's log-probability, for a traced decode
+        self.end_step: TraceStep | None = None  # the end chosen instead of a token, traced
 
     # ----- the loop ---------------------------------------------------------------------
 
@@ -417,10 +421,10 @@ class _Decoder:
         setup, cache, seq, state = self.setup, self.cache, self.seq, self.state
         forced = self.tokens < len(self.forced)
         if self.right and finite[0] and candidates[0] not in setup.stop_ids and not forced:
-            before = self.tokens
+            before, chars = self.tokens, seq.chars
             cut = self._rewrites_right(candidates[0])
             if cut is not None:
-                self._took(candidates, 0, seq.chars, taken=self.tokens > before)
+                self._took(candidates, 0, chars, taken=self.tokens > before)
                 return _Choice(stop=StopReason.RIGHT_CONTEXT, line_cut=cut)
         for index, (tid, ok) in enumerate(zip(candidates, finite, strict=True)):
             if not ok:
@@ -463,13 +467,14 @@ class _Decoder:
             return
         masked, lse = self.masked, self.lse
         logp = float(masked[candidates[index]]) - lse
-        if not taken:
-            self.end_logp = logp
-            return
         alts = tuple((tid, float(masked[tid]) - lse)
                      for tid in candidates[index + 1:index + 1 + _TRACE_ALTS]
                      if math.isfinite(float(masked[tid])))
-        self.trace.append(TraceStep(candidates[index], logp, chars, alts))
+        step = TraceStep(candidates[index], logp, chars, alts)
+        if taken:
+            self.trace.append(step)
+        else:  # the end: going on instead is a branch too
+            self.end_logp, self.end_step = logp, step
 
     def _rewrites_right(self, tid: int) -> int | None:
         """Where the middle ends if the model's best token ``tid`` starts re-writing the right
@@ -558,7 +563,7 @@ class _Decoder:
                 logprob = sum(t.logp for t in self.trace if t.chars < cut) + (
                     end if end is not None else 0.0)
         return Decoded(middle, stop, self.tokens, self.model_s * 1e3,
-                       self.constraint_s * 1e3, raw, self.trace, logprob)
+                       self.constraint_s * 1e3, raw, self.trace, logprob, self.end_step)
 
     def _result(self, stop: StopReason, line_cut: int | None = None) -> Decoded:
         """The middle for how the loop ended: cut at the line end, whole, or (constrained,

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from fim.alternatives import Alternative, Ranking, branch_points
+from fim.alternatives import Alternative, Ranking, branch_points, search
 from fim.api import CompletionRequest, Engine
-from fim.decoding import TraceStep
+from fim.decoding import Decoded, TraceStep
 from fim.engines.transformers_engine import backend_from_loaded
+from fim.options import StopReason
 from fim.parse_check import parses
 from tests.support.tree_model import Tree, greedy_trap, tree_engine_over
 
@@ -133,3 +134,35 @@ def test_branches_reuse_the_cached_prompt_and_path(engine, monkeypatch):
     res = engine.complete(CompletionRequest(left, right, max_tokens=12, alternatives=3))
     assert len(res.alternatives) > 1
     assert 0 < sum(ran) <= res.tokens - greedy.tokens
+
+
+def test_the_search_branches_latest_first_and_past_greedys_end():
+    """The search over a runner that records what it was asked: each branch takes the
+    traced path up to its step, the latest step runs first (each run crops only what it
+    replaces), and the end is a branch point too (going on where greedy stopped)."""
+    trace = [TraceStep(10, -0.1, 0, ((20, -0.5),)), TraceStep(11, -0.2, 1, ((21, -3.0),))]
+    first = Decoded("ab", StopReason.EOS, 2, trace=trace, logprob=-1.0,
+                    end_step=TraceStep(0, -0.7, 2, ((12, -0.9),)))
+    asked: list[tuple[int, ...]] = []
+
+    def run(forced):
+        asked.append(forced)
+        middle = {(20,): "z", (10, 11, 12): "abc"}.get(forced)
+        return Decoded(middle, StopReason.EOS, len(forced) + 1, trace=[],
+                       logprob=-0.2 if middle == "abc" else -2.0)
+
+    found, tokens = search(run, first, 3, lambda m, s: (m, s))
+    # First batch: the first token's runner-up and the end (margin 0.2), latest first.
+    assert asked == [(10, 11, 12), (20,)]
+    assert [a.middle for a in found] == ["abc", "ab", "z"]
+    assert [a.greedy for a in found] == [False, True, False]
+    assert tokens == 2 + 4 + 2
+
+
+def test_the_search_stops_at_its_deadline():
+    trace = [TraceStep(10, -0.1, 0, ((20, -0.5), (30, -0.6)))]
+    first = Decoded("a", StopReason.EOS, 1, trace=trace, logprob=-1.0)
+    asked = []
+    found, _ = search(lambda f: asked.append(f), first, 3, lambda m, s: (m, s),
+                      deadline=0.0)
+    assert asked == [] and [a.middle for a in found] == ["a"]
