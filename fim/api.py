@@ -209,6 +209,9 @@ class _LanguageEntry:
 class Engine:
     """A loaded model with its FIM template, ready to complete requests."""
 
+    #: ``CompletionRequest.alternatives`` is honoured (``fim.alternatives``).
+    ranks_alternatives = True
+
     def __init__(
         self,
         backend: Backend,

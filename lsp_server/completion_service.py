@@ -321,11 +321,11 @@ class CompletionService:
         self.jobs.background(uri, ("prefetch", uri), prefetch, share_key=planned.share_key,
                              priority=Priority.PREFETCH)
 
-    def _wanted(self, planned: Planned) -> int:
-        """How many suggestions a place offers: the setting, for greedy constrained
-        requests (the only ones ``fim.alternatives`` ranks); else 1."""
-        request = planned.request
-        if request.mode != "constrained" or request.temperature:
+    def _wanted(self, engine: Engine | None) -> int:
+        """How many suggestions a place offers: the setting, for constrained requests on an
+        engine that ranks alternatives (``fim.alternatives``; not a vLLM server); else 1."""
+        if (engine is None or not self.settings.constrained
+                or not getattr(engine, "ranks_alternatives", False)):
             return 1
         return self.settings.suggestions
 
@@ -390,7 +390,7 @@ class CompletionService:
         left, right = text[:cur.offset], text[cur.offset:]
         cached = self.suggestions.lookup_all(uri, left, right)
         # Asked explicitly where one suggestion is shown: the user wants the next one.
-        wants_more = (invoked and self.settings.suggestions > 1 and cached is not None
+        wants_more = (invoked and self._wanted(self.host.engine) > 1 and cached is not None
                       and not cached.ranked and bool(cached.middles[0]))
         if cached is not None and not wants_more:
             # Typing through a shown suggestion (or asking where a prefetch answered): no
@@ -408,7 +408,7 @@ class CompletionService:
         ask = _Ask(uri, doc, text, cur, left, right, model_text.line_break_of(text), t0)
         planned = self._plan(engine, uri, text, cur.offset)
         run = self._runnable(engine, planned)
-        wanted = self._wanted(planned)
+        wanted = self._wanted(engine)
         ranked = wants_more and wanted > 1
         share_key = planned.share_key
         if ranked:  # the ranked search now (adopting the one running in the background)
