@@ -230,8 +230,9 @@ def render(rows: list[dict], run: dict, configs: list[str]) -> str:
             + tables.kinds_table(rows, corpora, configs))
     suggestions = tables.suggestions_table(rows, corpora, configs)
     if suggestions:
-        body += ("\n\nSeveral suggestions per place (exact match of what is shown first by "
-                 "each ranking, and of the truth among all of them):\n\n" + suggestions)
+        body += ("\n\nSeveral suggestions per place (what each ranking shows first: the "
+                 "model's likelihood of the middle, the same per token, greedy's middle; and "
+                 "whether the truth is among all of them):\n\n" + suggestions)
     if "no_right_stop" in configs:
         changed = tables.changed_examples(rows, "shipped", "no_right_stop")
         if changed:

@@ -28,10 +28,11 @@ def test_each_ranking_shows_its_own_first():
     ]
     table = suggestions_table(rows, ["fresh"], ["shipped", "ranked3"])
     mid = cells(table, "mid-line")
-    assert mid[2:6] == ["ranked3", "1", "0% / 100% / 0%", "100%"]
+    assert mid[2:7] == ["ranked3", "1", "0% / 100% / 0%", "0.00 / 1.00 / 0.00", "100%"]
     empty = cells(table, "empty line")
-    assert empty[4] == "100% / 100% / 100%"
-    assert cells(table, "all")[4:6] == ["50% / 100% / 50%", "100%"]
+    assert empty[4:6] == ["100% / 100% / 100%", "1.00 / 1.00 / 1.00"]
+    assert cells(table, "all")[4] == "50% / 100% / 50%"
+    assert cells(table, "all")[6] == "100%"
 
 
 def test_no_table_without_ranked_rows():
