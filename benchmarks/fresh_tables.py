@@ -197,3 +197,64 @@ def anchor_note(rows: list[dict], settings: dict | None) -> str:
             "prompt cache holds only its own requests (llama.vim's ring and the previous "
             "cursor's prompt), never Seam's; Seam's column is its first configuration's at a "
             "new place.")
+
+
+def _first_by(row: dict, key: Callable[[list], float]) -> str | None:
+    """The candidate a ranking shows first (``row["candidates"]``: middle, logprob, tokens,
+    greedy), or ``None`` when there is none."""
+    cands = row.get("candidates") or []
+    return max(cands, key=key)[0] if cands else None
+
+
+def _as_shown(row: dict, middle: str | None, early: Callable[[dict], bool]) -> dict:
+    """``score`` of ``middle`` as the row's cursor shows it (its first line on an empty line
+    or after a header; a block without its trailing line end)."""
+    text = middle
+    if text is not None:
+        text = text.split("\n", 1)[0] if early(row) else text
+        if row["kind"] == "block_start":
+            text = text.rstrip()
+    return score(text, row["truth"])
+
+
+def suggestions_table(rows: list[dict], corpora: list[str], configs: list[str]) -> str:
+    """For configurations with several suggestions (rows with ``among``): exact match and
+    edit similarity of what each ranking shows first (the model's likelihood of the middle,
+    the same per token, greedy's middle) and how often the truth is among the suggestions
+    (what cycling with next/previous gives); empty when no row has them."""
+    ranked = [c for c in configs if any("among" in r for r in rows if r["config"] == c)]
+    if not ranked:
+        return ""
+
+    def early(row: dict) -> bool:
+        return row["kind"] in ("empty_line", "after_header")
+
+    rankings = {
+        "likelihood": lambda c: c[1],
+        "per token": lambda c: c[1] / (c[2] + 1),
+        "greedy": lambda c: float(bool(c[3])),
+    }
+    lines = ["| corpus | cursors of | configuration | cursors | shown first, exact: "
+             "likelihood / per token / greedy | edit sim.: likelihood / per token / greedy | "
+             "truth among the suggestions | suggestions (mean) | p50 / p90 s (all of them) |",
+             "| --- " * 9 + "|"]
+    for corpus in corpora:
+        for name, kinds in [*GROUPS.items(), ("all", tuple(KIND_LABELS))]:
+            for config in ranked:
+                rs = [r for r in _select(rows, corpus=corpus, kind=kinds, config=config)
+                      if "among" in r]
+                if not rs:
+                    continue
+                shown = [[_as_shown(r, _first_by(r, k), early) for r in rs]
+                         for k in rankings.values()]
+                firsts = " / ".join(f"{statistics.fmean(s['exact'] for s in col):.0%}"
+                                    for col in shown)
+                sims = " / ".join(f"{statistics.fmean(s['edit_similarity'] for s in col):.2f}"
+                                  for col in shown)
+                secs = [r["decode_seconds"] for r in rs]
+                lines.append(
+                    f"| {corpus} | {name} | {config} | {len(rs)} | {firsts} | {sims} | "
+                    f"{statistics.fmean(r['among'] for r in rs):.0%} | "
+                    f"{statistics.fmean(r['count'] for r in rs):.1f} | "
+                    f"{percentile(secs, 0.5):.2f} / {percentile(secs, 0.9):.2f} |")
+    return "\n".join(lines)

@@ -30,6 +30,12 @@ whole middle, at a block's start the whole block.  Configurations, on the same c
   (250 ms of generation, stopping at the next line end) is llama.vim's default and makes its
   answers depend on the machine's load; ``--llama-vim-time-limits off`` lifts it.  Its
   latency is its own: llama-server's prompt cache holds only its own requests.
+* ``ranked3``: up to three complete constrained middles (greedy and branches off it,
+  ``fim.alternatives``), the likeliest shown; a row also says whether the truth is among
+  them (what cycling through the suggestions gives) and keeps them all, so that the table
+  can rank them per token too.  On an empty line and after a header the middle ends at
+  its first complete line end (``line_stop``: the early answer, which the search cannot
+  interrupt).
 
     .venv/bin/python benchmarks/fresh_usefulness.py --per-cell 6 --stdlib-per-cell 3 \\
         --json docs/eval/fresh-usefulness.json --figures docs/usefulness.md
@@ -42,6 +48,7 @@ import dataclasses
 import json
 import signal
 import sys
+import time
 import urllib.parse
 from pathlib import Path
 
@@ -72,9 +79,12 @@ from lsp_server.project.sources import ContextCollector  # noqa: E402
 from lsp_server.project.workspace import Workspace  # noqa: E402
 from lsp_server.request_plan import RequestPlanner  # noqa: E402
 
-CONFIGS = ("shipped", "unwrapped_right_stop", "no_right_stop", "unconstrained", "llama_vim")
+CONFIGS = ("shipped", "unwrapped_right_stop", "no_right_stop", "unconstrained", "ranked3",
+           "llama_vim")
 #: Configurations that are not Seam's engine: asked through their own server.
 ANCHORS = frozenset({"llama_vim"})
+#: Configurations that ask for ranked alternatives, and how many.
+RANKED = {"ranked3": 3}
 
 
 @dataclasses.dataclass
@@ -137,6 +147,8 @@ def configured(request, config: str):
         return dataclasses.replace(request, right_wraps=False)
     if config == "unconstrained":  # what ``constrained: false`` changes in the policy
         return dataclasses.replace(request, mode=Mode.UNCONSTRAINED)
+    if config in RANKED:
+        return dataclasses.replace(request, alternatives=RANKED[config])
     return request
 
 
@@ -175,8 +187,23 @@ def ask_llama_vim(client: LlamaVimClient, cur: Cursor) -> dict:
             "truncated": a.truncated}
 
 
-def run_file(engine: Engine, fc: FileCases, cursors: list[Cursor], args, rows: list[dict]
-             ) -> None:
+def ask_ranked(engine: Engine, request, early: bool, pause: float) -> dict:
+    """``usefulness.ask`` for a ranked configuration: rest, then the whole search (the
+    early answer is the first complete line end, ``line_stop``)."""
+    until = time.perf_counter() + pause
+    if early:
+        request = dataclasses.replace(request, line_stop=True)
+    engine.warm(request, lambda: time.perf_counter() > until)
+    t0 = time.perf_counter()
+    res = engine.complete(request)
+    return {"middle": res.middle, "seconds": time.perf_counter() - t0, "stop": res.stop,
+            "parses": res.parses, "tokens": res.tokens, "prompt_tokens": res.prompt_tokens,
+            "candidates": [[a.middle, a.logprob, a.tokens, a.greedy]
+                           for a in res.alternatives]}
+
+
+def run_file(engine: Engine, fc: FileCases, cursors: list[Cursor], args, rows: list[dict],
+             after=None) -> None:
     """Every configuration at each cursor in turn.  The file starts from an empty cache; at a
     cursor the first of Seam's configurations pays the prompt (its latency is a new place's),
     the others find the same prompt cached (the shared machine could not afford a prefill per
@@ -204,9 +231,14 @@ def run_file(engine: Engine, fc: FileCases, cursors: list[Cursor], args, rows: l
                 first = bool(out["requested"])
             else:
                 first = config == seam[0]
-                out = ask(engine, configured(planned, config),
-                          "empty_line" if early else "mid_line", args.pause if first else 0.0)
+                pause = args.pause if first else 0.0
+                out = (ask_ranked(engine, configured(planned, config), early, pause)
+                       if config in RANKED else
+                       ask(engine, configured(planned, config),
+                           "empty_line" if early else "mid_line", pause))
             rows.append(_row(cur, config, out, early, first_config=first))
+            if after is not None:  # a run cut short still leaves its rows
+                after()
             if args.progress:
                 r = rows[-1]
                 print(f"{config:14} {case.id[:60]:60} {r['seconds']:5.1f}s "
@@ -229,7 +261,24 @@ def _row(cur: Cursor, config: str, out: dict, early: bool, first_config: bool) -
             and config != "unconstrained",
             **({"requested": out["requested"], "cached_tokens": out["cached_tokens"],
                 "truncated": out["truncated"]} if config in ANCHORS else {}),
-            **tables.score(shown, truth)}
+            **tables.score(shown, truth), **_ranked_fields(cur, out, early)}
+
+
+def _ranked_fields(cur: Cursor, out: dict, early: bool) -> dict:
+    """A ranked configuration's candidates (``[middle, logprob, tokens, greedy]``, the
+    likeliest first), how many, and whether the truth is among them."""
+    if "candidates" not in out:
+        return {}
+    block = cur.kind == Kind.BLOCK_START
+
+    def shown(middle: str) -> str:
+        text = first_line(middle) if early else middle
+        return text.rstrip() if block else text
+
+    truth = cur.case.truth.rstrip() if block else cur.case.truth
+    return {"candidates": out["candidates"], "count": len(out["candidates"]),
+            "among": any(shown(c[0]) == truth for c in out["candidates"]),
+            "decode_seconds": out["seconds"]}
 
 
 def render(rows: list[dict], run: dict, configs: list[str]) -> str:
@@ -247,6 +296,11 @@ def render(rows: list[dict], run: dict, configs: list[str]) -> str:
               "the same and exact match tells them apart.")
     if "llama_vim" in configs:
         body += "\n\n" + tables.anchor_note(rows, run.get("llama_vim"))
+    suggestions = tables.suggestions_table(rows, corpora, configs)
+    if suggestions:
+        body += ("\n\nSeveral suggestions per place (what each ranking shows first: the "
+                 "model's likelihood of the middle, the same per token, greedy's middle; and "
+                 "whether the truth is among all of them):\n\n" + suggestions)
     if "no_right_stop" in configs:
         changed = tables.changed_examples(rows, "shipped", "no_right_stop")
         if changed:
@@ -339,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
             for corpus in [c for c in args.corpora.split(",") if c]:
                 n = args.per_cell if corpus == "fresh" else args.stdlib_per_cell
                 for fc, cursors in corpus_cursors(corpus, n, args):
-                    run_file(engine, fc, cursors, args, rows)
+                    run_file(engine, fc, cursors, args, rows,
+                             lambda: save(args, record, rows, finished=False))
                     # After every file, so that a run cut short still leaves its rows.
                     save(args, record, rows, finished=False)
         finally:

@@ -17,6 +17,7 @@ as-you-type completion in the editor cheap.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -24,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fim import decoding
+from fim.alternatives import Alternative, Ranking, search
 from fim.decoding import DecodeHooks, DecodeOptions, DecodeSetup, FeedCache, HealIndex
 from fim.engines.backend import Backend
 from fim.engines.loading import load_backend
@@ -107,6 +109,12 @@ class CompletionRequest:
     stop_at_right: bool = True
     #: ... also where the model writes the next line's text on to the cursor's line.
     right_wraps: bool = True
+    #: Up to this many distinct complete middles, best first (``CompletionResult.
+    #: alternatives``; constrained greedy decoding only): the greedy one and branches off it
+    #: where another token was nearly as likely, ranked by ``ranking`` (``fim.alternatives``).
+    #: 1: greedy only.  ``middle`` is then the best-ranked one.
+    alternatives: int = 1
+    ranking: Ranking = Ranking.SUM
 
     def validate(self) -> None:
         if not isinstance(self.left, str) or not isinstance(self.right, str):
@@ -136,6 +144,18 @@ class CompletionRequest:
                 not isinstance(self.right_tokens, int) or self.right_tokens < 0):
             raise ValueError("right_tokens must be a non-negative integer (or None)")
         self.order = PromptOrder(self.order)
+        if not isinstance(self.alternatives, int) or self.alternatives < 1:
+            raise ValueError("alternatives must be a positive integer")
+        if self.ranking not in tuple(Ranking):
+            raise ValueError(f"unknown ranking {self.ranking!r}; expected one of "
+                             f"{', '.join(r.value for r in Ranking)}")
+        self.ranking = Ranking(self.ranking)
+
+    @property
+    def ranked(self) -> bool:
+        """Whether this request searches for alternatives (greedy constrained, more than 1)."""
+        return (self.alternatives > 1 and self.mode == Mode.CONSTRAINED
+                and self.temperature == 0)
 
     def decode_options(self, deadline: float | None = None) -> DecodeOptions:
         """The decoding loop's share of this request (``deadline``: a ``time.monotonic()``
@@ -145,7 +165,7 @@ class CompletionRequest:
                              line_stop=self.line_stop, deadline=deadline,
                              right_context=self.right[:_RIGHT_PROBE_CHARS]
                              if self.stop_at_right else "",
-                             right_wraps=self.right_wraps)
+                             right_wraps=self.right_wraps, trace=self.ranked)
 
 
 @dataclass
@@ -168,6 +188,9 @@ class CompletionResult:
     right_chars_dropped: int = 0
     healed: str = ""
     error: str | None = None
+    #: With ``alternatives > 1``: the distinct middles found, best first (``middle`` is the
+    #: first); ``tokens``, ``model_ms`` and ``constraint_ms`` then count all the runs.
+    alternatives: tuple[Alternative, ...] = ()
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -185,6 +208,9 @@ class _LanguageEntry:
 
 class Engine:
     """A loaded model with its FIM template, ready to complete requests."""
+
+    #: ``CompletionRequest.alternatives`` is honoured (``fim.alternatives``).
+    ranks_alternatives = True
 
     def __init__(
         self,
@@ -405,14 +431,37 @@ class Engine:
         out = decoding.decode(self._setup, prompt.ids, prompt.healed,
                               req.decode_options(deadline), state,
                               entry.cache if entry else None, hooks)
-        middle, stop, constraint_ms = out.middle, out.stop, out.constraint_ms
+        contexts = self._contexts_to_check(req, entry)
+        t0 = time.perf_counter()
+        middle, stop, parses, error = self._check(req, lang_mode, contexts, out.middle, out.stop)
+        constraint_ms = out.constraint_ms + (time.perf_counter() - t0) * 1e3
+        tokens, model_ms, alternatives = out.tokens, out.model_ms, ()
+        if req.ranked and middle is not None and stop != StopReason.CANCELLED:
+            alternatives, tokens, model_ms, constraint_ms = self._alternatives(
+                req, prompt, state, entry, lang_mode, contexts, deadline, cancel, out)
+            if alternatives:
+                middle, stop = alternatives[0].middle, alternatives[0].stop
+        return CompletionResult(
+            middle=middle, stop=stop, tokens=tokens, setup_ms=setup_ms,
+            model_ms=model_ms, constraint_ms=constraint_ms, mode=lang_mode,
+            decoding=req.mode, raw=out.raw, parses=parses, prompt_tokens=len(prompt.ids),
+            project_tokens=prompt.project_tokens,
+            left_chars_dropped=prompt.left_chars_dropped,
+            right_chars_dropped=prompt.right_chars_dropped, healed=prompt.healed, error=error,
+            alternatives=tuple(alternatives),
+        )
+
+    @staticmethod
+    def _check(req: CompletionRequest, lang_mode: LanguageMode,
+               contexts: tuple[str, str] | None, middle: str | None, stop: StopReason
+               ) -> tuple[str | None, StopReason, bool | None, str | None]:
+        """The final check every middle gets: ``(middle, stop, parses, error)``."""
         parses = None
         error = None
         # Checked mode always takes the longest prefix that parses; constrained mode falls back
         # to it when the whole file does not parse with its middle.
         cut = (req.mode == Mode.CHECKED and middle is not None
-               and out.stop != StopReason.CANCELLED)
-        contexts = self._contexts_to_check(req, entry)
+               and stop != StopReason.CANCELLED)
         if req.mode != Mode.CHECKED and middle is not None:
             parses = contexts is not None and decoding.parses(contexts[0] + middle + contexts[1])
             if req.mode == Mode.CONSTRAINED and not parses:
@@ -432,16 +481,36 @@ class Engine:
                 # parse whatever the middle; ``parses`` reports that as it is.
                 cut = lang_mode == LanguageMode.EXACT or lang_mode in DEGRADED_MODES
         if cut:
-            t0 = time.perf_counter()
             check_left, check_right = contexts or (req.left, req.right)
             middle, stop = decoding.checked_cut(check_left, middle, check_right, stop)
-            constraint_ms += (time.perf_counter() - t0) * 1e3
             parses = middle is not None
-        return CompletionResult(
-            middle=middle, stop=stop, tokens=out.tokens, setup_ms=setup_ms,
-            model_ms=out.model_ms, constraint_ms=constraint_ms, mode=lang_mode,
-            decoding=req.mode, raw=out.raw, parses=parses, prompt_tokens=len(prompt.ids),
-            project_tokens=prompt.project_tokens,
-            left_chars_dropped=prompt.left_chars_dropped,
-            right_chars_dropped=prompt.right_chars_dropped, healed=prompt.healed, error=error,
-        )
+        return middle, stop, parses, error
+
+    def _alternatives(self, req: CompletionRequest, prompt: Prompt,
+                      state: ConstraintState | None, entry: _LanguageEntry | None,
+                      lang_mode: LanguageMode, contexts: tuple[str, str] | None,
+                      deadline: float | None, cancel: Callable[[], bool] | None,
+                      first: decoding.Decoded
+                      ) -> tuple[list[Alternative], int, float, float]:
+        """The ranked alternatives after the traced greedy decode ``first``; with the tokens,
+        model and constraint milliseconds of all runs."""
+        spent = [first.model_ms, first.constraint_ms]
+        base = req.decode_options(deadline)
+
+        def run(forced: tuple[int, ...]) -> decoding.Decoded:
+            options = dataclasses.replace(base, forced=forced)
+            out = decoding.decode(self._setup, prompt.ids, prompt.healed, options, state,
+                                  entry.cache if entry else None, DecodeHooks(cancel=cancel))
+            spent[0] += out.model_ms
+            spent[1] += out.constraint_ms
+            return out
+
+        def check(middle: str, stop: StopReason) -> tuple[str, StopReason] | None:
+            checked, stop, parses, _ = self._check(req, lang_mode, contexts, middle, stop)
+            # Only what the user could be shown: a middle the final check keeps as it is.
+            return (checked, stop) if checked is not None and (
+                parses or contexts is None) else None
+
+        found, tokens = search(run, first, req.alternatives, check, req.ranking, deadline,
+                               cancel)
+        return found, tokens, spent[0], spent[1]

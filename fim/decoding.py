@@ -17,6 +17,10 @@ incomplete UTF-8 tail waits for the next token.
   complete there, the middle ends there (``right_context``, issue 18): the constraint would
   otherwise forbid the duplicate and force the model on until something connects.
 
+For ranked alternatives (``fim.alternatives``) a decode can be told its first tokens
+(``forced``: a run that follows an earlier one and branches off it) and keeps a trace: each
+taken token's log-probability and the untried candidates after it, the branch points.
+
 Token healing: the prompt's left context is backed off by its last token (see
 ``templates.heal_split``) and the first generated tokens must reproduce the removed characters
 byte for byte; they are not part of the middle.
@@ -42,9 +46,26 @@ from quotient.constraint import ConstraintState
 
 # Re-exported: callers and tests reach these through the loop's module.
 __all__ = ["Decoded", "DecodeHooks", "DecodeOptions", "DecodeSetup", "FeedCache", "HealIndex",
-           "Step", "_Step", "best_stopping_point", "checked_cut", "decode",
+           "Step", "TraceStep", "_Step", "best_stopping_point", "checked_cut", "decode",
            "longest_parsing_prefix", "parses"]
 _Step = Step
+
+
+#: Untried candidates a trace keeps per step (the branch points of ``fim.alternatives``).
+_TRACE_ALTS = 3
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    """One token a traced decode took: its log-probability under the model (non-text ids
+    masked, the constraint not renormalised), the middle's length before it, and the next
+    candidates in the model's order after it (``(id, logp)``; not yet tried by the
+    constraint), where another run may branch off."""
+
+    token: int
+    logp: float
+    chars: int
+    alts: tuple[tuple[int, float], ...] = ()
 
 
 @dataclass
@@ -57,6 +78,14 @@ class Decoded:
     model_ms: float = 0.0
     constraint_ms: float = 0.0
     raw: str = ""  # all generated characters after the healed prefix
+    #: The taken tokens (``DecodeOptions.trace``), and the middle's log-probability: its
+    #: tokens' and its end's (a stop token, the line's end, the right context's first token,
+    #: or the stop-token estimate where a best complete point was cut); ``None`` untraced.
+    trace: list[TraceStep] | None = None
+    logprob: float | None = None
+    #: Where the decode chose to end (a stop token, or the right context's first token)
+    #: rather than take a token: its log-probability and the candidates that would go on.
+    end_step: TraceStep | None = None
 
 
 @dataclass
@@ -203,6 +232,12 @@ class DecodeOptions:
     #: docstring or call wrapped by its author): the right context compared with line
     #: breaks, their indentation and a comment's ``#`` read as one space.
     right_wraps: bool = False
+    #: Constrained mode: the first tokens to take (an earlier run's path and a branch off
+    #: it, ``fim.alternatives``); a forced token the constraint refuses ends the decode
+    #: with no middle (stop ``no_candidate``).
+    forced: tuple[int, ...] = ()
+    #: Keep a ``TraceStep`` per token and the middle's log-probability (``Decoded.trace``).
+    trace: bool = False
 
 
 @dataclass(frozen=True)
@@ -273,7 +308,14 @@ class _Decoder:
         self.stop_list = sorted(setup.stop_ids)
         self.tokens = 0
         self.last_eos_logp: float | None = None
+        self.forced_refused = False
+        self.masked = np.zeros(0, dtype=np.float32)
         self.model_s = self.constraint_s = 0.0
+        self.forced = options.forced if self.constrained else ()
+        self.trace: list[TraceStep] | None = [] if options.trace else None
+        self.lse = 0.0  # log-normaliser of the current step's masked logits
+        self.end_logp = 0.0  # the end's log-probability, for a traced decode
+        self.end_step: TraceStep | None = None  # the end chosen instead of a token, traced
 
     # ----- the loop ---------------------------------------------------------------------
 
@@ -345,12 +387,18 @@ class _Decoder:
             keep[allowed] = masked[allowed]
             masked = keep
         if self.constrained:
-            self.last_eos_logp = _eos_logp(masked, stop_list)
+            self.lse = _logsumexp(masked)
+            self.last_eos_logp = (float(np.max(masked[stop_list])) - self.lse if stop_list
+                                  else -math.inf)
         scores = masked
         if self.generator is not None:  # Gumbel-max sampling
             u = np.maximum(self.generator.random(masked.shape[0]), 1e-20)
             scores = masked / self.temperature - np.log(-np.log(u))
         candidates = _order(scores, self.top_k if self.constrained else 1)
+        self.masked = masked
+        if self.tokens < len(self.forced):
+            tid = self.forced[self.tokens]
+            return [tid], [bool(np.isfinite(masked[tid]))]
         return candidates, np.isfinite(masked[candidates]).tolist()
 
     # ----- choosing ---------------------------------------------------------------------
@@ -371,15 +419,19 @@ class _Decoder:
         """The first candidate the constraint accepts: a stop token only where the file is
         complete, a text token when the state can take its characters."""
         setup, cache, seq, state = self.setup, self.cache, self.seq, self.state
-        if self.right and finite[0] and candidates[0] not in setup.stop_ids:
+        forced = self.tokens < len(self.forced)
+        if self.right and finite[0] and candidates[0] not in setup.stop_ids and not forced:
+            before, chars = self.tokens, seq.chars
             cut = self._rewrites_right(candidates[0])
             if cut is not None:
+                self._took(candidates, 0, chars, taken=self.tokens > before)
                 return _Choice(stop=StopReason.RIGHT_CONTEXT, line_cut=cut)
-        for tid, ok in zip(candidates, finite, strict=True):
+        for index, (tid, ok) in enumerate(zip(candidates, finite, strict=True)):
             if not ok:
                 break  # only disallowed ids are left
             if tid in setup.stop_ids:
                 if cache.is_complete(state):
+                    self._took(candidates, index, seq.chars, taken=False)
                     return _Choice(stop=StopReason.EOS)
                 continue
             moved = seq.advance(setup.vocab.token_bytes[tid])
@@ -392,6 +444,7 @@ class _Decoder:
                 before = cache.feed(state, moved[2][:k]) if k else state
                 if before is not None and cache.is_complete(before):
                     line_cut = seq.chars + k
+                    self._took(candidates, index, seq.chars)
                     seq.commit(*moved)
                     self.tokens += 1
                     return _Choice(stop=StopReason.LINE_END, line_cut=line_cut)
@@ -399,10 +452,29 @@ class _Decoder:
             if nxt is None:
                 continue
             self.steps.append(Step(state, seq.chars, self.last_eos_logp, moved[2]))
+            self._took(candidates, index, seq.chars)
             seq.commit(*moved)
             self.state = nxt
             return _Choice(tid, moved[2])
+        if forced:
+            self.forced_refused = True
         return _Choice(stop=StopReason.NO_CANDIDATE)
+
+    def _took(self, candidates: list[int], index: int, chars: int, taken: bool = True) -> None:
+        """Trace the candidate at ``index``: a taken token (a ``TraceStep`` with the untried
+        candidates after it), or the decode's end (``taken=False``: its log-probability)."""
+        if self.trace is None:
+            return
+        masked, lse = self.masked, self.lse
+        logp = float(masked[candidates[index]]) - lse
+        alts = tuple((tid, float(masked[tid]) - lse)
+                     for tid in candidates[index + 1:index + 1 + _TRACE_ALTS]
+                     if math.isfinite(float(masked[tid])))
+        step = TraceStep(candidates[index], logp, chars, alts)
+        if taken:
+            self.trace.append(step)
+        else:  # the end: going on instead is a branch too
+            self.end_logp, self.end_step = logp, step
 
     def _rewrites_right(self, tid: int) -> int | None:
         """Where the middle ends if the model's best token ``tid`` starts re-writing the right
@@ -473,9 +545,25 @@ class _Decoder:
 
     # ----- the answer -------------------------------------------------------------------
 
-    def _decoded(self, middle: str | None, stop: StopReason, raw: str) -> Decoded:
+    def _decoded(self, middle: str | None, stop: StopReason, raw: str,
+                 cut: int | None = None) -> Decoded:
+        """The answer; ``cut``: the middle was cut at a best complete point there."""
+        if self.forced_refused:
+            middle = None
+        logprob = None
+        if self.trace is not None and middle is not None:
+            if cut is None:
+                logprob = sum(t.logp for t in self.trace) + self.end_logp
+            else:  # the tokens before the cut, then the stop estimate there
+                end = self.last_eos_logp if cut >= self.seq.chars else None
+                if end is None:  # the last token boundary at or before the cut
+                    for st in self.steps:
+                        if st.chars <= cut:
+                            end = st.eos_logp
+                logprob = sum(t.logp for t in self.trace if t.chars < cut) + (
+                    end if end is not None else 0.0)
         return Decoded(middle, stop, self.tokens, self.model_s * 1e3,
-                       self.constraint_s * 1e3, raw)
+                       self.constraint_s * 1e3, raw, self.trace, logprob, self.end_step)
 
     def _result(self, stop: StopReason, line_cut: int | None = None) -> Decoded:
         """The middle for how the loop ended: cut at the line end, whole, or (constrained,
@@ -492,6 +580,6 @@ class _Decoder:
         if best is None:
             return self._decoded(None, stop, raw)
         return self._decoded(raw[:best], StopReason.TIME if stop == StopReason.TIME
-                             else StopReason.BEST_COMPLETE, raw)
+                             else StopReason.BEST_COMPLETE, raw, cut=best)
 
 

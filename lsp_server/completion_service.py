@@ -14,6 +14,13 @@ to any request: the prompt where the cursor rests is warmed and widened (:meth:`
 suggestion after a shown one is prefetched (:meth:`_prefetch_past`, the one place that
 decides when), and a project context that was not in the model's cache is warmed after the
 request that went without it.
+
+Several suggestions per place (the ``suggestions`` setting, ``fim.alternatives``): an
+automatic request is answered with the greedy middle at once, and the ranked alternatives for
+that place are decoded as background work (:meth:`_rank_later`), so that the next request there
+(typing through, the editor asking again) gets them all, best first; a request the user made
+explicitly where one suggestion is shown already (``invoked``: VS Code asks again so when it
+has one item and the user wants the next) adopts or runs that search and waits for it.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -64,11 +71,13 @@ Post = Callable[[Callable[[], None]], None]
 
 @dataclass(frozen=True)
 class Suggestion:
-    """A middle to insert at an offset of a document."""
+    """A middle to insert at an offset of a document, and the place's other suggestions
+    (best first after ``middle``)."""
 
     middle: str
     cursor_offset: int
     line_end: int
+    alternatives: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -312,6 +321,47 @@ class CompletionService:
         self.jobs.background(uri, ("prefetch", uri), prefetch, share_key=planned.share_key,
                              priority=Priority.PREFETCH)
 
+    def _wanted(self, engine: Engine | None) -> int:
+        """How many suggestions a place offers: the setting, for constrained requests on an
+        engine that ranks alternatives (``fim.alternatives``; not a vLLM server); else 1."""
+        if (engine is None or not self.settings.constrained
+                or not getattr(engine, "ranks_alternatives", False)):
+            return 1
+        return self.settings.suggestions
+
+    @staticmethod
+    def _ranked_key(planned: Planned, wanted: int) -> tuple:
+        """The share key of the ranked search at a place: a request for it adopts it."""
+        return ("ranked", wanted, planned.share_key)
+
+    def _rank_later(self, engine: Engine, ask: _Ask, planned: Planned, run: Runnable,
+                    wanted: int) -> None:
+        """Decode the place's ranked alternatives when the worker is idle (the greedy path is
+        in the model's cache: only the branches run); they land in the suggestion cache."""
+        request = replace(run.request, alternatives=wanted)
+        uri, left, right, line_break = ask.uri, ask.left, ask.right, ask.line_break
+
+        def rank(cancel: threading.Event) -> CompletionResult:
+            res = engine.complete(request, cancel=cancel.is_set, prompt=run.prompt)
+            if not cancel.is_set() and res.alternatives:
+                self._post(lambda: self._keep_ranked(uri, left, right, line_break, res))
+            return res
+
+        self.jobs.background(uri, ("ranked", uri), rank,
+                             share_key=self._ranked_key(planned, wanted),
+                             priority=Priority.ALTERNATIVES)
+
+    def _keep_ranked(self, uri: str, left: str, right: str, line_break: str,
+                     res: CompletionResult) -> tuple[str, ...]:
+        """Put a ranked result's middles (in the document's line breaks, empty ones left
+        out) into the suggestion cache for its place; the middles, best first."""
+        middles = tuple(dict.fromkeys(
+            model_text.for_document(a.middle, line_break) for a in res.alternatives
+            if a.middle))
+        if middles:
+            self.suggestions.put(uri, left, right, middles[0], middles[1:])
+        return middles
+
     def _warm_later(self, engine: Engine, uri: str, run: Runnable) -> None:
         """Run the deferred request's prompt (with its project context) into the model's
         cache when the worker is idle."""
@@ -322,10 +372,14 @@ class CompletionService:
 
     # ----- a request -------------------------------------------------------------------------
 
-    async def suggest(self, uri: str, position: types.Position
+    async def suggest(self, uri: str, position: types.Position, invoked: bool = False
                       ) -> tuple[Document, Suggestion] | None:
         """The middle for ``uri`` at ``position``, or ``None`` (reason logged), in steps: the
-        place asked about, the suggestion cache, the model's decode, the answer."""
+        place asked about, the suggestion cache, the model's decode, the answer.
+
+        ``invoked``: the user asked explicitly (not as they type); where one suggestion is
+        shown already, the answer waits for the place's ranked alternatives (see the module
+        docstring)."""
         t0 = time.perf_counter()
         place = self._place(uri, position)
         if place is None:
@@ -334,12 +388,17 @@ class CompletionService:
         text = doc.text
         self.context.visit(uri, cur.line)
         left, right = text[:cur.offset], text[cur.offset:]
-        cached = self.suggestions.lookup(uri, left, right)
-        if cached is not None:
+        cached = self.suggestions.lookup_all(uri, left, right)
+        # Asked explicitly where one suggestion is shown: the user wants the next one.
+        wants_more = (invoked and self._wanted(self.host.engine) > 1 and cached is not None
+                      and not cached.ranked and bool(cached.middles[0]))
+        if cached is not None and not wants_more:
             # Typing through a shown suggestion (or asking where a prefetch answered): no
             # model work, and the background work that filled the cache goes on.
             self._record(uri, t0, CompletionSource.TYPED_THROUGH, "cache", tokens=0)
-            return (doc, Suggestion(cached, cur.offset, cur.line_end)) if cached else None
+            first, *others = cached.middles
+            return (doc, Suggestion(first, cur.offset, cur.line_end,
+                                    tuple(m for m in others if m))) if first else None
         engine = self.host.engine
         if engine is None:
             state = self.host.state
@@ -349,7 +408,14 @@ class CompletionService:
         ask = _Ask(uri, doc, text, cur, left, right, model_text.line_break_of(text), t0)
         planned = self._plan(engine, uri, text, cur.offset)
         run = self._runnable(engine, planned)
-        outcome = await self._decode(engine, ask, planned, run)
+        wanted = self._wanted(engine)
+        ranked = wants_more and wanted > 1
+        share_key = planned.share_key
+        if ranked:  # the ranked search now (adopting the one running in the background)
+            run = replace(run, request=replace(run.request, alternatives=wanted))
+            share_key = self._ranked_key(planned, wanted)
+        outcome = await self._decode(engine, ask, planned, run, share_key=share_key,
+                                     early=planned.policy.early and not ranked)
         if outcome is None:
             return None
         resume_ms = (time.perf_counter() - outcome.finished_at) * 1000.0
@@ -359,7 +425,17 @@ class CompletionService:
                                  deferred=run.deferred is not None)
         if middle is None:
             return None
-        return self._answer(engine, ask, planned.policy, middle)
+        if ranked and outcome.result is not None and outcome.result.alternatives:
+            middles = self._keep_ranked(uri, left, right, ask.line_break, outcome.result)
+            if self.documents.get(uri) is not doc or doc.text is not text:
+                log.info("document %s changed during decode; answer dropped", uri)
+                return None
+            self._prefetch_past(engine, ask, planned.policy, middles[0], decoded=False)
+            return doc, Suggestion(middles[0], cur.offset, cur.line_end, middles[1:])
+        answer = self._answer(engine, ask, planned.policy, middle)
+        if answer is not None and wanted > 1:
+            self._rank_later(engine, ask, planned, run, wanted)
+        return answer
 
     def _place(self, uri: str, position: types.Position) -> tuple[Document, Cursor] | None:
         """The open document and the cursor in it, or ``None`` when there is nothing to
@@ -378,8 +454,8 @@ class CompletionService:
             log.warning("no completion for %s: %s", uri, exc)
             return None
 
-    async def _decode(self, engine: Engine, ask: _Ask, planned: Planned, run: Runnable
-                      ) -> Outcome | None:
+    async def _decode(self, engine: Engine, ask: _Ask, planned: Planned, run: Runnable, *,
+                      share_key: Any, early: bool) -> Outcome | None:
         """Run the request on the worker (``None`` when it failed, logged). Partial middles
         and the final one go into the suggestion cache as they come, so the rest of an early
         answer serves the user's next keystrokes."""
@@ -398,8 +474,8 @@ class CompletionService:
                                     decoded=True)
 
         try:
-            return await self.jobs.run(uri, engine, run.request, share_key=planned.share_key,
-                                       early=policy.early, on_partial=store, on_final=final,
+            return await self.jobs.run(uri, engine, run.request, share_key=share_key,
+                                       early=early, on_partial=store, on_final=final,
                                        prompt=run.prompt)
         except asyncio.CancelledError:
             self._record(uri, ask.t0, CompletionSource.MODEL, "cancelled-by-client")

@@ -10,16 +10,16 @@ share the same cores and both be late).  Two kinds of jobs share it:
   ``early=True`` the request is answered at the first line end where the file parses, and the
   decode goes on; what it adds later reaches ``on_partial``/``on_final`` callbacks, which
   the server turns into suggestion-cache entries for the user's next keystrokes.
-* **background work** (``background``): prefetching the next suggestion as if the shown one
-  were accepted, warming the prompt where the cursor rests, running the project context into
-  the cache, in that order of :class:`Priority` (what the user is likeliest to ask next
-  first; the newest first among equals).  It runs only when no request is waiting, one job
-  per key (a newer one replaces it); any request raises its cancel flag, and so does newer
-  background work of a higher priority: llama.cpp stops within a micro-batch, so a request
-  waits at most that long.  A request whose ``share_key`` equals the running background
+* **background work** (``background``): prefetching the next suggestion as if the shown one were
+  accepted, warming the prompt where the cursor rests, the shown place's other suggestions,
+  running the project context into the cache, in that order of :class:`Priority` (what the user
+  is likeliest to ask next first; the newest first among equals).  It runs only when no request
+  is waiting, one job per key (a newer one replaces it); any request raises its cancel flag, and
+  so does newer background work of a higher priority: llama.cpp stops within a micro-batch, so a
+  request waits at most that long.  A request whose ``share_key`` equals the running background
   job's adopts that job instead (the prefetch the user is now asking for is not thrown away),
-  or, when that job only *prepares* it (runs its prompt into the cache), waits for it: the
-  work is the request's own, and stopping it inside a llama.cpp batch would lose the batch.
+  or, when that job only *prepares* it (runs its prompt into the cache), waits for it: the work
+  is the request's own, and stopping it inside a llama.cpp batch would lose the batch.
 
 An ``early`` request that has been answered and decodes on (the rest of a block, for the
 user's next keystrokes) is work nobody waits for: any newer request, on any document, stops
@@ -55,8 +55,11 @@ class Priority(enum.IntEnum):
     """Background work, least urgent first."""
 
     CONTEXT = 0  # the project context into the cache
-    WARM = 1  # the prompt where the cursor rests
-    PREFETCH = 2  # the suggestion after the shown one is accepted
+    #: the shown place's other suggestions (cycled with next/previous); below the warm-up,
+    #: which is asked for only once the cursor has left that place
+    ALTERNATIVES = 1
+    WARM = 2  # the prompt where the cursor rests
+    PREFETCH = 3  # the suggestion after the shown one is accepted
 
 
 @dataclass

@@ -405,16 +405,23 @@ class SeamServer(LanguageServer):
     async def on_inline_completion(
         self, params: types.InlineCompletionParams
     ) -> types.InlineCompletionList:
-        found = await self.service.suggest(params.text_document.uri, params.position)
+        # Asked for explicitly (VS Code asks again so for the next suggestion when it has
+        # one): the answer waits for the place's ranked alternatives.
+        context = params.context
+        invoked = (context is not None and context.trigger_kind
+                   == types.InlineCompletionTriggerKind.Invoked)
+        found = await self.service.suggest(params.text_document.uri, params.position,
+                                           invoked=invoked)
         if found is None:
             return types.InlineCompletionList(items=[])
         doc, s = found
         rest_of_line = doc.text[s.cursor_offset:s.line_end]
-        item = types.InlineCompletionItem(
-            insert_text=s.middle + rest_of_line,
-            range=types.Range(start=doc.position_at(s.cursor_offset),
-                              end=doc.position_at(s.line_end)))
-        return types.InlineCompletionList(items=[item])
+        where = types.Range(start=doc.position_at(s.cursor_offset),
+                            end=doc.position_at(s.line_end))
+        # Best first: editors show the first and cycle through the rest.
+        return types.InlineCompletionList(items=[
+            types.InlineCompletionItem(insert_text=middle + rest_of_line, range=where)
+            for middle in (s.middle, *s.alternatives)])
 
     async def on_completion(self, params: types.CompletionParams) -> types.CompletionList:
         found = await self.service.suggest(params.text_document.uri, params.position)

@@ -17,7 +17,8 @@ mid-line a short single-statement completion, on an empty line a longer one that
 whole block; "auto" context is small on a CPU and the model's whole window on a GPU.
 Project context (``project_context``): ``contextBudgetTokens`` is its budget ("auto": 512 on
 a CPU), taken out of the left context's share of ``contextTokens``; ``contextDefinitions``,
-``contextOpenFiles`` and ``contextRecentEdits`` turn each source on or off.
+``contextOpenFiles`` and ``contextRecentEdits`` turn each source on or off. ``suggestions``
+is how many suggestions a place offers to cycle through (1: one).
 ``model: "bundled"`` names the default bundled model. Keys the server does not know (a client's
 own settings such as VS Code's ``seam.server.*``) are ignored.
 
@@ -78,6 +79,8 @@ MIN_CONTEXT_BUDGET_TOKENS = 64
 MIN_CONTEXT_TOKENS = 128
 MAX_TOP_K = 1000
 MAX_TIME_BUDGET_MS = 600_000
+#: Most suggestions per place (``suggestions``): each beyond the first costs a decode.
+MAX_SUGGESTIONS = 8
 MAX_MODEL_SPEC_CHARS = 4096
 
 
@@ -132,6 +135,12 @@ def _context_budget(value: Any) -> int | None:
 def _top_k(value: Any) -> int:
     if not _is_int(value) or not 1 <= value <= MAX_TOP_K:
         raise Rejected(f"a whole number from 1 to {MAX_TOP_K}")
+    return int(value)
+
+
+def _suggestions(value: Any) -> int:
+    if not _is_int(value) or not 1 <= value <= MAX_SUGGESTIONS:
+        raise Rejected(f"a whole number from 1 to {MAX_SUGGESTIONS} (1: one suggestion)")
     return int(value)
 
 
@@ -263,6 +272,9 @@ class Settings:
     context_open_files: bool = _key("contextOpenFiles", _bool, True)
     context_recent_edits: bool = _key("contextRecentEdits", _bool, True)
     context_similar_code: bool = _key("contextSimilarCode", _bool, True)
+    #: suggestions per place, the likeliest first (``fim.alternatives``); the first answer is
+    #: the greedy one at once, the others are decoded when the worker is idle (1: off)
+    suggestions: int = _key("suggestions", _suggestions, 3)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property

@@ -4,6 +4,11 @@ When the editor showed the middle ``M`` for the split ``(L, R)`` and the user th
 first ``k`` characters of ``M``, the new split is ``(L + M[:k], R)`` and the answer is
 ``M[k:]``: the constraint held for ``L + M + R``, so it still holds. Entries store digests of
 ``L`` and ``R`` rather than the texts, so a 5 MB document costs a few bytes per entry.
+
+A place may have several suggestions (the server's ``suggestions`` setting, ranked by
+``fim.alternatives``): an entry keeps them all, best first, and typing through answers with
+those the typed text agrees with, so typing the second suggestion after cycling to it needs no
+model either.
 """
 
 from __future__ import annotations
@@ -23,7 +28,18 @@ class _Entry:
     left_len: int
     left_digest: bytes
     right_digest: bytes
-    middle: str
+    middles: tuple[str, ...]
+    ranked: bool
+
+
+@dataclass(frozen=True)
+class Cached:
+    """What the cache holds for a place: the rest of each suggestion the typed text agrees
+    with, best first (``("",)`` where it knows there is none), and whether they are the
+    ranked alternatives (else only the first answer is known)."""
+
+    middles: tuple[str, ...]
+    ranked: bool
 
 
 class SuggestionCache:
@@ -35,16 +51,36 @@ class SuggestionCache:
         self.capacity = capacity
         self._entries: LRU[tuple[str, bytes, int], _Entry] = LRU(capacity)
 
-    def put(self, uri: str, left: str, right: str, middle: str) -> None:
+    def put(self, uri: str, left: str, right: str, middle: str,
+            alternatives: tuple[str, ...] | None = None) -> None:
         """Remember ``middle`` for the split ``(left, right)``; an empty middle records that
-        there is no suggestion there (a prefetch found none: the request need not ask)."""
-        entry = _Entry(len(left), digest(left), digest(right), middle)
-        key = (uri, entry.left_digest, entry.left_len)
-        self._entries.put(key, entry)
+        there is no suggestion there (a prefetch found none: the request need not ask).
+
+        ``alternatives``: the place's ranked suggestions after ``middle`` (``()``: it has
+        no other). Without them, ranked ones already kept for this place stay when
+        ``middle`` is among them (a decode's final answer arriving after them)."""
+        key = (uri, digest(left), len(left))
+        old = self._entries.peek(key)
+        if alternatives is None:
+            if old is not None and old.ranked and old.right_digest == digest(right) \
+                    and middle in old.middles:
+                self._entries.get(key)
+                return
+            middles, ranked = (middle,), False
+        else:
+            middles = (middle, *(m for m in alternatives if m != middle))
+            ranked = True
+        self._entries.put(key, _Entry(len(left), key[1], digest(right), middles, ranked))
 
     def lookup(self, uri: str, left: str, right: str) -> str | None:
         """The rest of a cached middle that ``left`` has typed part of ("" where the cache
         knows there is no suggestion), or ``None`` when the cache does not know."""
+        found = self.lookup_all(uri, left, right)
+        return None if found is None else found.middles[0]
+
+    def lookup_all(self, uri: str, left: str, right: str) -> Cached | None:
+        """Every cached suggestion ``left`` has typed part of (their rests, best first), or
+        ``None`` when the cache does not know."""
         right_digest: bytes | None = None
         # Newest first: the suggestion most recently shown is the likeliest one being typed.
         for key in reversed(self._entries):
@@ -55,9 +91,12 @@ class SuggestionCache:
             if entry is None:
                 continue
             typed = len(left) - entry_len
-            if typed < 0 or (typed >= len(entry.middle) and (typed or entry.middle)):
+            if typed < 0:
                 continue
-            if typed and not entry.middle.startswith(left[entry_len:]):
+            text = left[entry_len:]
+            rests = tuple(m[typed:] for m in entry.middles
+                          if (typed < len(m) or not (typed or m)) and m.startswith(text))
+            if not rests:
                 continue
             if right_digest is None:
                 right_digest = digest(right)
@@ -66,7 +105,7 @@ class SuggestionCache:
             if digest(left[:entry_len]) != entry.left_digest:
                 continue
             self._entries.get(key)  # a use: the suggestion being typed stays
-            return entry.middle[typed:]
+            return Cached(rests, entry.ranked)
         return None
 
     def forget(self, uri: str) -> None:

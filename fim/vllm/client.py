@@ -210,6 +210,9 @@ class _RemoteIds:
 class VllmEngine:
     """Completes :class:`~fim.api.CompletionRequest` through a vLLM server (see the module)."""
 
+    #: One middle per request: ``CompletionRequest.alternatives`` is not ranked here.
+    ranks_alternatives = False
+
     def __init__(self, server: str, api_key: str | None = None, *, timeout: float = 10.0,
                  template: str | None = None, left_share: float = 0.75,
                  tokenizer: str | None = None) -> None:

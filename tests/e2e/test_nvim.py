@@ -326,3 +326,46 @@ def test_a_resting_cursor_is_reported_and_warmed(nvim) -> None:
     vim.send(f"<Esc>{HOLE_LINE}G$")  # normal mode: move, do not type
     vim.wait_for("the warmed prompt", warmed, 120)
     assert "Traceback" not in server_log.read_text()
+
+
+HINT = re.compile(r"\((\d+)/(\d+)\)")
+
+
+def _ghost(vim) -> tuple[str, tuple[int, int] | None]:
+    """The ghost text's first line and Neovim's ``(index/count)`` hint, if shown."""
+    raw = vim.lua(GHOST_LUA).strip()
+    chunks = json.loads(raw).get("virt_text", []) if raw else []
+    hint = next((HINT.search(c[0]) for c in chunks if HINT.search(c[0])), None)
+    text = "".join(c[0] for c in chunks if not HINT.search(c[0]))
+    return text, (int(hint.group(1)), int(hint.group(2))) if hint else None
+
+
+def test_next_cycles_to_the_second_suggestion(nvim) -> None:
+    """<M-]> at a shown suggestion: the first press fetches the place's other suggestions
+    (the server answered with one at once), the next ones cycle through them; Neovim shows
+    its (index/count) hint and a different text."""
+    vim, _target, server_log = nvim
+    vim.wait_for("the model", lambda: vim.lua("require('seam').state() or ''").strip() == "ready",
+                 300)
+    vim.send(f"<Esc>{HOLE_LINE}GA ")
+    vim.wait_for("ghost text", lambda: vim.lua(GHOST_LUA).strip(), 240)
+    seen: dict[int, str] = {}
+
+    def several() -> tuple[int, int] | None:
+        vim.send("<M-]>")
+        time.sleep(1.0)
+        text, hint = _ghost(vim)
+        if hint is not None:
+            seen[hint[0]] = text
+        return hint if hint is not None and hint[1] > 1 else None
+
+    index, count = vim.wait_for("several suggestions", several, 240)
+    vim.send("<M-]>")
+    after = vim.wait_for("the next one", lambda: _ghost(vim)[1] not in (None, (index, count))
+                         and _ghost(vim), 30)
+    text, hint = after
+    assert hint == (index % count + 1, count), (hint, index, count)
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    (OUTPUT / "nvim_next_suggestion.txt").write_text(vim.lua(SCREEN_LUA))
+    assert text and text != seen[index], (text, seen)
+    assert "Traceback" not in server_log.read_text()

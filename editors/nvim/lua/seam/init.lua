@@ -26,7 +26,8 @@ M.defaults = {
   root_markers = { "pyproject.toml", "setup.py", "setup.cfg", ".git" },
   -- The server's settings (section `seam`): model, engine, vllmServer, vllmApiKey, device, dtype,
   -- maxTokens, timeBudgetMs, contextTokens, scope, topK, constrained, languages,
-  -- contextBudgetTokens, contextDefinitions, contextOpenFiles, contextRecentEdits, contextSimilarCode.
+  -- contextBudgetTokens, contextDefinitions, contextOpenFiles, contextRecentEdits, contextSimilarCode,
+  -- suggestions.
   settings = {},
   -- Insert-mode keys. `accept` falls back to the key itself when no suggestion is shown.
   -- Set a key to false to leave it unmapped.
@@ -105,6 +106,47 @@ function M.dismiss(bufnr)
   vim.lsp.inline_completion.enable(true, { bufnr = bufnr })
 end
 
+-- Per buffer: the place (change tick and cursor) whose other suggestions were asked for.
+local asked_at = {}
+
+local function place_of(bufnr)
+  local cursor = vim.api.nvim_win_get_cursor(0)
+  return ("%d:%d:%d"):format(vim.api.nvim_buf_get_changedtick(bufnr), cursor[1], cursor[2])
+end
+
+--- Show the next (`count` 1) or previous (-1) suggestion of the place.
+---
+--- Neovim cycles only the items it has (`vim.lsp.inline_completion.select` asks nothing),
+--- and the server answers a place's first request with one suggestion at once and decodes
+--- the others while it is idle (setting `suggestions`). So the first press at a place asks
+--- the server explicitly (`triggerKind` Invoked: it answers once the others are there)
+--- and, when there are several, lets the inline completion ask again (answered from the
+--- server's cache, the best first); the presses after that cycle through them.
+---@param bufnr? integer
+---@param count integer
+function M.cycle(bufnr, count)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  local place = place_of(bufnr)
+  local client = vim.lsp.get_clients({ bufnr = bufnr, name = "seam" })[1]
+  if asked_at[bufnr] == place or not client then
+    vim.lsp.inline_completion.select({ bufnr = bufnr, count = count })
+    return
+  end
+  asked_at[bufnr] = place
+  local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
+  params.context = { triggerKind = vim.lsp.protocol.InlineCompletionTriggerKind.Invoked }
+  client:request("textDocument/inlineCompletion", params, function(err, result)
+    local items = (not err and type(result) == "table") and (result.items or result) or {}
+    if #items < 2 or not vim.api.nvim_buf_is_valid(bufnr)
+        or vim.api.nvim_get_current_buf() ~= bufnr or place_of(bufnr) ~= place then
+      return
+    end
+    -- The inline completion's own request (it runs on this event, in the current buffer)
+    -- now gets them all.
+    vim.api.nvim_exec_autocmds("CursorMovedI", { modeline = false })
+  end, bufnr)
+end
+
 local function map_keys(bufnr, keymaps)
   local function set(lhs, rhs, desc, opts)
     if lhs then
@@ -120,10 +162,10 @@ local function map_keys(bufnr, keymaps)
     return accept_key
   end, "Seam: accept the suggestion", { expr = true, replace_keycodes = true })
   set(keymaps.next, function()
-    vim.lsp.inline_completion.select({ bufnr = bufnr, count = 1 })
+    M.cycle(bufnr, 1)
   end, "Seam: next suggestion")
   set(keymaps.prev, function()
-    vim.lsp.inline_completion.select({ bufnr = bufnr, count = -1 })
+    M.cycle(bufnr, -1)
   end, "Seam: previous suggestion")
   set(keymaps.dismiss, function()
     M.dismiss(bufnr)

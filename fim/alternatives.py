@@ -1,0 +1,128 @@
+"""Ranked alternatives: several complete constrained middles for one place, best first.
+
+Greedy constrained decoding takes the model's best token when the constraint allows it and the
+best allowed one when it does not; one early choice can walk it into a poor middle (issue 18).
+This module looks further than the next token without a beam: the greedy run is traced
+(``fim.decoding.TraceStep``: each token's log-probability and the untried candidates after it),
+and further runs branch off it where another choice was nearly as likely: the first token's
+next choices, and the steps with the smallest margin between the taken token and the next one
+(where the constraint masked the model's top token, that margin is to the next allowed
+candidate), the end included (going on where greedy stopped). Each branch takes the greedy path
+up to its step, the other token there, then goes on greedily under the same constraint and
+stopping rules. The model's cache makes the shared path free (``StepModel`` retraces a run
+token for token), and branches run from the latest step back to the earliest, so each one crops
+only what it replaces.
+
+Candidates are ranked by the model's log-probability of the middle with its end
+(``Ranking.SUM``) or by that per token (``Ranking.MEAN``); equal middles count once.  A search
+that runs out of time or is cancelled returns the candidates it completed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fim.decoding import Decoded, TraceStep
+from fim.options import StopReason
+
+
+class Ranking(enum.StrEnum):
+    """How candidates are ordered: the middle's log-probability, or that per token."""
+
+    SUM = "sum"
+    MEAN = "mean"
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One complete middle the constraint accepts, with the model's log-probability of it
+    (its tokens and its end), the tokens it took and why it ended."""
+
+    middle: str
+    logprob: float
+    tokens: int
+    stop: StopReason
+    greedy: bool = False  # the greedy decode's middle (what a single suggestion shows)
+
+    def score(self, ranking: Ranking) -> float:
+        return self.logprob / (self.tokens + 1) if ranking == Ranking.MEAN else self.logprob
+
+
+@dataclass(frozen=True)
+class Branch:
+    """Take the traced path's first ``step`` tokens, then ``token``; ``margin`` is how much
+    less likely ``token`` was than the token the path took there."""
+
+    step: int
+    token: int
+    margin: float
+
+
+def branch_points(trace: list[TraceStep], limit: int) -> list[Branch]:
+    """Up to ``limit`` branches off ``trace``, the most promising first: each untried
+    candidate of the first step that wrote text (so a suggestion's first word can differ),
+    then the rest by smallest margin."""
+    # The last step before which the middle is empty (healing tokens write no middle).
+    first = max((i for i, t in enumerate(trace) if t.chars == 0), default=0)
+    branches = [Branch(i, tid, step.logp - lp) for i, step in enumerate(trace)
+                for tid, lp in step.alts]
+    branches.sort(key=lambda b: (b.step != first, b.margin, b.step))
+    return branches[:limit]
+
+
+#: Runs one decode with the given first tokens (traced); ``None`` means it was not run.
+Runner = Callable[[tuple[int, ...]], Decoded | None]
+#: Accepts a middle (the engine's final parse check) or ``None`` to drop it.
+Check = Callable[[str, StopReason], tuple[str, StopReason] | None]
+
+
+def search(run: Runner, first: Decoded, n: int, check: Check, ranking: Ranking = Ranking.SUM,
+           deadline: float | None = None, cancel: Callable[[], bool] | None = None,
+           max_runs: int | None = None) -> tuple[list[Alternative], int]:
+    """Up to ``n`` distinct middles, best first, from the traced greedy decode ``first`` and
+    branches off it, and the tokens all runs took.  ``deadline`` (``time.monotonic()``) and
+    ``cancel`` end the search between runs (a run itself is bounded by the same deadline)."""
+    found: dict[str, Alternative] = {}
+    tokens = first.tokens
+
+    def keep(out: Decoded, greedy: bool = False) -> None:
+        if out.middle is None or out.logprob is None:
+            return
+        checked = check(out.middle, out.stop)
+        if checked is None:
+            return
+        middle, stop = checked
+        alt = Alternative(middle, out.logprob, out.tokens, stop, greedy)
+        old = found.get(middle)
+        if old is None or alt.score(ranking) > old.score(ranking):
+            found[middle] = dataclasses.replace(alt, greedy=greedy or bool(old and old.greedy))
+
+    keep(first, greedy=True)
+    trace = first.trace or []
+    # The end is a branch point too (going on where greedy stopped); its branches take the
+    # whole traced path first.
+    points = trace + ([first.end_step] if first.end_step is not None else [])
+    runs = max_runs if max_runs is not None else 2 * max(0, n - 1)
+    pending = branch_points(points, runs) if n > 1 else []
+    while pending and len(found) < n:
+        # A batch of as many branches as middles are missing, latest step first: each run
+        # crops the cached path only where it departs from it.
+        batch, pending = pending[:n - len(found)], pending[n - len(found):]
+        for branch in sorted(batch, key=lambda b: -b.step):
+            if (cancel is not None and cancel()) or (
+                    deadline is not None and time.monotonic() > deadline):
+                pending = []
+                break
+            forced = tuple(t.token for t in trace[:branch.step]) + (branch.token,)
+            out = run(forced)
+            if out is None:
+                continue
+            tokens += out.tokens
+            if out.stop not in (StopReason.CANCELLED, StopReason.TIME):
+                keep(out)
+    ranked = sorted(found.values(), key=lambda a: -a.score(ranking))
+    return ranked[:n], tokens

@@ -1,0 +1,168 @@
+"""Ranked alternatives: several complete constrained middles for one place, best first.
+
+A model written as a tree (what it prefers after each generated prefix) makes greedy take a
+first token that is a little likelier and then walks into an unlikely end, while the runner-up
+first token ends at once with near certainty: ranking the complete middles by the model's
+likelihood must put the runner-up first, and keep greedy's middle among the alternatives.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fim.alternatives import Alternative, Ranking, branch_points, search
+from fim.api import CompletionRequest, Engine
+from fim.decoding import Decoded, TraceStep
+from fim.engines.transformers_engine import backend_from_loaded
+from fim.options import StopReason
+from fim.parse_check import parses
+from tests.support.tree_model import Tree, greedy_trap, tree_engine_over
+
+
+def tree_engine(random_loaded, make_tree) -> tuple[Engine, Tree]:
+    return tree_engine_over(backend_from_loaded(random_loaded), make_tree)
+
+
+def test_the_likeliest_complete_middle_comes_first(random_loaded):
+    engine, _ = tree_engine(random_loaded, greedy_trap)
+    greedy = engine.complete(CompletionRequest("x = ", "\n", max_tokens=8))
+    assert greedy.middle == "1" and greedy.alternatives == ()
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=8, alternatives=3))
+    middles = [a.middle for a in res.alternatives]
+    assert middles == ["None", "1", "y"]
+    assert res.middle == "None" and res.stop == "eos"
+    assert all(isinstance(a, Alternative) for a in res.alternatives)
+    scores = [a.logprob for a in res.alternatives]
+    assert scores == sorted(scores, reverse=True)
+    # ``None``: log P(foo) + log P(end | foo), both from the model's own logits.
+    assert res.alternatives[0].logprob == pytest.approx(-1.0, abs=0.02)
+    assert all(parses("x = " + m + "\n") for m in middles)
+
+
+def test_at_most_the_number_asked_for(random_loaded):
+    engine, _ = tree_engine(random_loaded, greedy_trap)
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=8, alternatives=2))
+    assert [a.middle for a in res.alternatives] == ["None", "1"]
+
+
+def test_equal_middles_count_once(random_loaded):
+    """``a`` + ``b`` and ``ab`` are the same middle: one alternative, not two."""
+    def tree(one, eos):
+        return {(): {one("ab"): 10.0, one("a"): 9.9},
+                (one("a"),): {one("b"): 30.0}}
+    engine, _ = tree_engine(random_loaded, tree)
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=8, alternatives=3))
+    middles = [a.middle for a in res.alternatives]
+    assert middles.count("ab") == 1 and len(middles) == len(set(middles))
+
+
+def test_a_cancelled_search_returns_what_is_complete(random_loaded):
+    engine, model = tree_engine(random_loaded, greedy_trap)
+    # Cancelled once a second run starts: only greedy's middle is complete.
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=8, alternatives=3),
+                          cancel=lambda: model.prefills >= 2)
+    assert [a.middle for a in res.alternatives] == ["1"] and res.middle == "1"
+
+
+def test_mean_ranking_divides_by_length(random_loaded):
+    """Per token, ``1`` + end (two tokens) against ``y`` + end: the ranking changes with it."""
+    engine, _ = tree_engine(random_loaded, greedy_trap)
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=8, alternatives=3,
+                                            ranking="mean"))
+    alts = res.alternatives
+    means = [a.logprob / (a.tokens + 1) for a in alts]
+    assert means == sorted(means, reverse=True) and alts[0].middle == "None"
+
+
+def test_branch_points_first_token_first_then_smallest_margin():
+    trace = [TraceStep(1, -0.1, 0, ((2, -3.0), (3, -5.0))),
+             TraceStep(4, -2.0, 1, ((5, -2.1),)),
+             TraceStep(6, -0.5, 2, ((7, -4.0),))]
+    got = [(b.step, b.token) for b in branch_points(trace, 4)]
+    assert got == [(0, 2), (0, 3), (1, 5), (2, 7)]
+    assert [(b.step, b.token) for b in branch_points(trace, 1)] == [(0, 2)]
+
+
+def test_bad_requests_are_refused(random_loaded):
+    engine, _ = tree_engine(random_loaded, greedy_trap)
+    with pytest.raises(ValueError, match="alternatives"):
+        engine.complete(CompletionRequest("x = ", "\n", alternatives=0))
+    with pytest.raises(ValueError, match="ranking"):
+        engine.complete(CompletionRequest("x = ", "\n", alternatives=2, ranking="best"))
+
+
+@pytest.mark.parametrize(("left", "right"), [
+    ("def f(a, b):\n    return ", "\n"),
+    ("import os\nx = [", "]\n"),
+    ("def f(x):\n    y = ", "\n    return y\n"),
+])
+def test_every_alternative_parses_with_a_real_model(engine, left, right):
+    """The random model with the Python constraint: distinct middles, each parses, best
+    first, greedy's among them."""
+    greedy = engine.complete(CompletionRequest(left, right, max_tokens=12))
+    res = engine.complete(CompletionRequest(left, right, max_tokens=12, alternatives=3))
+    middles = [a.middle for a in res.alternatives]
+    assert middles and len(middles) == len(set(middles)) and res.middle == middles[0]
+    assert all(parses(left + m + right) for m in middles)
+    assert greedy.middle in middles
+    scores = [a.logprob for a in res.alternatives]
+    assert scores == sorted(scores, reverse=True)
+    assert res.tokens >= greedy.tokens
+
+
+def test_ranked_mode_needs_greedy_constrained(engine):
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=6, alternatives=3,
+                                            mode="unconstrained"))
+    assert res.alternatives == ()
+    assert Ranking("mean") == Ranking.MEAN
+
+
+def test_branches_reuse_the_cached_prompt_and_path(engine, monkeypatch):
+    """After the greedy request, the ranked one retraces greedy's path from the cache and
+    runs only the branches' new tokens: never the prompt again."""
+    left, right = "def f(a, b):\n    return ", "\n"
+    greedy = engine.complete(CompletionRequest(left, right, max_tokens=12))
+    model = engine.step_model
+    forward = model._forward
+    ran: list[int] = []
+
+    def counting(slot, ids, interrupt):
+        ran.append(len(ids))
+        return forward(slot, ids, interrupt)
+
+    monkeypatch.setattr(model, "_forward", counting)
+    res = engine.complete(CompletionRequest(left, right, max_tokens=12, alternatives=3))
+    assert len(res.alternatives) > 1
+    assert 0 < sum(ran) <= res.tokens - greedy.tokens
+
+
+def test_the_search_branches_latest_first_and_past_greedys_end():
+    """The search over a runner that records what it was asked: each branch takes the
+    traced path up to its step, the latest step runs first (each run crops only what it
+    replaces), and the end is a branch point too (going on where greedy stopped)."""
+    trace = [TraceStep(10, -0.1, 0, ((20, -0.5),)), TraceStep(11, -0.2, 1, ((21, -3.0),))]
+    first = Decoded("ab", StopReason.EOS, 2, trace=trace, logprob=-1.0,
+                    end_step=TraceStep(0, -0.7, 2, ((12, -0.9),)))
+    asked: list[tuple[int, ...]] = []
+
+    def run(forced):
+        asked.append(forced)
+        middle = {(20,): "z", (10, 11, 12): "abc"}.get(forced)
+        return Decoded(middle, StopReason.EOS, len(forced) + 1, trace=[],
+                       logprob=-0.2 if middle == "abc" else -2.0)
+
+    found, tokens = search(run, first, 3, lambda m, s: (m, s))
+    # First batch: the first token's runner-up and the end (margin 0.2), latest first.
+    assert asked == [(10, 11, 12), (20,)]
+    assert [a.middle for a in found] == ["abc", "ab", "z"]
+    assert [a.greedy for a in found] == [False, True, False]
+    assert tokens == 2 + 4 + 2
+
+
+def test_the_search_stops_at_its_deadline():
+    trace = [TraceStep(10, -0.1, 0, ((20, -0.5), (30, -0.6)))]
+    first = Decoded("a", StopReason.EOS, 1, trace=trace, logprob=-1.0)
+    asked = []
+    found, _ = search(lambda f: asked.append(f), first, 3, lambda m, s: (m, s),
+                      deadline=0.0)
+    assert asked == [] and [a.middle for a in found] == ["a"]
