@@ -10,7 +10,10 @@ refused, and random logits refuse more than a trained model does (an upper bound
 
 Reports, per batch size, the processor's time per step and per request per token (median and
 p90 over steps), for greedy requests (candidates in logit order), plain sampled ones (drawn by
-the processor, Gumbel-max) and, at batch 1, sampled with top-p (the full-vocabulary mask).
+the processor, Gumbel-max), and sampled with top-k and with top-p (the viable ids checked in
+logit order only as far as the setting reaches, ``fim.vllm.masking.bounded_support``).
+Random logits are flat next to a trained model's, so a top-p nucleus spans many more ids: the
+top-p figures are an upper bound too.
 Runs in ``.venv-team`` (it imports vLLM)::
 
     PYTHONPATH=. .venv-team/bin/python benchmarks/bench_vllm_processor.py \\
@@ -20,6 +23,7 @@ Runs in ``.venv-team`` (it imports vLLM)::
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import time
@@ -57,7 +61,7 @@ def _table(tokenizer_dir: str | None) -> TokenTable:
 
 
 def run(table: TokenTable, batch: int, steps: int, temperature: float, seed: int,
-        top_p: float = 1.0) -> list[float]:
+        top_p: float = 1.0, top_k: int = 0) -> list[float]:
     """Processor seconds per step for ``batch`` constrained requests over ``steps`` steps."""
     gen = torch.Generator().manual_seed(seed)
     rows = SeamRows(table)
@@ -67,7 +71,8 @@ def run(table: TokenTable, batch: int, steps: int, temperature: float, seed: int
         left, right = CASES[i % len(CASES)]
         # Distinct contexts per request (a team's files differ): no shared language.
         seam = SeamArgs(f"# request {i}\n" + left, right, "statement")
-        added.append((i, SamplingParams(temperature=temperature, top_p=top_p, seed=seed + i,
+        added.append((i, SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k,
+                                        seed=seed + i,
                                         extra_args=seam.to_extra_args()), [1], outputs[i]))
     t0 = time.perf_counter()
     rows.update(BatchUpdate(batch_size=batch, removed=[], added=added, moved=[]))
@@ -94,7 +99,8 @@ def run(table: TokenTable, batch: int, steps: int, temperature: float, seed: int
 
 def _ms(xs: list[float]) -> str:
     xs = sorted(xs)
-    return f"{statistics.median(xs) * 1e3:.3f} / {xs[int(0.9 * (len(xs) - 1))] * 1e3:.3f}"
+    p90 = xs[min(len(xs) - 1, math.ceil(0.9 * (len(xs) - 1)))]
+    return f"{statistics.median(xs) * 1e3:.3f} / {p90 * 1e3:.3f}"
 
 
 def main() -> int:
@@ -102,7 +108,8 @@ def main() -> int:
     p.add_argument("--tokenizer", default=None,
                    help="a Hugging Face tokenizer directory (default: the random test one)")
     p.add_argument("--steps", type=int, default=32)
-    p.add_argument("--sampled-steps", type=int, default=4)
+    p.add_argument("--sampled-steps", type=int, default=16,
+                   help="steps per batch size with top-k and top-p")
     p.add_argument("--figures", type=Path, default=None,
                    help="a docs page with a <!-- figures:vllm-processor --> section to fill")
     args = p.parse_args()
@@ -115,25 +122,23 @@ def main() -> int:
     table = _table(args.tokenizer)
     warm_completions()
     lines = [f"Vocabulary: {table.size} ids ({args.tokenizer or 'random test tokenizer'}); "
-             f"{args.steps} steps per batch size; random logits (seeded).", "",
+             f"{args.steps} steps per batch size ({args.sampled_steps} with top-k or top-p); "
+             "random logits (seeded).", "",
              "| requests | decoding | processor ms per step, median / p90 | "
              "per request per token, median ms |", "|---|---|---|---|"]
-    for batch in (1, 4, 8, 16):
-        times = run(table, batch, args.steps, 0.0, seed=batch)
-        per = [t / batch for t in times[1:]]
-        lines.append(f"| {batch} | greedy | {_ms(times[1:])} | "
-                     f"{statistics.median(per) * 1e3:.3f} |")
-        print(lines[-1], flush=True)
-    for batch in (1, 16):
-        times = run(table, batch, args.steps, 0.8, seed=batch)
-        per = [t / batch for t in times[1:]]
-        lines.append(f"| {batch} | temperature 0.8 (drawn by the processor) | "
-                     f"{_ms(times[1:])} | {statistics.median(per) * 1e3:.3f} |")
-        print(lines[-1], flush=True)
-    times = run(table, 1, args.sampled_steps, 0.8, seed=99, top_p=0.9)
-    lines.append(f"| 1 | temperature 0.8, top-p 0.9 (full mask) | {_ms(times[1:])} | "
-                 f"{statistics.median(times[1:]) * 1e3:.3f} |")
-    print(lines[-1], flush=True)
+    modes = [("greedy", dict(temperature=0.0), args.steps),
+             ("temperature 0.8 (drawn by the processor)", dict(temperature=0.8), args.steps),
+             ("temperature 0.8, top-k 40", dict(temperature=0.8, top_k=40),
+              args.sampled_steps),
+             ("temperature 0.8, top-p 0.95", dict(temperature=0.8, top_p=0.95),
+              args.sampled_steps)]
+    for name, settings, steps in modes:
+        for batch in (1, 4, 8, 16):
+            times = run(table, batch, steps, seed=batch, **settings)
+            per = [t / batch for t in times[1:]]
+            lines.append(f"| {batch} | {name} | {_ms(times[1:])} | "
+                         f"{statistics.median(per) * 1e3:.3f} |")
+            print(lines[-1], flush=True)
     body = "\n".join(lines) + "\n\n" + record.finish().markdown()
     print(body)
     if args.figures is not None:
