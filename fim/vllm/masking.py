@@ -64,9 +64,9 @@ from fim.vllm.rows import RowConstraint
 GREEDY_EPS = 1e-5
 #: Ids read per batch when checking in score order; eight times as many each time they run out.
 FIRST_CANDIDATES = 16
-#: Slack added to the bound on the mass not read (relative to the row's mass): the float64 sums
-#: may round down, and a bound too low could stop the top-p scan early.
-MASS_SLACK = 1e-9
+#: Slack added to the bound on the mass not read (relative to the row's mass): the sums of
+#: float32 probabilities may round down, and a bound too low could stop the top-p scan early.
+MASS_SLACK = 1e-6
 
 
 class Mode(Enum):
@@ -178,12 +178,14 @@ def bounded_support(constraint: RowConstraint, scores: np.ndarray,
     the step and a masked likeliest id."""
     constraint.steps += 1
     width = scores.shape[0]
-    s = scores.astype(np.float64) / max(sampling.temperature, GREEDY_EPS)
+    # float32 over the vocabulary (as vLLM computes), float64 for the sums that decide a cut
+    s = scores / np.float32(max(sampling.temperature, GREEDY_EPS))
     top = float(np.max(s))
     if top == -math.inf:
         return []
-    weights = np.exp(s - top)  # unnormalised probabilities, the best id's being 1
-    total = float(weights.sum())
+    weights = np.exp(s - np.float32(top))  # unnormalised probabilities, the best id's being 1
+    total = float(weights.sum(dtype=np.float64))
+    slack = total * MASS_SLACK
     log_min_p = math.log(sampling.min_p) if sampling.min_p > 0.0 else -math.inf
     top_p = sampling.top_p if sampling.top_p < 1.0 else None
     kept: list[int] = []
@@ -192,18 +194,18 @@ def bounded_support(constraint: RowConstraint, scores: np.ndarray,
     k, tried = min(FIRST_CANDIDATES, width), 0
     while True:
         order = _ranked(s, k)
-        # The mass of each id not read after position j: the ids beyond the first k, summed
-        # directly (no cancellation), plus those of order after j.
-        beyond = np.ones(width, dtype=bool)
-        beyond[order] = False
-        rest = float(weights[beyond].sum())
-        after = np.concatenate((np.cumsum(weights[order][::-1])[::-1][1:], [0.0])) + rest
+        # The mass not read after position j: that of the ids of ``order`` after j (summed
+        # directly) and of the ids beyond ``order`` (the rest of the total: the slack covers
+        # the rounding of the subtraction).
+        chunk = weights[order].astype(np.float64)
+        rest = max(total - float(chunk.sum()), 0.0)
+        after = np.concatenate((np.cumsum(chunk[::-1])[::-1][1:], [0.0])) + rest
         for j in range(tried, len(order)):
             tid = int(order[j])
             if s[tid] == -math.inf:
-                return _done(constraint, kept, s)
+                return _done(constraint, kept, s, top)
             if best_s is not None and s[tid] - best_s < log_min_p:
-                return _done(constraint, kept, s)  # min-p drops this id and all after it
+                return _done(constraint, kept, s, top)  # min-p drops this id and all after it
             if not constraint.viable(tid):
                 continue
             if best_s is None:
@@ -211,21 +213,21 @@ def bounded_support(constraint: RowConstraint, scores: np.ndarray,
             kept.append(tid)
             cum.append(cum[-1] + float(weights[tid]))
             if sampling.top_k and len(kept) >= sampling.top_k:
-                return _done(constraint, kept, s)
+                return _done(constraint, kept, s, top)
             if top_p is not None:
                 mass = cum[-1]
                 # mass(P): the first prefix sum reaching p * mass (vLLM keeps an id while the
                 # mass above it is below that)
                 nucleus = cum[min(bisect_left(cum, top_p * mass), len(cum) - 1)]
-                unread = after[j] * (1.0 + MASS_SLACK) + total * MASS_SLACK
+                unread = after[j] * (1.0 + MASS_SLACK) + slack
                 if top_p * (mass + unread) <= nucleus:
-                    return _done(constraint, kept, s)
+                    return _done(constraint, kept, s, top)
         if k == width:
-            return _done(constraint, kept, s)
+            return _done(constraint, kept, s, top)
         tried, k = k, min(width, k * 8)
 
 
-def _done(constraint: RowConstraint, kept: list[int], s: np.ndarray) -> list[int]:
-    if kept and s[kept[0]] < np.max(s):
+def _done(constraint: RowConstraint, kept: list[int], s: np.ndarray, top: float) -> list[int]:
+    if kept and s[kept[0]] < top:
         constraint.masked_top += 1
     return kept
