@@ -61,8 +61,10 @@ def _table(tokenizer_dir: str | None) -> TokenTable:
 
 
 def run(table: TokenTable, batch: int, steps: int, temperature: float, seed: int,
-        top_p: float = 1.0, top_k: int = 0) -> list[float]:
-    """Processor seconds per step for ``batch`` constrained requests over ``steps`` steps."""
+        top_p: float = 1.0, top_k: int = 0, scale: float = 4.0) -> tuple[list[float], float]:
+    """Processor seconds per step for ``batch`` constrained requests over ``steps`` steps, and
+    the mean number of ids a row leaves to the sampler.  The logits are standard normal times
+    ``scale``: the larger, the more of the mass sits in the first few ids."""
     gen = torch.Generator().manual_seed(seed)
     rows = SeamRows(table)
     outputs: list[list[int]] = [[] for _ in range(batch)]
@@ -78,12 +80,14 @@ def run(table: TokenTable, batch: int, steps: int, temperature: float, seed: int
     rows.update(BatchUpdate(batch_size=batch, removed=[], added=added, moved=[]))
     times = [time.perf_counter() - t0]  # the first step also builds the languages
     stop = min(table.stop_ids)
+    left_ids = []
     for _ in range(steps):
-        logits = torch.randn(batch, table.size, generator=gen) * 4
+        logits = torch.randn(batch, table.size, generator=gen) * scale
         t0 = time.perf_counter()
         rows.advance()
         rows.mask(logits)
         times[-1] += time.perf_counter() - t0
+        left_ids.append(float(torch.isfinite(logits).sum()) / batch)
         for i in range(batch):
             if temperature:
                 probs = torch.softmax(logits[i] / temperature, 0)
@@ -94,7 +98,7 @@ def run(table: TokenTable, batch: int, steps: int, temperature: float, seed: int
             # batch stays full for the measurement.
             outputs[i].append(tid if tid != stop else stop)
         times.append(0.0)
-    return times[:-1]
+    return times[:-1], statistics.mean(left_ids)
 
 
 def _ms(xs: list[float]) -> str:
@@ -123,21 +127,27 @@ def main() -> int:
     warm_completions()
     lines = [f"Vocabulary: {table.size} ids ({args.tokenizer or 'random test tokenizer'}); "
              f"{args.steps} steps per batch size ({args.sampled_steps} with top-k or top-p); "
-             "random logits (seeded).", "",
+             "random logits (seeded), standard normal x4 unless marked.", "",
              "| requests | decoding | processor ms per step, median / p90 | "
-             "per request per token, median ms |", "|---|---|---|---|"]
-    modes = [("greedy", dict(temperature=0.0), args.steps),
-             ("temperature 0.8 (drawn by the processor)", dict(temperature=0.8), args.steps),
+             "per request per token, median ms | ids left per row, mean |",
+             "|---|---|---|---|---|"]
+    every = (1, 4, 8, 16)
+    modes = [("greedy", dict(temperature=0.0), args.steps, every),
+             ("temperature 0.8 (drawn by the processor)", dict(temperature=0.8), args.steps,
+              every),
              ("temperature 0.8, top-k 40", dict(temperature=0.8, top_k=40),
-              args.sampled_steps),
+              args.sampled_steps, every),
+             ("temperature 0.8, top-p 0.95, peaked logits (x12)",
+              dict(temperature=0.8, top_p=0.95, scale=12.0), args.sampled_steps, every),
+             # Flat rows: the nucleus spans thousands of ids, each checked (seconds a row).
              ("temperature 0.8, top-p 0.95", dict(temperature=0.8, top_p=0.95),
-              args.sampled_steps)]
-    for name, settings, steps in modes:
-        for batch in (1, 4, 8, 16):
-            times = run(table, batch, steps, seed=batch, **settings)
+              args.sampled_steps, (1, 4))]
+    for name, settings, steps, batches in modes:
+        for batch in batches:
+            times, left = run(table, batch, steps, seed=batch, **settings)
             per = [t / batch for t in times[1:]]
             lines.append(f"| {batch} | {name} | {_ms(times[1:])} | "
-                         f"{statistics.median(per) * 1e3:.3f} |")
+                         f"{statistics.median(per) * 1e3:.3f} | {left:.1f} |")
             print(lines[-1], flush=True)
     body = "\n".join(lines) + "\n\n" + record.finish().markdown()
     print(body)
