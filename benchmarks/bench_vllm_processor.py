@@ -10,7 +10,10 @@ refused, and random logits refuse more than a trained model does (an upper bound
 
 Reports, per batch size, the processor's time per step and per request per token (median and
 p90 over steps), for greedy requests (candidates in logit order), plain sampled ones (drawn by
-the processor, Gumbel-max) and, at batch 1, sampled with top-p (the full-vocabulary mask).
+the processor, Gumbel-max), and sampled with top-k and with top-p (the viable ids checked in
+logit order only as far as the setting reaches, ``fim.vllm.masking.bounded_support``).
+Random logits are flat next to a trained model's, so a top-p nucleus spans many more ids: the
+top-p figures are an upper bound too.
 Runs in ``.venv-team`` (it imports vLLM)::
 
     PYTHONPATH=. .venv-team/bin/python benchmarks/bench_vllm_processor.py \\
@@ -20,6 +23,7 @@ Runs in ``.venv-team`` (it imports vLLM)::
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import time
@@ -57,8 +61,10 @@ def _table(tokenizer_dir: str | None) -> TokenTable:
 
 
 def run(table: TokenTable, batch: int, steps: int, temperature: float, seed: int,
-        top_p: float = 1.0) -> list[float]:
-    """Processor seconds per step for ``batch`` constrained requests over ``steps`` steps."""
+        top_p: float = 1.0, top_k: int = 0, scale: float = 4.0) -> tuple[list[float], float]:
+    """Processor seconds per step for ``batch`` constrained requests over ``steps`` steps, and
+    the mean number of ids a row leaves to the sampler.  The logits are standard normal times
+    ``scale``: the larger, the more of the mass sits in the first few ids."""
     gen = torch.Generator().manual_seed(seed)
     rows = SeamRows(table)
     outputs: list[list[int]] = [[] for _ in range(batch)]
@@ -67,18 +73,21 @@ def run(table: TokenTable, batch: int, steps: int, temperature: float, seed: int
         left, right = CASES[i % len(CASES)]
         # Distinct contexts per request (a team's files differ): no shared language.
         seam = SeamArgs(f"# request {i}\n" + left, right, "statement")
-        added.append((i, SamplingParams(temperature=temperature, top_p=top_p, seed=seed + i,
+        added.append((i, SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k,
+                                        seed=seed + i,
                                         extra_args=seam.to_extra_args()), [1], outputs[i]))
     t0 = time.perf_counter()
     rows.update(BatchUpdate(batch_size=batch, removed=[], added=added, moved=[]))
     times = [time.perf_counter() - t0]  # the first step also builds the languages
     stop = min(table.stop_ids)
+    left_ids = []
     for _ in range(steps):
-        logits = torch.randn(batch, table.size, generator=gen) * 4
+        logits = torch.randn(batch, table.size, generator=gen) * scale
         t0 = time.perf_counter()
         rows.advance()
         rows.mask(logits)
         times[-1] += time.perf_counter() - t0
+        left_ids.append(float(torch.isfinite(logits).sum()) / batch)
         for i in range(batch):
             if temperature:
                 probs = torch.softmax(logits[i] / temperature, 0)
@@ -89,12 +98,13 @@ def run(table: TokenTable, batch: int, steps: int, temperature: float, seed: int
             # batch stays full for the measurement.
             outputs[i].append(tid if tid != stop else stop)
         times.append(0.0)
-    return times[:-1]
+    return times[:-1], statistics.mean(left_ids)
 
 
 def _ms(xs: list[float]) -> str:
     xs = sorted(xs)
-    return f"{statistics.median(xs) * 1e3:.3f} / {xs[int(0.9 * (len(xs) - 1))] * 1e3:.3f}"
+    p90 = xs[min(len(xs) - 1, math.ceil(0.9 * (len(xs) - 1)))]
+    return f"{statistics.median(xs) * 1e3:.3f} / {p90 * 1e3:.3f}"
 
 
 def main() -> int:
@@ -102,7 +112,8 @@ def main() -> int:
     p.add_argument("--tokenizer", default=None,
                    help="a Hugging Face tokenizer directory (default: the random test one)")
     p.add_argument("--steps", type=int, default=32)
-    p.add_argument("--sampled-steps", type=int, default=4)
+    p.add_argument("--sampled-steps", type=int, default=16,
+                   help="steps per batch size with top-k and top-p")
     p.add_argument("--figures", type=Path, default=None,
                    help="a docs page with a <!-- figures:vllm-processor --> section to fill")
     args = p.parse_args()
@@ -115,25 +126,29 @@ def main() -> int:
     table = _table(args.tokenizer)
     warm_completions()
     lines = [f"Vocabulary: {table.size} ids ({args.tokenizer or 'random test tokenizer'}); "
-             f"{args.steps} steps per batch size; random logits (seeded).", "",
+             f"{args.steps} steps per batch size ({args.sampled_steps} with top-k or top-p); "
+             "random logits (seeded), standard normal x4 unless marked.", "",
              "| requests | decoding | processor ms per step, median / p90 | "
-             "per request per token, median ms |", "|---|---|---|---|"]
-    for batch in (1, 4, 8, 16):
-        times = run(table, batch, args.steps, 0.0, seed=batch)
-        per = [t / batch for t in times[1:]]
-        lines.append(f"| {batch} | greedy | {_ms(times[1:])} | "
-                     f"{statistics.median(per) * 1e3:.3f} |")
-        print(lines[-1], flush=True)
-    for batch in (1, 16):
-        times = run(table, batch, args.steps, 0.8, seed=batch)
-        per = [t / batch for t in times[1:]]
-        lines.append(f"| {batch} | temperature 0.8 (drawn by the processor) | "
-                     f"{_ms(times[1:])} | {statistics.median(per) * 1e3:.3f} |")
-        print(lines[-1], flush=True)
-    times = run(table, 1, args.sampled_steps, 0.8, seed=99, top_p=0.9)
-    lines.append(f"| 1 | temperature 0.8, top-p 0.9 (full mask) | {_ms(times[1:])} | "
-                 f"{statistics.median(times[1:]) * 1e3:.3f} |")
-    print(lines[-1], flush=True)
+             "per request per token, median ms | ids left per row, mean |",
+             "|---|---|---|---|---|"]
+    every = (1, 4, 8, 16)
+    modes = [("greedy", dict(temperature=0.0), args.steps, every),
+             ("temperature 0.8 (drawn by the processor)", dict(temperature=0.8), args.steps,
+              every),
+             ("temperature 0.8, top-k 40", dict(temperature=0.8, top_k=40),
+              args.sampled_steps, every),
+             ("temperature 0.8, top-p 0.95, peaked logits (x12)",
+              dict(temperature=0.8, top_p=0.95, scale=12.0), args.sampled_steps, every),
+             # Flat rows: the nucleus spans thousands of ids, each checked (seconds a row).
+             ("temperature 0.8, top-p 0.95", dict(temperature=0.8, top_p=0.95),
+              args.sampled_steps, (1, 4))]
+    for name, settings, steps, batches in modes:
+        for batch in batches:
+            times, left = run(table, batch, steps, seed=batch, **settings)
+            per = [t / batch for t in times[1:]]
+            lines.append(f"| {batch} | {name} | {_ms(times[1:])} | "
+                         f"{statistics.median(per) * 1e3:.3f} | {left:.1f} |")
+            print(lines[-1], flush=True)
     body = "\n".join(lines) + "\n\n" + record.finish().markdown()
     print(body)
     if args.figures is not None:

@@ -3,118 +3,125 @@
 Load it into vLLM's OpenAI-compatible server with
 ``--logits-processors fim.vllm.processor:SeamLogitsProcessor``.  A request opts in with Seam's
 arguments in its extra arguments (``vllm_xargs`` over HTTP; see ``fim.vllm.rows.SeamArgs``);
-every other request is left alone and costs one dictionary lookup per batch change.
+every other request is left alone.
 
-This class implements ``vllm.v1.sample.logits_processor.LogitsProcessor``, the interface of
-vLLM's V1 model runner, the runner vLLM 0.32 uses on a CPU (its Model Runner V2 needs Triton
-with a CPU backend) and with ``VLLM_USE_V2_MODEL_RUNNER=0`` anywhere.  vLLM keeps a persistent
-batch: requests are added at a row, removed, moved and swapped between rows; each added request
-comes with a live reference to its list of generated token ids, which the engine appends to.
-The processor keeps one :class:`~fim.vllm.rows.RowConstraint` per constrained row, follows
-those changes, and before each sample advances each row by the tokens it has not seen.
+vLLM 0.32 has two model runners with two logits-processor interfaces, and picks the runner
+itself (Model Runner V2 by default where Triton runs, so on CUDA; the V1 runner on a CPU, or
+with ``VLLM_USE_V2_MODEL_RUNNER=0``).  ``SeamLogitsProcessor`` implements both, so the one
+``--logits-processors`` argument works under either; its constructor tells which runner built
+it and it keeps that runner's bookkeeping:
 
-Masking, per constrained row:
+* V1 (``vllm.v1.sample.logits_processor.LogitsProcessor``): a persistent batch whose rows are
+  added, removed, moved and swapped (``update_state`` gets vLLM's ``BatchUpdate``); each added
+  request comes with a live reference to its list of generated ids, which the engine appends
+  to.  The sampler applies repetition/frequency/presence penalties *after* the processors, so a
+  row with penalties is ranked as vLLM will penalise it (``fim.vllm.masking.penalised``).
+* V2 (``vllm.v1.worker.gpu.sample.logits_processor.LogitsProcessor``): per-request state keyed
+  by a slot (``add_request``; a slot is reused without notice, so it is reset there); each
+  step's ``LogitsContext`` maps logits rows to slots; generated ids are read from the runner's
+  token table (``all_token_ids[slot, prompt_len:total_len]``).  Penalties, bias and bad words
+  come before the processor there, so the row is already in its sampled order.  Speculative
+  decoding (one row per draft token) is refused at load.
 
-* greedy (temperature 0, no penalties): the candidates are tried best first, as Seam's own
-  decoder does, and every logit but the first viable one becomes ``-inf``: exact for argmax,
-  and cheap (usually the first candidate or two);
-* plain sampling (a temperature, nothing else): the processor draws the token itself, as Seam's
-  own decoder does: candidates in the order of Gumbel-perturbed scores, the first viable one
-  kept.  That is an exact draw from the model's distribution restricted to the viable tokens,
-  at the cost of a greedy step plus the noise;
-* anything else (top-k, top-p, min-p, penalties): every token of the vocabulary is checked and
-  the unviable ones become ``-inf`` before vLLM's sampler runs, so no unviable token can be
-  drawn whatever the sampling settings.  This costs one constraint check per vocabulary entry
-  per step (memoised per state: seconds per token for a 150k vocabulary in Python);
-  rejection and resampling is not possible from inside a logits processor, which cannot see
-  the sampled token.
-
-When no token is viable (the constraint's dead end, or a token the row had not allowed), only
-the stop tokens are left: the request ends and the client cuts the middle back to its last
-complete point.  Each finished row logs how many steps it masked the likeliest token.
+A row is masked by ``fim.vllm.masking`` (checked in score order only as far as its sampling
+settings reach; see there why that is exact): greedy leaves its first viable id, plain
+temperature a viable id Seam draws itself, top-k/top-p/min-p the viable ids those settings can
+still keep.  Every id not checked and found viable becomes ``-inf``, so no unviable token is
+ever sampled, whatever the settings.  When no id is viable (the constraint's dead end, or a
+token the row had not allowed), only the stop ids are left: the request ends and the client
+cuts the middle back to its last complete point.  Each finished row logs how often its
+likeliest id was masked.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import torch
 from vllm import SamplingParams
-from vllm.v1.sample.logits_processor import (
-    BatchUpdate,
-    LogitsProcessor,
-    MoveDirectionality,
-)
+from vllm.v1.sample.logits_processor import BatchUpdate, MoveDirectionality
+from vllm.v1.sample.logits_processor import LogitsProcessor as V1LogitsProcessor
+from vllm.v1.worker.gpu.sample.logits_processor import LogitsContext, LogitsProcRequestState
+from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as V2LogitsProcessor
 
+from fim.vllm.masking import (
+    Mode,
+    Sampling,
+    bounded_support,
+    first_viable,
+    gumbel_scores,
+    penalised,
+)
 from fim.vllm.rows import LanguageCache, RowConstraint, SeamArgs, TokenTable, warm_completions
 
 # A child of vLLM's logger, so lines reach the server's log in the engine process too.
 log = logging.getLogger("vllm.seam")
-#: vLLM treats a temperature below this as greedy.
-GREEDY_EPS = 1e-5
-#: Candidates read per batch when checking in logit order; more are read if all are refused.
-FIRST_CANDIDATES = 16
 
-
-def is_greedy(params: SamplingParams) -> bool:
-    """Whether argmax of the processed logits picks the token (so one survivor suffices)."""
-    return (params.temperature < GREEDY_EPS and params.repetition_penalty == 1.0
-            and params.presence_penalty == 0.0 and params.frequency_penalty == 0.0)
-
-
-def plain_sampling(params: SamplingParams) -> bool:
-    """Whether the row draws from ``softmax(logits / temperature)`` and nothing else (no top-k,
-    top-p, min-p or penalties): then the processor can draw the token itself (Gumbel-max over
-    the viable tokens), which is the same distribution as masking the whole vocabulary."""
-    return (params.temperature >= GREEDY_EPS and params.top_k in (0, -1)
-            and params.top_p >= 1.0 and params.min_p <= 0.0
-            and params.repetition_penalty == 1.0 and params.presence_penalty == 0.0
-            and params.frequency_penalty == 0.0)
+_NO_IDS = np.zeros(0, dtype=np.int64)
 
 
 class _Row:
-    """A constrained row: the constraint, the engine's live output list, and how to mask:
-    greedy, drawn here (``sampler``, with the temperature) or the full mask."""
+    """A constrained row: the constraint, the request's generated ids (the engine's live list
+    under V1, a list this module fills under V2), its sampling settings and, for a row Seam
+    draws itself, the random generator."""
 
-    __slots__ = ("constraint", "output", "greedy", "sampler", "temperature")
+    __slots__ = ("constraint", "output", "sampling", "mode", "prompt_ids", "sampler")
 
-    def __init__(self, constraint: RowConstraint, output: list[int],
-                 params: SamplingParams) -> None:
+    def __init__(self, constraint: RowConstraint, output: list[int], params: SamplingParams,
+                 prompt_ids: np.ndarray) -> None:
         self.constraint, self.output = constraint, output
-        self.greedy = is_greedy(params)
-        self.temperature = params.temperature
+        self.sampling = Sampling.from_params(params)
+        self.mode = self.sampling.mode
+        self.prompt_ids = prompt_ids  # unique prompt ids (repetition penalty, V1 only)
         # Seeded like the request (vLLM's own draws differ: a seeded request is reproducible
         # against itself, not against an unconstrained one).
-        self.sampler = np.random.default_rng(params.seed) if plain_sampling(params) else None
+        self.sampler = (np.random.default_rng(params.seed) if self.mode is Mode.DRAWN
+                        else None)
 
 
 class SeamRows:
-    """The persistent batch's constrained rows, following vLLM's ``BatchUpdate`` records.
+    """The batch's constrained rows by index (a V1 batch row or a V2 slot), and their masks.
 
     Kept apart from the processor (which needs a model config and a tokenizer) so the row
     bookkeeping is tested on its own against vLLM's own batch-update types.
+    ``penalties_after``: the sampler penalises the logits after the processor (V1), so the
+    order of a row with penalties is computed here.
     """
 
-    def __init__(self, table: TokenTable, languages: LanguageCache | None = None) -> None:
+    def __init__(self, table: TokenTable, languages: LanguageCache | None = None,
+                 penalties_after: bool = True) -> None:
         self.table = table
         self.languages = languages or LanguageCache()
+        self.penalties_after = penalties_after
         self.rows: dict[int, _Row] = {}
         self.finished: list[RowConstraint] = []  # rows removed since the last drain
 
+    def add(self, index: int, params: SamplingParams | None, prompt: Sequence[int] | None,
+            output: list[int]) -> bool:
+        """A request takes row ``index`` (replacing its previous one): kept when it has Seam's
+        arguments.  Returns whether it is constrained."""
+        self.drop(index)
+        args = SeamArgs.from_extra_args(params.extra_args) if params else None
+        if args is None:
+            return False
+        constraint = RowConstraint(args, self.languages.get(args), self.table)
+        penalties = self.penalties_after and Sampling.from_params(params).penalties
+        prompt_ids = (np.unique(np.asarray(prompt, dtype=np.int64))
+                      if penalties and prompt is not None else _NO_IDS)
+        self.rows[index] = _Row(constraint, output, params, prompt_ids)
+        return True
+
     def update(self, batch_update: BatchUpdate | None) -> None:
-        """Apply vLLM's changes, in its order: removed, added, moved."""
+        """Apply vLLM's (V1) changes, in its order: removed, added, moved."""
         if batch_update is None:
             return
         for index in batch_update.removed:
-            self._drop(index)
-        for index, params, _prompt, output in batch_update.added:
-            self._drop(index)  # an added request may replace the row's previous one
-            args = SeamArgs.from_extra_args(params.extra_args) if params else None
-            if args is not None:
-                constraint = RowConstraint(args, self.languages.get(args), self.table)
-                self.rows[index] = _Row(constraint, output, params)
+            self.drop(index)
+        for index, params, prompt, output in batch_update.added:
+            self.add(index, params, prompt, output)
         for a, b, direction in batch_update.moved:
             row_a, row_b = self.rows.pop(a, None), self.rows.pop(b, None)
             if row_a is not None:
@@ -124,7 +131,7 @@ class SeamRows:
             elif direction != MoveDirectionality.SWAP and row_b is not None:
                 self._finish(row_b)  # a one-way move overwrites the destination
 
-    def _drop(self, index: int) -> None:
+    def drop(self, index: int) -> None:
         row = self.rows.pop(index, None)
         if row is not None:
             self._finish(row)
@@ -136,9 +143,12 @@ class SeamRows:
         done, self.finished = self.finished, []
         return done
 
-    def advance(self) -> None:
-        """Feed every row the tokens the engine generated since the last step."""
-        for row in self.rows.values():
+    def advance(self, indices: Iterable[int] | None = None) -> None:
+        """Feed the rows (all, or those of ``indices``) the ids generated since the last step."""
+        for index in self.rows if indices is None else indices:
+            row = self.rows.get(index)
+            if row is None:
+                continue
             out = row.output
             known = len(out)
             for k in range(row.constraint.seen, len(out)):
@@ -147,106 +157,167 @@ class SeamRows:
                     break
             row.constraint.advance(out[:known] if known < len(out) else out)
 
-    def mask(self, logits: torch.Tensor) -> torch.Tensor:
-        """Mask each constrained row of ``logits`` in place (see the module docstring).
+    def mask(self, logits: torch.Tensor,
+             pairs: Iterable[tuple[int, int]] | None = None) -> torch.Tensor:
+        """Mask the constrained rows of ``logits`` in place: ``pairs`` of (logits row, row
+        index), by default each row index at its own logits row (V1).
 
         The rows are read and written as numpy arrays when the logits are on the CPU: torch's
         element-wise kernels there are parallel, and on a busy machine waking their threads
         for a 150k-entry row costs milliseconds (measured: 10 ms against 0.1 ms for a fill).
         """
-        width = logits.shape[1]
         host = (logits.detach().numpy()
                 if logits.device.type == "cpu" and logits.dtype == torch.float32 else None)
-        for index, row in self.rows.items():
-            if index >= logits.shape[0]:
+        if pairs is None:
+            pairs = ((index, index) for index in self.rows)
+        for at, index in pairs:
+            row = self.rows.get(index)
+            if row is None or at >= logits.shape[0]:
                 continue
-            line = host[index] if host is not None else logits[index].float().cpu().numpy()
-            if row.greedy or row.sampler is not None:
-                scores = line if row.sampler is None else _gumbel(line, row)
-                keep = _first_viable(row.constraint, scores)
-                if keep is not None and host is not None:
-                    value = line[keep]
-                    line.fill(-math.inf)  # one survivor: argmax picks it
-                    line[keep] = value
-                    continue
-                allowed = np.zeros(width, dtype=bool)
-                if keep is not None:
-                    allowed[keep] = True
-            else:
-                allowed = row.constraint.viable_mask(width)
-                row.constraint.steps += 1
-                if not allowed[int(np.argmax(line))]:
-                    row.constraint.masked_top += 1
-            if not allowed.any():
-                row.constraint.forced += 1
-                allowed[row.constraint.fallback_stops(width)] = True
+            line = host[at] if host is not None else logits[at].float().cpu().numpy()
+            keep = self._keep(row, line)
             if host is not None:
-                line[~allowed] = -math.inf
+                _leave(line, keep)
             else:
-                logits[index].masked_fill_(torch.from_numpy(~allowed).to(logits.device),
-                                           -math.inf)
+                line = line.copy()
+                _leave(line, keep)
+                logits[at].copy_(torch.from_numpy(line).to(logits.device, logits.dtype))
         return logits
 
-
-def _gumbel(line: np.ndarray, row: _Row) -> np.ndarray:
-    """Gumbel-perturbed scores: the first viable id in their order is a draw from
-    ``softmax(line / temperature)`` restricted to the viable ids (the Gumbel-max trick)."""
-    u = np.maximum(row.sampler.random(line.shape[0], dtype=np.float32), 1e-20)
-    return line / np.float32(row.temperature) - np.log(-np.log(u))
-
-
-def _first_viable(constraint: RowConstraint, line: np.ndarray) -> int | None:
-    """The best viable id of a greedy row, reading candidates in logit order: the first
-    ``FIRST_CANDIDATES``, then eight times as many each time all were refused (never ids whose
-    logit is already ``-inf``); counts a masked likeliest token."""
-    constraint.steps += 1
-    best = int(np.argmax(line))
-    if line[best] > -math.inf and constraint.viable(best):
-        return best  # the common case with a trained model: no sorting at all
-    width = line.shape[0]
-    k, tried = min(FIRST_CANDIDATES, width), 0
-    while True:
-        top = np.argpartition(-line, k - 1)[:k] if k < width else np.arange(width)
-        order = top[np.lexsort((top, -line[top]))]  # best first; ties: lower id, as argmax
-        fresh = [int(i) for i in order[tried:] if line[i] > -math.inf]
-        found = constraint.first_viable(fresh)
-        if found is not None or k == width or len(fresh) < k - tried:
-            break
-        tried, k = k, min(width, k * 8)
-    if found is not None and found != best:
-        constraint.masked_top += 1
-    return found
+    def _keep(self, row: _Row, line: np.ndarray) -> list[int]:
+        """The ids row ``row`` leaves in ``line`` (stop ids when nothing is viable)."""
+        scores = line
+        if self.penalties_after and row.sampling.penalties:
+            scores = penalised(line, row.sampling, row.prompt_ids, row.output)
+        if row.mode is Mode.BOUNDED:
+            keep = bounded_support(row.constraint, scores, row.sampling)
+        else:
+            if row.mode is Mode.DRAWN:
+                scores = gumbel_scores(scores, row.sampling.temperature, row.sampler)
+            found = first_viable(row.constraint, scores)
+            keep = [] if found is None else [found]
+        if not keep:
+            row.constraint.forced += 1
+            keep = row.constraint.fallback_stops(line.shape[0])
+        return keep
 
 
-class SeamLogitsProcessor(LogitsProcessor):
-    """vLLM (V1 model runner) logits processor enforcing Seam's Python FIM constraint."""
+def _leave(line: np.ndarray, keep: list[int]) -> None:
+    """Every entry of ``line`` but those of ``keep`` becomes ``-inf``."""
+    values = line[keep]
+    line.fill(-math.inf)
+    line[keep] = values
 
-    def __init__(self, vllm_config, device: torch.device, is_pin_memory: bool) -> None:
-        from transformers import AutoTokenizer
 
-        model_config = vllm_config.model_config
-        tokenizer = AutoTokenizer.from_pretrained(
-            model_config.tokenizer, trust_remote_code=model_config.trust_remote_code)
-        table = TokenTable.from_tokenizer(tokenizer, model_config.get_vocab_size())
-        self.rows = SeamRows(table)
-        warm_completions()
-        log.info("Seam constraint loaded: %d token ids, stop ids %s", table.size,
-                 sorted(table.stop_ids))
+def _log_finished(rows: SeamRows) -> None:
+    for done in rows.drain_finished():
+        log.info("seam row done: tokens=%d steps=%d masked_top=%d forced_stop=%d dead=%s",
+                 done.seen, done.steps, done.masked_top, done.forced, done.dead)
+
+
+def _token_table(vllm_config) -> TokenTable:
+    from transformers import AutoTokenizer
+
+    model_config = vllm_config.model_config
+    tokenizer = AutoTokenizer.from_pretrained(
+        model_config.tokenizer, trust_remote_code=model_config.trust_remote_code)
+    table = TokenTable.from_tokenizer(tokenizer, model_config.get_vocab_size())
+    warm_completions()
+    log.info("Seam constraint loaded: %d token ids, stop ids %s", table.size,
+             sorted(table.stop_ids))
+    return table
+
+
+class SeamV2Rows:
+    """Model Runner V2's side: requests by slot, their generated ids read from the runner's
+    token table each step (only the ids not read yet)."""
+
+    def __init__(self, rows: SeamRows, req_states: LogitsProcRequestState) -> None:
+        self.rows, self.state = rows, req_states
+
+    def add_request(self, slot: int, params: SamplingParams) -> bool:
+        # No prompt ids: V2 penalises before the processor, so none are needed.
+        return self.rows.add(slot, params, None, [])
+
+    def apply(self, logits: torch.Tensor, ctx: LogitsContext) -> torch.Tensor:
+        if not self.rows.rows:
+            return logits
+        slots = ctx.expanded_idx_mapping.tolist()
+        mine = sorted({s for s in slots if s in self.rows.rows})
+        if not mine:
+            return logits
+        self._read_outputs(mine)
+        self.rows.advance(mine)
+        return self.rows.mask(logits, ((at, s) for at, s in enumerate(slots)
+                                       if s in self.rows.rows))
+
+    def _read_outputs(self, slots: list[int]) -> None:
+        """Append to each slot's list the ids the runner committed since the last step."""
+        total = self.state.total_len.gpu[slots].tolist()
+        for slot, end in zip(slots, total, strict=True):
+            row = self.rows.rows[slot]
+            start = int(self.state.prompt_len.np[slot]) + len(row.output)
+            if end > start:
+                row.output.extend(self.state.all_token_ids.gpu[slot, start:end].tolist())
+
+
+class SeamLogitsProcessor(V1LogitsProcessor, V2LogitsProcessor):
+    """vLLM logits processor enforcing Seam's Python FIM constraint, under either model runner
+    (see the module docstring)."""
+
+    def __init__(self, vllm_config, *runner_args) -> None:
+        if len(runner_args) == 1 and isinstance(runner_args[0], LogitsProcRequestState):
+            if getattr(vllm_config, "speculative_config", None) is not None:
+                raise ValueError("Seam's logits processor does not support speculative "
+                                 "decoding (a row per draft token); start vLLM without it")
+            self.rows = SeamRows(_token_table(vllm_config), penalties_after=False)
+            self.v2: SeamV2Rows | None = SeamV2Rows(self.rows, runner_args[0])
+        elif len(runner_args) == 2:  # V1: (device, is_pin_memory)
+            self.rows = SeamRows(_token_table(vllm_config), penalties_after=True)
+            self.v2 = None
+        else:
+            raise TypeError("SeamLogitsProcessor was built by neither of vLLM's model runners "
+                            f"(arguments {[type(a).__name__ for a in runner_args]}); this "
+                            "vLLM is not one Seam supports")
+
+    @classmethod
+    def over(cls, rows: SeamRows, v2_state: LogitsProcRequestState | None = None
+             ) -> SeamLogitsProcessor:
+        """A processor over rows already made (tests and benchmarks drive it inside vLLM's
+        own sampler without a model config): V2's when ``v2_state`` is given."""
+        self = cls.__new__(cls)
+        self.rows = rows
+        self.v2 = SeamV2Rows(rows, v2_state) if v2_state is not None else None
+        return self
 
     @classmethod
     def validate_params(cls, sampling_params: SamplingParams) -> None:
         SeamArgs.from_extra_args(sampling_params.extra_args)  # raises SeamArgsError
+
+    # The V1 interface.
 
     def is_argmax_invariant(self) -> bool:
         return False  # it changes which token is likeliest: that is its purpose
 
     def update_state(self, batch_update: BatchUpdate | None) -> None:
         self.rows.update(batch_update)
-        for done in self.rows.drain_finished():
-            log.info("seam row done: tokens=%d steps=%d masked_top=%d forced_stop=%d dead=%s",
-                     done.seen, done.steps, done.masked_top, done.forced, done.dead)
+        _log_finished(self.rows)
 
-    def apply(self, logits: torch.Tensor) -> torch.Tensor:
+    # The V2 interface (``apply`` serves both).
+
+    def add_request(self, req_idx: int, sampling_params: SamplingParams) -> bool:
+        if self.v2 is None:
+            raise RuntimeError("add_request is Model Runner V2's; this processor was built "
+                               "by the V1 runner")
+        constrained = self.v2.add_request(req_idx, sampling_params)
+        _log_finished(self.rows)  # the slot's previous occupant, if it was Seam's
+        return constrained
+
+    def apply(self, logits: torch.Tensor, ctx: LogitsContext | None = None) -> torch.Tensor:
+        if self.v2 is not None:
+            if ctx is None:
+                raise RuntimeError("Model Runner V2 calls apply with its LogitsContext")
+            return self.v2.apply(logits, ctx)
         if not self.rows.rows:
             return logits
         self.rows.advance()

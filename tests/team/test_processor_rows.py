@@ -120,8 +120,8 @@ def test_plain_sampling_draws_from_the_viable_tokens_distribution(table, random_
 @pytest.mark.parametrize("temperature,top_p", [(0.0, 1.0), (0.8, 1.0), (0.8, 0.9)])
 def test_masked_decoding_parses(table, temperature, top_p):
     """A decode loop the way vLLM drives the processor: random logits, the mask, then argmax
-    or a draw from the softmax (plain sampling: the processor draws; with top-p: the full
-    vocabulary mask).  Every middle that stopped where the processor allowed a stop
+    or a draw from the softmax (plain sampling: the processor draws; with top-p: the viable ids
+    the nucleus can reach).  Every middle that stopped where the processor allowed a stop
     parses with its suffix; a stop it forced (no token viable: a dead end after a partial
     UTF-8 character) is counted, and the client cuts that middle back."""
     gen = torch.Generator().manual_seed(3)
