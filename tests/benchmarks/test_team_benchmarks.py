@@ -44,7 +44,7 @@ def _steps(n: int, processor_ms: float, advance_share: float) -> list[Step]:
 def test_projection_reports_the_share_of_a_gpu_step_and_the_factor_needed():
     text = projection({16: _steps(16, 20.0, 0.8)}, gpu_step_ms=20.0)
     # 20 ms of processor on a 20 ms step: half of the 40 ms step.
-    assert "50%" in text
+    assert "the step would grow to 40.0 ms and the processor would be 50% of it" in text
     # 10% of the step is 20/9 = 2.22 ms: 9.0 times less than 20 ms.
     assert "2.22 ms" in text and "9.0 times less" in text
     assert "advancing dominates" in text
