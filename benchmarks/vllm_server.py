@@ -19,6 +19,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -100,6 +101,9 @@ class TeamServer:
         env = dict(os.environ, PYTHONPATH=str(ROOT), VLLM_CPU_KVCACHE_SPACE=str(
             self.kv_cache_gib), VLLM_CPU_OMP_THREADS_BIND="nobind",
             VLLM_USE_V2_MODEL_RUNNER="0", **self.env)
+        if threading.current_thread() is threading.main_thread():
+            # A benchmark stopped with SIGTERM unwinds (and stops the server) as on Ctrl-C.
+            signal.signal(signal.SIGTERM, _interrupt)
         t0 = time.monotonic()
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT,
@@ -150,6 +154,10 @@ class TeamServer:
             out.append(dict(zip(("tokens", "steps", "masked_top", "forced_stop"),
                                 map(int, m.groups()), strict=True)))
         return out
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def vllm_version(team_python: Path) -> str:
