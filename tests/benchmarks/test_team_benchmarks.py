@@ -68,3 +68,20 @@ def test_sessions_edit_different_files_while_there_are_enough():
     assert len(set(first)) == 6
     assert session_files(1, 2, files) == [files[2], files[3]]
     assert session_files(7, 1, files) == [files[1]]  # more sessions than files: wraps
+
+
+def test_same_prompt_client_sends_the_local_engines_prompt_ids():
+    from benchmarks.vllm_quality import SamePromptVllm
+    from fim import api
+    from fim.vllm.client import ServerInfo
+
+    local = api.Engine.load("random:santacoder", heal=False)
+    remote = SamePromptVllm("http://127.0.0.1:9")  # never contacted: the facts are set
+    remote._info = ServerInfo("http://127.0.0.1:9", "m", 2048, local.template, (0,))
+    remote.local = local
+    req = api.CompletionRequest("def f(x):\n    return x +", "\n", mode="constrained",
+                                max_tokens=8, context_tokens=64)
+    body = remote.body(req, remote.prompt_for(req).text)
+    assert body["prompt"] == local.prompt_for(req).ids
+    assert all(isinstance(i, int) for i in body["prompt"])
+    assert body["vllm_xargs"]  # still constrained by Seam's arguments on the server
