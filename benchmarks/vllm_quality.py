@@ -61,6 +61,11 @@ class SamePromptVllm(VllmEngine):
         return body
 
 
+def _lines(path: Path) -> list[str]:
+    return [x for x in path.read_text(encoding="utf-8").splitlines() if x.strip()] \
+        if path.exists() else []
+
+
 def interleaved(names: list[str], per_dataset: int, folder: Path | None) -> list[dict]:
     """The cases of each dataset, alternating, as ``seam eval`` orders them."""
     groups = [datasets.build_cases(d, per_dataset, folder, seed=0, per_file=1) for d in names]
@@ -174,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     # A finished run (resumed to publish its table) needs no server.
     server = None if args.server or not pending else TeamServer.from_args(args, "quality")
     rows: list[dict] = []
+    interrupted = False
     try:
         if server is not None:
             server.__enter__()
@@ -185,13 +191,20 @@ def main(argv: list[str] | None = None) -> int:
                 remote.local = local
             else:
                 remote = VllmEngine.connect(url, timeout=600.0)
-            run_pair({NAMES[0]: local, NAMES[1]: remote}, cases, args.out, args)
+            try:
+                run_pair({NAMES[0]: local, NAMES[1]: remote}, cases, args.out, args)
+            except KeyboardInterrupt:  # publish the pairs finished so far, as seam eval does
+                interrupted = True
+                print("interrupted: the table covers the finished cases", file=sys.stderr)
         if server is not None:
             rows = server.rows_done()
     finally:
         if server is not None:
             server.stop()
     record.finish()
+    if pending:  # what made the records, for a later --report-only rendering
+        with open(args.out / "runs.jsonl", "a", encoding="utf-8") as f:
+            f.write(json.dumps(dict(record.as_dict(), interrupted=interrupted)) + "\n")
     ids = {c["id"] for c in cases}
     runs = [{k: v for k, v in engine_quality.load(args.out / f"{n}.jsonl").items()
              if k[0] in ids} for n in NAMES]
@@ -211,7 +224,14 @@ def main(argv: list[str] | None = None) -> int:
                  f"{sum(r['tokens'] for r in rows)} tokens, the likeliest token refused at "
                  f"{sum(r['masked_top'] for r in rows)} of {steps} steps, "
                  f"{sum(r['forced_stop'] for r in rows)} forced stops.\n")
-    publish(body, record, args.figures, args.section)
+    if pending:
+        publish(body, record, args.figures, args.section)
+    else:  # rendered from records: say which runs made them
+        made = [RunRecord(**{k: v for k, v in json.loads(line).items() if k != "interrupted"})
+                for line in _lines(args.out / "runs.jsonl")]
+        body += "\nThe records were made by these runs:\n\n" + "".join(
+            r.markdown() + "\n" for r in made) if made else ""
+        publish(body, record, args.figures, args.section, verb="Rendered", load=False)
     unparsable = sum(engine_quality.unparsable(r) for r in runs[1].values())
     return 1 if unparsable else 0
 
