@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import sys
 import sysconfig
@@ -37,6 +38,7 @@ from benchmarks.lsp_session import LspSession  # noqa: E402
 from benchmarks.report import RunRecord, command_line, model_packages, publish  # noqa: E402
 from benchmarks.stats import percentile  # noqa: E402
 from benchmarks.vllm_server import TeamServer, add_server_options, vllm_version  # noqa: E402
+from lsp_server.messages import CompletionSource, StatusReply  # noqa: E402
 
 
 @dataclass
@@ -47,6 +49,8 @@ class Team:
     results: list[Result]
     seconds: float
     ready_s: float
+    #: the stop reason of every answer the model gave (seam/status), e.g. "time"
+    stops: list[str]
 
     def answered(self) -> int:
         return sum(len(r.suggestions) for r in self.results)
@@ -67,7 +71,7 @@ def session_files(index: int, per_session: int, files: list[Path]) -> list[Path]
 async def run_team(n: int, url: str, files: list[Path], args: argparse.Namespace,
                    logs: Path) -> Team:
     """Start N ``seam serve`` sessions on ``url``, then replay all N at once."""
-    settings = {"engine": "vllm", "vllmServer": url}
+    settings = {**args.settings, "engine": "vllm", "vllmServer": url}
     sessions = [LspSession(settings, logs / f"serve-{n}-{i}.log") for i in range(n)]
     ready = await asyncio.gather(*(s.start() for s in sessions))
     results = [Result(f"{n}:{i}") for i in range(n)]
@@ -78,15 +82,21 @@ async def run_team(n: int, url: str, files: list[Path], args: argparse.Namespace
                    argparse.Namespace(**dict(vars(args), seed=args.seed + i)))
             for i, (s, r) in enumerate(zip(sessions, results, strict=True))))
         seconds = time.perf_counter() - t0
+        stops: list[str] = []
+        for s in sessions:
+            reply = StatusReply.from_json(await s.request("seam/status", {}))
+            stops += [r.stop for r in reply.recent
+                      if r.source in (CompletionSource.MODEL, CompletionSource.EARLY)]
     finally:
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
-    return Team(n, results, seconds, max(ready))
+    return Team(n, results, seconds, max(ready), stops)
 
 
 def table(teams: list[Team]) -> str:
     head = ("| sessions | replay (s) | answers / s | suggestions / s | "
-            + " | ".join(f"{k} p50 / p90 (s)" for k in KINDS) + " |")
-    rows = [head, "|---:|---:|---:|---:|" + "---:|" * len(KINDS)]
+            + " | ".join(f"{k} p50 / p90 (s)" for k in KINDS)
+            + " | model answers: out of time / all |")
+    rows = [head, "|---:|---:|---:|---:|" + "---:|" * len(KINDS) + "---:|"]
     for t in teams:
         cells = []
         for k in KINDS:
@@ -94,7 +104,8 @@ def table(teams: list[Team]) -> str:
             cells.append(f"{statistics.median(xs):.2f} / {percentile(xs, 0.9):.2f} "
                          f"(n={len(xs)})" if xs else "–")
         rows.append(f"| {t.size} | {t.seconds:.0f} | {t.answered() / t.seconds:.2f} | "
-                    f"{t.suggested() / t.seconds:.2f} | " + " | ".join(cells) + " |")
+                    f"{t.suggested() / t.seconds:.2f} | " + " | ".join(cells)
+                    + f" | {sum(x == 'time' for x in t.stops)} / {len(t.stops)} |")
     return "\n".join(rows) + "\n"
 
 
@@ -110,9 +121,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keystroke", type=float, default=0.15, help="between keystrokes (s)")
     p.add_argument("--think", type=float, default=1.0, help="reading before accepting (s)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--setting", action="append", default=[], metavar="KEY=JSON",
+                   help="a seam serve setting for every session, e.g. timeBudgetMs=60000 "
+                        "(default: the defaults)")
     p.add_argument("--figures", type=Path, default=None)
     p.add_argument("--section", default="vllm-team")
     args = p.parse_args(argv)
+    args.settings = {}
+    for item in args.setting:
+        key, _, value = item.partition("=")
+        try:
+            args.settings[key] = json.loads(value)
+        except ValueError:
+            p.error(f"--setting {item}: the value must be JSON (a number, true, \"text\")")
     # What bench_latency's replay reads besides the pauses.
     args.workspace, args.progress = False, False
     stdlib = Path(sysconfig.get_paths()["stdlib"])
@@ -140,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
         if server is not None:
             server.stop()
     record.finish()
-    body = (f"Each session: `seam serve` with `engine: \"vllm\"` and default settings, "
+    chosen = ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in args.settings.items())
+    body = (f"Each session: `seam serve` with `engine: \"vllm\"` and "
+            f"{'the default settings but ' + chosen if chosen else 'the default settings'}, "
             f"replaying {args.files_per_session} file(s) of bench_latency's session (pause "
             f"{args.pause} s, keystroke {args.keystroke} s, think {args.think} s); one vLLM "
             f"server (`{args.model_dir.name}`, bfloat16, `--max-num-seqs "
