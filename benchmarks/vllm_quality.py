@@ -229,8 +229,10 @@ def main(argv: list[str] | None = None) -> int:
     else:  # rendered from records: say which runs made them
         made = [RunRecord(**{k: v for k, v in json.loads(line).items() if k != "interrupted"})
                 for line in _lines(args.out / "runs.jsonl")]
-        body += "\nThe records were made by these runs:\n\n" + "".join(
-            r.markdown() + "\n" for r in made) if made else ""
+        body += ("\nThe records were made by these runs:\n\n" + "".join(
+            r.markdown() + "\n" for r in made) if made else
+            "\nThe records' runs left no provenance beside them (`runs.jsonl`): their "
+            "commit, versions and load are not known here.\n")
         publish(body, record, args.figures, args.section, verb="Rendered", load=False)
     unparsable = sum(engine_quality.unparsable(r) for r in runs[1].values())
     return 1 if unparsable else 0
