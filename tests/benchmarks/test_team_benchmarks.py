@@ -85,3 +85,20 @@ def test_same_prompt_client_sends_the_local_engines_prompt_ids():
     assert body["prompt"] == local.prompt_for(req).ids
     assert all(isinstance(i, int) for i in body["prompt"])
     assert body["vllm_xargs"]  # still constrained by Seam's arguments on the server
+
+
+def test_projection_is_judged_at_p90():
+    steps = _steps(16, 1.0, 0.5) * 2 + _steps(16, 10.0, 0.5)[:3]  # 10 typical, 3 slow steps
+    text = projection({16: steps}, gpu_step_ms=20.0)
+    assert "the median step is within it, but the p90 needs 4.5 times less" in text
+    assert "within the 10% target" not in text
+
+
+def test_steady_steps_are_pooled_over_phases(tmp_path):
+    from benchmarks.bench_vllm_step import pooled
+
+    a = read_steps(_log(tmp_path, [4, 4, 4, 3, 3, 3, 3]), 0)
+    b = read_steps(_log(tmp_path, [1, 3, 3, 3, 2]), 0)
+    assert [s.rows for s in pooled([a, b], 3)] == [3, 3, 3]
+    # Steps of different phases are never neighbours: a's last step has no successor.
+    assert len(pooled([a, b], 4)) == 1
