@@ -95,7 +95,7 @@ async def run_team(n: int, url: str, files: list[Path], args: argparse.Namespace
 def table(teams: list[Team]) -> str:
     head = ("| sessions | replay (s) | answers / s | suggestions / s | "
             + " | ".join(f"{k} p50 / p90 (s)" for k in KINDS)
-            + " | model answers: out of time / all |")
+            + " | model answers: out of time / failed / all |")
     rows = [head, "|---:|---:|---:|---:|" + "---:|" * len(KINDS) + "---:|"]
     for t in teams:
         cells = []
@@ -105,7 +105,8 @@ def table(teams: list[Team]) -> str:
                          f"(n={len(xs)})" if xs else "–")
         rows.append(f"| {t.size} | {t.seconds:.0f} | {t.answered() / t.seconds:.2f} | "
                     f"{t.suggested() / t.seconds:.2f} | " + " | ".join(cells)
-                    + f" | {sum(x == 'time' for x in t.stops)} / {len(t.stops)} |")
+                    + f" | {sum(x == 'time' for x in t.stops)} / "
+                    f"{sum(x == 'error' for x in t.stops)} / {len(t.stops)} |")
     return "\n".join(rows) + "\n"
 
 
