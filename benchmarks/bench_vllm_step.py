@@ -240,7 +240,7 @@ def projection(measured: dict[int, list[Step]], gpu_step_ms: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    add_server_options(p)
+    add_server_options(p, port=18762)
     p.add_argument("--concurrency", default="1,4,8,16",
                    help="concurrent constrained requests, comma-separated (default: 1,4,8,16)")
     p.add_argument("--max-tokens", type=int, default=32,

@@ -18,6 +18,7 @@ import argparse
 import os
 import re
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -101,6 +102,13 @@ class TeamServer:
         env = dict(os.environ, PYTHONPATH=str(ROOT), VLLM_CPU_KVCACHE_SPACE=str(
             self.kv_cache_gib), VLLM_CPU_OMP_THREADS_BIND="nobind",
             VLLM_USE_V2_MODEL_RUNNER="0", **self.env)
+        try:  # another server on the port would answer the readiness probe for ours
+            socket.create_connection(("127.0.0.1", self.port), timeout=2).close()
+        except OSError:
+            pass
+        else:
+            raise SystemExit(f"something already listens on 127.0.0.1:{self.port}: "
+                             "pass another --port")
         if threading.current_thread() is threading.main_thread():
             # A benchmark stopped with SIGTERM unwinds (and stops the server) as on Ctrl-C.
             signal.signal(signal.SIGTERM, _interrupt)
