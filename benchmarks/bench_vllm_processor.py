@@ -17,7 +17,7 @@ top-p figures are an upper bound too.
 Runs in ``.venv-team`` (it imports vLLM)::
 
     PYTHONPATH=. .venv-team/bin/python benchmarks/bench_vllm_processor.py \\
-        --tokenizer ~/.cache/seam/qwen2.5-coder-1.5b-v1 [--figures docs/team_server.md]
+        --tokenizer ~/.cache/seam/qwen2.5-coder-1.5b-v1 [--figures docs/team.md]
 """
 
 from __future__ import annotations

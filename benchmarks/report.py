@@ -153,11 +153,14 @@ def write_section(path: Path, name: str, body: str) -> None:
     path.write_text(f"{head}{begin}\n{body.rstrip()}\n{end}{tail}", encoding="utf-8")
 
 
-def publish(body: str, record: RunRecord, figures: Path | None, section: str) -> None:
+def publish(body: str, record: RunRecord, figures: Path | None, section: str,
+            verb: str = "Measured", load: bool = True) -> None:
     """Print a benchmark's tables and its run record, and write both into ``figures``'s
-    section when a page is given (how every script puts its figures into docs/)."""
+    section when a page is given (how every script puts its figures into docs/); ``verb`` and
+    ``load`` as in ``RunRecord.markdown``."""
+    stamp = record.markdown(verb, load)
     print(body)
     print()
-    print(record.markdown())
+    print(stamp)
     if figures is not None:
-        write_section(figures, section, body.rstrip() + "\n\n" + record.markdown())
+        write_section(figures, section, body.rstrip() + "\n\n" + stamp)

@@ -1,0 +1,69 @@
+"""Seam's vLLM processor with a clock on it, for ``benchmarks/bench_vllm_step.py``.
+
+Loaded into vLLM in place of ``fim.vllm.processor:SeamLogitsProcessor`` (``--logits-processors
+benchmarks.vllm_step_timer:TimedSeamLogitsProcessor``); it *is* that processor (a subclass
+that changes no decision) and, on every ``apply`` call, appends one JSON line to the file named
+by ``SEAM_STEP_LOG``: when the call started, the batch's rows, the constrained rows, and the
+seconds spent in the step's ``update_state`` (following the batch's changes; building the
+language of a request that joins), feeding the rows their new tokens (``advance``) and
+masking (``mask``).  vLLM
+calls ``apply`` once per engine step, between the forward pass and sampling, so the time from
+one call's start to the next one's is one engine step.
+
+The two phases are timed by wrapping the row set's own methods, so ``apply`` runs unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import torch
+
+from fim.vllm.processor import SeamLogitsProcessor
+
+LOG_ENV = "SEAM_STEP_LOG"
+
+
+class TimedSeamLogitsProcessor(SeamLogitsProcessor):
+    """``SeamLogitsProcessor``, logging each ``apply`` (one engine step) to ``SEAM_STEP_LOG``."""
+
+    def __init__(self, vllm_config, device: torch.device, is_pin_memory: bool) -> None:
+        super().__init__(vllm_config, device, is_pin_memory)
+        path = os.environ.get(LOG_ENV)
+        if not path:
+            raise RuntimeError(f"{LOG_ENV} must name the file the step timings go to")
+        self._out = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives with vLLM
+        self._phase = {"update": 0.0, "advance": 0.0, "mask": 0.0}
+        rows = self.rows
+        for name in ("advance", "mask"):
+            setattr(rows, name, self._timed(name, getattr(rows, name)))
+
+    def _timed(self, name: str, method):
+        def run(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self._phase[name] += time.perf_counter() - t0
+        return run
+
+    def update_state(self, batch_update) -> None:
+        t0 = time.perf_counter()
+        try:
+            super().update_state(batch_update)
+        finally:
+            self._phase["update"] += time.perf_counter() - t0
+
+    def apply(self, logits: torch.Tensor) -> torch.Tensor:
+        start = time.perf_counter()
+        try:
+            return super().apply(logits)
+        finally:
+            end = time.perf_counter()
+            self._out.write(json.dumps({
+                "t": start, "apply": end - start, "update": self._phase["update"],
+                "advance": self._phase["advance"], "mask": self._phase["mask"],
+                "batch": int(logits.shape[0]), "rows": len(self.rows.rows)}) + "\n")
+            self._phase = dict.fromkeys(self._phase, 0.0)

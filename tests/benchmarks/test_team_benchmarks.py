@@ -1,0 +1,104 @@
+"""The team benchmarks' own arithmetic: which logged engine steps count as steady, the GPU
+projection written from them, and how concurrent sessions share the files (no vLLM here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.bench_team import session_files
+from benchmarks.bench_vllm_step import Step, projection, read_steps, steady
+
+
+def _log(tmp_path: Path, rows: list[int], apply_s: float = 0.002, step_s: float = 0.5) -> Path:
+    path = tmp_path / "steps.jsonl"
+    lines = [json.dumps({"t": k * step_s, "apply": apply_s, "update": 0.0001,
+                         "advance": apply_s / 2, "mask": apply_s / 2, "batch": r, "rows": r})
+             for k, r in enumerate(rows)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_steady_steps_are_full_batches_away_from_joins_and_leaves(tmp_path):
+    # Rows join over two steps (a prefill), decode at 4, then leave one by one.
+    path = _log(tmp_path, [0, 2, 4, 4, 4, 4, 3, 1, 0])
+    steps = read_steps(path, 0)
+    assert [s.length for s in steps[:-1]] == [0.5] * 8
+    kept = steady(steps, 4)
+    # Index 2 follows a step with 2 rows (a join), index 5 precedes one with 3: both out.
+    assert [s.t for s in kept] == [1.5, 2.0]
+    assert steady(steps, 2) == []
+
+
+def test_read_steps_starts_at_the_given_line(tmp_path):
+    path = _log(tmp_path, [1, 1, 1, 4, 4, 4])
+    assert [s.rows for s in read_steps(path, 3)] == [4, 4, 4]
+
+
+def _steps(n: int, processor_ms: float, advance_share: float) -> list[Step]:
+    p = processor_ms / 1e3
+    return [Step(t=k, update=0.0, advance=p * advance_share, mask=p * (1 - advance_share),
+                 apply=p, rows=n, batch=n, length=0.4) for k in range(5)]
+
+
+def test_projection_reports_the_share_of_a_gpu_step_and_the_factor_needed():
+    text = projection({16: _steps(16, 20.0, 0.8)}, gpu_step_ms=20.0)
+    # 20 ms of processor on a 20 ms step: half of the 40 ms step.
+    assert "the step would grow to 40.0 ms and the processor would be 50% of it" in text
+    # 10% of the step is 20/9 = 2.22 ms: 9.0 times less than 20 ms.
+    assert "2.22 ms" in text and "9.0 times less" in text
+    assert "advancing dominates" in text
+
+
+def test_projection_within_target_needs_nothing_moved():
+    text = projection({1: _steps(1, 0.5, 0.5), 16: _steps(16, 1.0, 0.2)}, gpu_step_ms=20.0)
+    assert "At 16 concurrent requests" in text
+    assert "within the 10% target" in text and "times less" not in text
+
+
+def test_projection_says_masking_first_when_masking_dominates():
+    text = projection({16: _steps(16, 10.0, 0.1)}, gpu_step_ms=20.0)
+    assert "masking dominates" in text
+    assert "compiled core is needed too" not in text  # advancing (1 ms) fits 2.22 ms
+
+
+def test_sessions_edit_different_files_while_there_are_enough():
+    files = [Path(f"f{k}.py") for k in range(6)]
+    first = [session_files(i, 1, files)[0] for i in range(6)]
+    assert len(set(first)) == 6
+    assert session_files(1, 2, files) == [files[2], files[3]]
+    assert session_files(7, 1, files) == [files[1]]  # more sessions than files: wraps
+
+
+def test_same_prompt_client_sends_the_local_engines_prompt_ids():
+    from benchmarks.vllm_quality import SamePromptVllm
+    from fim import api
+    from fim.vllm.client import ServerInfo
+
+    local = api.Engine.load("random:santacoder", heal=False)
+    remote = SamePromptVllm("http://127.0.0.1:9")  # never contacted: the facts are set
+    remote._info = ServerInfo("http://127.0.0.1:9", "m", 2048, local.template, (0,))
+    remote.local = local
+    req = api.CompletionRequest("def f(x):\n    return x +", "\n", mode="constrained",
+                                max_tokens=8, context_tokens=64)
+    body = remote.body(req, remote.prompt_for(req).text)
+    assert body["prompt"] == local.prompt_for(req).ids
+    assert all(isinstance(i, int) for i in body["prompt"])
+    assert body["vllm_xargs"]  # still constrained by Seam's arguments on the server
+
+
+def test_projection_is_judged_at_p90():
+    steps = _steps(16, 1.0, 0.5) * 2 + _steps(16, 10.0, 0.5)[:3]  # 10 typical, 3 slow steps
+    text = projection({16: steps}, gpu_step_ms=20.0)
+    assert "the median step is within it, but the p90 needs 4.5 times less" in text
+    assert "within the 10% target" not in text
+
+
+def test_steady_steps_are_pooled_over_phases(tmp_path):
+    from benchmarks.bench_vllm_step import pooled
+
+    a = read_steps(_log(tmp_path, [4, 4, 4, 3, 3, 3, 3]), 0)
+    b = read_steps(_log(tmp_path, [1, 3, 3, 3, 2]), 0)
+    assert [s.rows for s in pooled([a, b], 3)] == [3, 3, 3]
+    # Steps of different phases are never neighbours: a's last step has no successor.
+    assert len(pooled([a, b], 4)) == 1
