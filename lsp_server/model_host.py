@@ -136,6 +136,22 @@ class ModelHost:
         #: ``(server, api_key)`` while the engine is a vLLM server's (it can reconnect)
         self._remote: tuple[str, str] | None = None
         self._retrying: threading.Thread | None = None
+        #: the ``threads`` setting: a pinned llama.cpp thread count, ``None`` for "auto"
+        self._thread_count: int | None = None
+
+    def set_threads(self, threads: int | None) -> None:
+        """Pin llama.cpp's thread count (``None``: choose it from the CPU load), for the
+        loaded engine from its next request on and for every engine loaded later; engines
+        without CPU threads of their own ignore it."""
+        self._thread_count = threads
+        engine = self.engine
+        if engine is not None:
+            self._apply_threads(engine)
+
+    def _apply_threads(self, engine: Any) -> None:
+        governor = getattr(getattr(engine, "backend", None), "threads", None)
+        if governor is not None:
+            governor.pin(self._thread_count)
 
     def set_listeners(self, on_state: StateFn | None, on_progress: ProgressFn | None,
                       owner: object | None = None) -> None:
@@ -231,6 +247,7 @@ class ModelHost:
                     self._set_state(HostState(LoadState.ERROR, model, hint))
                 return
             tables.join()
+            self._apply_threads(engine)
             self._warm_up(engine, generation, progress)
             with self._lock:
                 if generation != self._generation:

@@ -18,6 +18,9 @@ whole block; "auto" context is small on a CPU and the model's whole window on a 
 Project context (``project_context``): ``contextBudgetTokens`` is its budget ("auto": 512 on
 a CPU), taken out of the left context's share of ``contextTokens``; ``contextDefinitions``,
 ``contextOpenFiles`` and ``contextRecentEdits`` turn each source on or off.
+``threads`` is llama.cpp's thread count: "auto" (the default) chooses it before each request
+from the load other processes put on the CPUs (``fim.engines.cpu_load``); a number pins it.
+It applies from the next request on, without reloading the model.
 ``model: "bundled"`` names the default bundled model. Keys the server does not know (a client's
 own settings such as VS Code's ``seam.server.*``) are ignored.
 
@@ -79,6 +82,8 @@ MIN_CONTEXT_TOKENS = 128
 MAX_TOP_K = 1000
 MAX_TIME_BUDGET_MS = 600_000
 MAX_MODEL_SPEC_CHARS = 4096
+#: The most llama.cpp threads a setting may pin (more than the CPUs only slows it down).
+MAX_THREADS = 256
 
 
 class Rejected(ValueError):
@@ -208,6 +213,15 @@ def _engine(value: Any) -> EngineKind:
         raise Rejected(_one_of(ENGINE_NAMES)) from None
 
 
+def _threads(value: Any) -> int | None:
+    if _auto(value):
+        return None
+    if not _is_int(value) or not 1 <= value <= MAX_THREADS:
+        raise Rejected(f'a whole number of threads from 1 to {MAX_THREADS}, or "auto" (chosen '
+                       "from the CPUs other processes leave free)")
+    return int(value)
+
+
 @dataclass(frozen=True)
 class SettingKey:
     """One setting as the client sends it: its JSON key, its validator, and whether ``None``
@@ -263,6 +277,8 @@ class Settings:
     context_open_files: bool = _key("contextOpenFiles", _bool, True)
     context_recent_edits: bool = _key("contextRecentEdits", _bool, True)
     context_similar_code: bool = _key("contextSimilarCode", _bool, True)
+    #: llama.cpp's thread count (``None``: "auto", chosen from the CPU load per request)
+    threads: int | None = _key("threads", _threads, None, auto=True)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property

@@ -45,6 +45,7 @@ export interface ServerSettings {
   contextOpenFiles: boolean;
   contextRecentEdits: boolean;
   contextSimilarCode: boolean;
+  threads: number | "auto";
 }
 
 /** Settings whose change needs a new server process rather than a notification. */
@@ -77,6 +78,7 @@ export function serverSettings(): ServerSettings {
     contextOpenFiles: cfg.get<boolean>("contextOpenFiles", true),
     contextRecentEdits: cfg.get<boolean>("contextRecentEdits", true),
     contextSimilarCode: cfg.get<boolean>("contextSimilarCode", true),
+    threads: autoWhenZero(cfg.get<number>("threads", 0)),
   };
 }
 

@@ -26,7 +26,8 @@ M.defaults = {
   root_markers = { "pyproject.toml", "setup.py", "setup.cfg", ".git" },
   -- The server's settings (section `seam`): model, engine, vllmServer, vllmApiKey, device, dtype,
   -- maxTokens, timeBudgetMs, contextTokens, scope, topK, constrained, languages,
-  -- contextBudgetTokens, contextDefinitions, contextOpenFiles, contextRecentEdits, contextSimilarCode.
+  -- contextBudgetTokens, contextDefinitions, contextOpenFiles, contextRecentEdits, contextSimilarCode,
+  -- threads.
   settings = {},
   -- Insert-mode keys. `accept` falls back to the key itself when no suggestion is shown.
   -- Set a key to false to leave it unmapped.
