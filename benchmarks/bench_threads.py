@@ -45,15 +45,20 @@ from fim.engines.cpu_load import LoadMonitor, read_sample, window_load  # noqa: 
 SETTINGS = ("2", "1", "auto")
 
 
-def batch_requests(files: list[Path], seed: int) -> list[CompletionRequest]:
-    """Two editor requests per file: a line cut mid-way and a new empty line elsewhere."""
+def batch_requests(files: list[Path], seed: int, kinds: tuple[str, ...] = ("mid", "empty"),
+                   context_tokens: int | None = None) -> list[CompletionRequest]:
+    """Editor requests per file: a line cut mid-way (``mid``) and a new empty line elsewhere
+    (``empty``); ``context_tokens``: the prompt-plus-middle budget (``None``: the editor's)."""
     out = []
+    extra = {} if context_tokens is None else {"context_tokens": context_tokens}
     for path in files:
         text = path.read_text(encoding="utf-8")
         edit = pick_edit(text, seed)
-        out.append(editor_request(text[:edit.cut_start], text[edit.cut_end:]))
-        at = edit.enter_at
-        out.append(editor_request(text[:at] + "\n" + edit.indent, text[at:]))
+        if "mid" in kinds:
+            out.append(editor_request(text[:edit.cut_start], text[edit.cut_end:], **extra))
+        if "empty" in kinds:
+            at = edit.enter_at
+            out.append(editor_request(text[:at] + "\n" + edit.indent, text[at:], **extra))
     for req in out:
         req.time_budget_ms = None  # the same work however fast the machine is
     return out
@@ -140,6 +145,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="thread settings to compare: numbers and/or auto")
     p.add_argument("--files", default=",".join(FILES[:4]),
                    help="standard-library files; two completions each")
+    p.add_argument("--kinds", default="mid,empty",
+                   help="cursors per file: mid (a line cut mid-way), empty (a new line)")
+    p.add_argument("--context-tokens", type=int, default=None,
+                   help="prompt plus middle in tokens (default: the editor's, 2048 on a CPU); "
+                        "smaller runs faster on a busy machine")
     p.add_argument("--settle", type=float, default=6.0,
                    help="seconds to wait after the load changes, before a batch")
     p.add_argument("--seed", type=int, default=0)
@@ -150,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     # A terminated run still stops its burner (``Burner.__exit__`` runs on SystemExit).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     stdlib = Path(sysconfig.get_paths()["stdlib"])
-    requests = batch_requests([stdlib / f for f in args.files.split(",") if f], args.seed)
+    requests = batch_requests([stdlib / f for f in args.files.split(",") if f], args.seed,
+                              tuple(args.kinds.split(",")), args.context_tokens)
     record = RunRecord(command_line(), packages=model_packages())
     engine = Engine.load(args.model, engine="llama.cpp", slots=4)
     governor = engine.backend.threads
@@ -169,8 +180,10 @@ def main(argv: list[str] | None = None) -> int:
         print("  " + " | ".join(json.dumps(b.as_dict()) for b in batches[-2:]),
               file=sys.stderr, flush=True)
     record.finish()
+    tokens = sorted({b.tokens for b in batches})
     body = (f"{len(requests)} constrained completions per batch (the bundled model on "
-            f"llama.cpp, {governor.cpus} CPUs); \"busy\": one core taken by a spinning "
+            f"llama.cpp, {governor.cpus} CPUs; tokens generated per batch: "
+            f"{', '.join(map(str, tokens))}); \"busy\": one core taken by a spinning "
             "process the script starts. Others' load: cores other processes kept busy "
             "during the batch (the burner included), as `auto` measures it.\n\n"
             + table(batches))
