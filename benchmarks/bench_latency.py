@@ -29,6 +29,15 @@ and the same session for every ``--engines`` entry in one run:
 
     .venv/bin/python -m benchmarks.bench_latency --engines llama.cpp,transformers,llama-server
 
+A plain LSP client (issue 18): ``--cursor off`` runs each ``seam serve`` session as an editor
+without Seam's own client would, sending no ``seam/cursor`` notifications (it only opens,
+edits and asks), so nothing is warmed while the cursor rests; ``--cursor on,off`` runs both in
+one run.  The issue's figures are for a user who reads a suggestion for half a second before
+accepting it (``--think 0.5``); the tables also give **new place** (first and new_position
+together).
+
+    .venv/bin/python -m benchmarks.bench_latency --engines llama.cpp --cursor off --think 0.5
+
 Project context (issue 12): with ``--workspace`` the files are opened under their real paths
 and the standard library is the workspace folder, so definitions of imported names are found;
 ``--contexts on,off`` runs each ``seam serve`` session with the context's sources on (the
@@ -120,7 +129,8 @@ class Result:
                "ready_after_initialize_s": None if self.ready_after_initialize_s is None
                else round(self.ready_after_initialize_s, 2),
                "peak_rss_mb": round(self.peak_rss_mb), "context": self.context}
-        for kind, xs in self.latency.items():
+        places = self.latency["first"] + self.latency["new_position"]
+        for kind, xs in [*self.latency.items(), ("new_place", places)]:
             if xs:
                 out[kind] = {"n": len(xs), "p50": round(statistics.median(xs), 3),
                              "p90": round(percentile(xs, 0.9), 3)}
@@ -148,6 +158,17 @@ class SeamClient:
 
     def text(self, uri):
         return self.s.texts[uri]
+
+
+class PlainSeamClient(SeamClient):
+    """The same requests from a plain LSP client: no ``seam/cursor`` notifications."""
+
+    def open(self, uri, text, cursor):
+        self.s.open(uri, text)
+
+    def rest(self, uri, offset):
+        pass  # a plain client tells the server of the cursor only by asking
+
 
 
 class LlamaVimSession:
@@ -241,18 +262,21 @@ async def step(client, result: Result, uri: str, cursor: int, kind: str, args,
 
 
 async def run_seam(engine: str, files: list[Path], args, workdir: Path,
-                   context: str = "on") -> Result:
-    result = Result(engine if context == "on" else f"{engine}/no-context")
+                   context: str = "on", cursor: str = "on") -> Result:
+    result = Result(engine + ("" if context == "on" else "/no-context")
+                    + ("" if cursor == "on" else "/plain-client"))
     settings = {"model": args.model, "engine": engine}
     if context == "off":
         settings.update(contextDefinitions=False, contextOpenFiles=False,
                         contextRecentEdits=False, contextSimilarCode=False)
     root = Path(sysconfig.get_paths()["stdlib"]).as_uri() if args.workspace else None
-    session = LspSession(settings, workdir / f"server-{engine}-{context}.log", root_uri=root)
+    session = LspSession(settings, workdir / f"server-{engine}-{context}-{cursor}.log",
+                         root_uri=root)
     result.ready_s = await session.start()
     result.ready_after_initialize_s = session.ready_after_initialize_s
     try:
-        await replay(SeamClient(session), result, files, args)
+        client = SeamClient(session) if cursor == "on" else PlainSeamClient(session)
+        await replay(client, result, files, args)
         result.peak_rss_mb = session.peak_rss_mb()
         reply = StatusReply.from_json(await session.request("seam/status", {}))
         answers = [r for r in reply.recent
@@ -299,6 +323,10 @@ def markdown_tables(summaries: list[dict]) -> str:
                     f"{ctx} |")
     by = {s["engine"]: s for s in summaries}
     out = "\n".join(rows) + "\n"
+    places = [f"{s['engine']} {s['new_place']['p50']:.2f} / {s['new_place']['p90']:.2f}"
+              for s in summaries if "new_place" in s]
+    if places:
+        out += f"\nNew place (first and new_position) p50 / p90 (s): {'; '.join(places)}.\n"
     if "llama.cpp" in by:
         for other in [e for e in by if e != "llama.cpp"]:
             ratios = ", ".join(
@@ -322,6 +350,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="llama-server: no t_max_predict_ms (llama.vim's default is a limit)")
     p.add_argument("--contexts", default="on",
                    help="project context per seam session: on, off or on,off")
+    p.add_argument("--cursor", default="on",
+                   help="seam/cursor notifications per seam session: on (Seam's editor "
+                        "clients), off (a plain LSP client) or on,off")
     p.add_argument("--workspace", action="store_true",
                    help="open the files under their real paths, the stdlib as workspace")
     p.add_argument("--json", type=Path, default=None)
@@ -349,7 +380,9 @@ def main(argv: list[str] | None = None) -> int:
                 results.append(asyncio.run(run_llama_server(files, args)))
             else:
                 for context in [c for c in args.contexts.split(",") if c]:
-                    results.append(asyncio.run(run_seam(engine, files, args, logs, context)))
+                    for cursor in [c for c in args.cursor.split(",") if c]:
+                        results.append(asyncio.run(run_seam(engine, files, args, logs,
+                                                            context, cursor)))
     record.finish()
     summaries = [r.summary() for r in results]
     table = markdown_tables(summaries)

@@ -163,6 +163,22 @@ class ModelHost:
         self._attempting = threading.Lock()
         self._timer: threading.Thread | None = None
         self._timer_stop = threading.Event()
+        #: the ``threads`` setting: a pinned llama.cpp thread count, ``None`` for "auto"
+        self._thread_count: int | None = None
+
+    def set_threads(self, threads: int | None) -> None:
+        """Pin llama.cpp's thread count (``None``: choose it from the CPU load), for the
+        loaded engine from its next request on and for every engine loaded later; engines
+        without CPU threads of their own ignore it."""
+        self._thread_count = threads
+        engine = self.engine
+        if engine is not None:
+            self._apply_threads(engine)
+
+    def _apply_threads(self, engine: Any) -> None:
+        governor = getattr(getattr(engine, "backend", None), "threads", None)
+        if governor is not None:
+            governor.pin(self._thread_count)
 
     def set_listeners(self, on_state: StateFn | None, on_progress: ProgressFn | None,
                       owner: object | None = None) -> None:
@@ -261,6 +277,7 @@ class ModelHost:
                         self._start_timer()
                 return
             tables.join()
+            self._apply_threads(engine)
             self._warm_up(engine, generation, progress)
             with self._lock:
                 if generation != self._generation:

@@ -259,6 +259,7 @@ class SeamServer(LanguageServer):
     def _start_load(self) -> None:
         self._load_started = True
         s = self.settings
+        self.host.set_threads(s.threads)  # a TCP server's host may keep a pin from before
         state = self.host.state
         bar = self._client_supports("window.work_done_progress")
         if self.host.key == s.model_key and state.state in (LoadState.LOADING, LoadState.READY):
@@ -320,6 +321,8 @@ class SeamServer(LanguageServer):
         messages.extend(p.message() for p in problems + budget)
         self._report_problems(messages)
         self.settings = new
+        if new.threads != old.threads:
+            self.host.set_threads(new.threads)  # applies live: no reload
         if new != old:
             self.service.reset_suggestions()
             log.info("settings now %s", settings_json(self.settings))

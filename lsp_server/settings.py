@@ -19,6 +19,9 @@ Project context (``project_context``): ``contextBudgetTokens`` is its budget ("a
 a CPU), taken out of the left context's share of ``contextTokens``; ``contextDefinitions``,
 ``contextOpenFiles`` and ``contextRecentEdits`` turn each source on or off. ``suggestions``
 is how many suggestions a place offers to cycle through (1: one).
+``threads`` is llama.cpp's thread count: "auto" (the default) chooses it before each request
+from the load other processes put on the CPUs (``fim.engines.cpu_load``); a number pins it.
+It applies from the next request on, without reloading the model.
 ``model: "bundled"`` names the default bundled model. Keys the server does not know (a client's
 own settings such as VS Code's ``seam.server.*``) are ignored.
 
@@ -82,6 +85,8 @@ MAX_TIME_BUDGET_MS = 600_000
 #: Most suggestions per place (``suggestions``): each beyond the first costs a decode.
 MAX_SUGGESTIONS = 8
 MAX_MODEL_SPEC_CHARS = 4096
+#: The most llama.cpp threads a setting may pin (more than the CPUs only slows it down).
+MAX_THREADS = 256
 
 
 class Rejected(ValueError):
@@ -217,6 +222,15 @@ def _engine(value: Any) -> EngineKind:
         raise Rejected(_one_of(ENGINE_NAMES)) from None
 
 
+def _threads(value: Any) -> int | None:
+    if _auto(value):
+        return None
+    if not _is_int(value) or not 1 <= value <= MAX_THREADS:
+        raise Rejected(f'a whole number of threads from 1 to {MAX_THREADS}, or "auto" (chosen '
+                       "from the CPUs other processes leave free)")
+    return int(value)
+
+
 @dataclass(frozen=True)
 class SettingKey:
     """One setting as the client sends it: its JSON key, its validator, and whether ``None``
@@ -275,6 +289,8 @@ class Settings:
     #: suggestions per place, the likeliest first (``fim.alternatives``); the first answer is
     #: the greedy one at once, the others are decoded when the worker is idle (1: off)
     suggestions: int = _key("suggestions", _suggestions, 3)
+    #: llama.cpp's thread count (``None``: "auto", chosen from the CPU load per request)
+    threads: int | None = _key("threads", _threads, None, auto=True)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from fim.engines.cpu_load import ThreadGovernor
 from fim.engines.model_specs import EngineKind
 from fim.engines.step_model import StepModel
 from fim.engines.vocab import Vocabulary
@@ -43,3 +44,6 @@ class Backend:
     cache_dir: Path | None = None
     #: the transformers model and tokenizer, for benchmarks comparing with ``generate``
     native: object = None
+    #: llama.cpp: what chooses its thread count before each request (pin a count with it);
+    #: ``None`` for engines that do not run CPU threads of their own
+    threads: ThreadGovernor | None = None

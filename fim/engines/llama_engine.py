@@ -19,6 +19,11 @@ llama.cpp 0.3.36 crashes on CPUs whose hypervisor hides AMX.
 Token ids the GGUF marks control, unused or unknown are never text (Qwen2.5's padding ids
 151665-151935 would otherwise print as ``[PAD151665]``); control tokens serve only as
 sentinels and stops.
+
+The thread count is chosen before each run of the model (every request starts with a prefill)
+by a :class:`~fim.engines.cpu_load.ThreadGovernor`: every CPU on a quiet machine, fewer when
+other processes keep some busy (``fim/engines/cpu_load.py`` says why), or the count the caller
+pinned.  ``llama_set_n_threads`` changes it on the live context, so nothing reloads.
 """
 
 from __future__ import annotations
@@ -26,16 +31,17 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import logging
-import os
 import shutil
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
+from fim.engines import cpu_load
 from fim.engines.backend import Backend, Progress
+from fim.engines.cpu_load import LoadMonitor, ThreadChoice, ThreadGovernor
 from fim.engines.model_specs import EngineKind, ModelKind, ModelSpecError
 from fim.engines.step_model import ForwardInterrupted, Interrupt, Slot, StepModel
 from fim.engines.vocab import Vocabulary, cached_vocabulary, read_cached_vocabulary
@@ -104,11 +110,7 @@ def _init_backend() -> None:
 
 def default_threads() -> int:
     """The CPUs this process may use, at most 8 (more threads than cores only slow llama.cpp)."""
-    try:
-        n = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    return max(1, min(8, n))
+    return cpu_load.default_threads()
 
 
 class LlamaModel:
@@ -154,7 +156,6 @@ class LlamaModel:
         #: whether llama.cpp can move cached keys to other positions (RoPE is re-applied)
         self.can_shift = bool(lib.llama_memory_can_shift(self.memory))
         self.batch = lib.llama_batch_init(BATCH, 0, 1)
-        self.threads = threads
         self.slots = slots
         self.scratch = slots  # the sequence id the step model uses for transient work
         self._interrupt: Interrupt | None = None
@@ -165,6 +166,18 @@ class LlamaModel:
             return bool(check is not None and check())
 
         self._abort = abort
+
+    @property
+    def threads(self) -> int:
+        """The threads llama.cpp runs a single-token pass with, as the context says."""
+        return int(self.lib.llama_n_threads(self.ctx))
+
+    def set_threads(self, threads: int) -> None:
+        """Run later passes (single tokens and prompt batches alike) with ``threads``."""
+        if threads < 1:
+            raise ValueError(f"threads must be at least 1, not {threads}")
+        if threads != self.threads or threads != self.lib.llama_n_threads_batch(self.ctx):
+            self.lib.llama_set_n_threads(self.ctx, threads, threads)
 
     def close(self) -> None:
         lib = self.lib
@@ -258,11 +271,23 @@ class LlamaStepModel(StepModel):
     """:class:`~fim.engines.step_model.StepModel` over a :class:`LlamaModel`'s sequences.
 
     One prompt chunk is a whole llama.cpp batch: the abort callback stops inside it.
+    ``governor`` sets the thread count at the start of each :meth:`prefill` (a request's or a
+    warm-up's first pass), never between the steps of a decode.
     """
 
-    def __init__(self, llama: LlamaModel) -> None:
+    def __init__(self, llama: LlamaModel, governor: ThreadGovernor | None = None) -> None:
         super().__init__(llama.slots, chunk=BATCH)
         self.llama = llama
+        self.governor = governor
+        self.last_threads: ThreadChoice | None = None
+
+    def prefill(self, ids: list[int], interrupt: Interrupt | None = None,
+                progress: Callable[[int, int], None] | None = None,
+                keep_cached: bool = False) -> np.ndarray | None:
+        if self.governor is not None:
+            self.last_threads = self.governor.choose()
+            self.llama.set_threads(self.last_threads.threads)
+        return super().prefill(ids, interrupt, progress, keep_cached)
 
     @property
     def vocab_size(self) -> int:
@@ -414,7 +439,14 @@ def _version() -> str:
 def load_llama_backend(spec: str, kind: ModelKind, *, progress: Progress | None = None,
                        slots: int = 4, context: int | None = None,
                        threads: int | None = None) -> Backend:
-    """Load a GGUF model (``bundled:...``, a ``.gguf`` path, ``random:...``) with llama.cpp."""
+    """Load a GGUF model (``bundled:...``, a ``.gguf`` path, ``random:...``) with llama.cpp.
+
+    ``threads``: a fixed thread count; ``None`` chooses it before each request from the load
+    other processes put on the CPUs (:mod:`fim.engines.cpu_load`), at most one per CPU this
+    process may use.  Either way the count can be changed later through
+    ``backend.threads`` (:class:`~fim.engines.cpu_load.ThreadGovernor`: ``pin(n)``,
+    ``pin(None)`` for the automatic choice).
+    """
     if kind is ModelKind.BUNDLED:
         from fim.engines import bundled
 
@@ -429,7 +461,9 @@ def load_llama_backend(spec: str, kind: ModelKind, *, progress: Progress | None 
         raise ModelSpecError(f"the llama.cpp engine cannot load {spec!r} (not a GGUF model)")
     if progress:
         progress(0.9, f"loading {path.name} with llama.cpp")
-    threads = threads or default_threads()
+    most = default_threads()
+    monitor = LoadMonitor.for_this_process()
+    governor = ThreadGovernor(most, cpu_load.cpu_count(), monitor, pinned=threads)
     cache = None if kind is ModelKind.RANDOM else _vocab_cache_dir(path)
     # Read the cached vocabulary while llama.cpp loads the weights (its C code runs
     # without the GIL): a quarter of a second less before the model is ready.
@@ -439,13 +473,13 @@ def load_llama_backend(spec: str, kind: ModelKind, *, progress: Progress | None 
         read = reading.submit(read_cached_vocabulary, cache, path)
     try:
         llama = LlamaModel(path, slots=slots, context=context or DEFAULT_CONTEXT,
-                           threads=threads)
+                           threads=threads or most)
     finally:
         if kind is ModelKind.RANDOM:  # a temporary export; llama.cpp holds what it needs
             shutil.rmtree(path.parent, ignore_errors=True)
         if reading is not None:
             reading.shutdown(wait=True)
-    step = LlamaStepModel(llama)
+    step = LlamaStepModel(llama, governor)
     if cache is not None:
         cache.mkdir(parents=True, exist_ok=True)
     vocab, order = cached_vocabulary(lambda: build_llama_vocabulary(llama), llama.n_vocab,
@@ -456,6 +490,8 @@ def load_llama_backend(spec: str, kind: ModelKind, *, progress: Progress | None 
         engine=EngineKind.LLAMA_CPP, spec=spec, step_model=step,
         tokenizer=LlamaTokenizer(llama, vocab.token_bytes), vocab=vocab, heal_order=order,
         window=llama.context, device="cpu",
-        description=f"llama.cpp (llama-cpp-python {_version()}), {threads} threads, "
-                    f"{path.name}",
-        cache_dir=cache)
+        description=f"llama.cpp (llama-cpp-python {_version()}), "
+                    + (f"{threads} threads" if threads else
+                       f"threads chosen from the CPU load (at most {most})")
+                    + f", {path.name}",
+        cache_dir=cache, threads=governor)

@@ -98,6 +98,7 @@ def test_cache_is_bounded_and_forgets() -> None:
     ("topK", 5000), ("dtype", "float8"), ("device", "tpu"), ("device", "cuda:x"),
     ("model", ""), ("model", "x" * 5000), ("languages", []), ("languages", [1]),
     ("timeBudgetMs", -1), ("constrained", "yes"), ("trustRemoteCode", "true"),
+    ("threads", -1), ("threads", 1.5), ("threads", 1000), ("threads", "two"),
 ])
 def test_values_that_would_break_requests_are_refused(key, value) -> None:
     before = Settings(scope="line", context_tokens=512, max_tokens=8)
@@ -114,6 +115,10 @@ def test_accepted_spellings() -> None:
     assert not problems
     assert (s.dtype, s.device, s.max_tokens, s.languages) == ("bfloat16", "cuda:1", 12,
                                                               ("python",))
+    pinned, problems = merge(Settings(), {"threads": 2})
+    assert not problems and pinned.threads == 2 and pinned.model_key == Settings().model_key
+    for auto in ("auto", 0, None):
+        assert merge(pinned, {"threads": auto})[0].threads is None
 
 
 def test_a_section_that_is_not_an_object() -> None:

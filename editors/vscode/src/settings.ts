@@ -46,6 +46,7 @@ export interface ServerSettings {
   contextRecentEdits: boolean;
   contextSimilarCode: boolean;
   suggestions: number;
+  threads: number | "auto";
 }
 
 /** Settings whose change needs a new server process rather than a notification. */
@@ -79,6 +80,7 @@ export function serverSettings(): ServerSettings {
     contextRecentEdits: cfg.get<boolean>("contextRecentEdits", true),
     contextSimilarCode: cfg.get<boolean>("contextSimilarCode", true),
     suggestions: cfg.get<number>("suggestions", 3),
+    threads: autoWhenZero(cfg.get<number>("threads", 0)),
   };
 }
 

@@ -27,7 +27,7 @@ M.defaults = {
   -- The server's settings (section `seam`): model, engine, vllmServer, vllmApiKey, device, dtype,
   -- maxTokens, timeBudgetMs, contextTokens, scope, topK, constrained, languages,
   -- contextBudgetTokens, contextDefinitions, contextOpenFiles, contextRecentEdits, contextSimilarCode,
-  -- suggestions.
+  -- suggestions, threads.
   settings = {},
   -- Insert-mode keys. `accept` falls back to the key itself when no suggestion is shown.
   -- Set a key to false to leave it unmapped.
