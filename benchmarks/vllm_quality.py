@@ -42,7 +42,7 @@ from benchmarks.report import RunRecord, command_line, model_packages, publish  
 from benchmarks.vllm_server import TeamServer, add_server_options, vllm_version  # noqa: E402
 from fim.api import CompletionRequest, Engine  # noqa: E402
 from fim.eval import datasets, evaluation  # noqa: E402
-from fim.vllm.client import VllmEngine  # noqa: E402
+from fim.vllm.client import RemotePrompt, VllmEngine  # noqa: E402
 
 NAMES = ("llama.cpp", "vLLM")
 
@@ -55,10 +55,9 @@ class SamePromptVllm(VllmEngine):
 
     local: Engine
 
-    def body(self, req: CompletionRequest, prompt: str) -> dict:
-        body = super().body(req, prompt)
-        body["prompt"] = self.local.prompt_for(req).ids
-        return body
+    def prompt_for(self, req: CompletionRequest) -> RemotePrompt:
+        ids = self.local.prompt_for(req)
+        return RemotePrompt(ids.ids, None, ids.left_chars_dropped, ids.right_chars_dropped)
 
 
 def _lines(path: Path) -> list[str]:

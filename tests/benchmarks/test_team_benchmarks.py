@@ -81,7 +81,7 @@ def test_same_prompt_client_sends_the_local_engines_prompt_ids():
     remote.local = local
     req = api.CompletionRequest("def f(x):\n    return x +", "\n", mode="constrained",
                                 max_tokens=8, context_tokens=64)
-    body = remote.body(req, remote.prompt_for(req).text)
+    body = remote.body(req, remote.prompt_for(req))
     assert body["prompt"] == local.prompt_for(req).ids
     assert all(isinstance(i, int) for i in body["prompt"])
     assert body["vllm_xargs"]  # still constrained by Seam's arguments on the server
