@@ -206,6 +206,7 @@ def measure_case(target: LlamaModel, draft: LlamaModel, rec: Recorder,
             rows = forward_all(draft, 0, p + at, middle[at:min(n - 1, at + BATCH)])
             guesses += [greedy(r, disallowed) for r in rows]
         draft.seq_rm(0, p, -1)
+    log("prefills and the draft's guesses done")
     row["match_constrained"] = sum(g == t for g, t in zip(guesses, middle, strict=True))
     row["match_free"] = sum(g == f for g, f in zip(guesses, free[:n], strict=True))
     row["free_is_constrained"] = sum(f == t for f, t in zip(free[:n], middle, strict=True))
@@ -223,8 +224,11 @@ def measure_case(target: LlamaModel, draft: LlamaModel, rec: Recorder,
         batches[m] = time.perf_counter() - t0
         target.seq_rm(0, p, -1)
     row["batch_s"] = {str(m): s for m, s in batches.items()}  # as JSON keeps them
-    row["spec"] = [speculate(target, draft, prompt, middle, k, disallowed, free)
-                   for k in KS]
+    log("single steps and batches done")
+    row["spec"] = []
+    for k in KS:
+        row["spec"].append(speculate(target, draft, prompt, middle, k, disallowed, free))
+        log(f"draft-then-verify with k={k} done")
     steps_after = single_steps(target, p, middle)  # again: load drifts during a case
     row["target_step_s"] = (sum(steps) + sum(steps_after)) / 2
     row["target_step_median_s"] = statistics.median(steps + steps_after)
