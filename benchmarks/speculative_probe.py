@@ -285,11 +285,11 @@ def render(rows: list[dict], ks=KS) -> str:
         rounds = sum(s["rounds"] for s in sp)
         acc = sum(s["accepted"] for s in sp)
         d, v = sum(s["draft_s"] for s in sp), sum(s["verify_s"] for s in sp)
-        flips = (str(sum(s["flips"] for s in sp)) if all("flips" in s for s in sp)
-                 else "not measured")
+        flips = (f"{sum(s['flips'] for s in sp)} of {rounds + acc}"
+                 if all("flips" in s for s in sp) else "not measured")
         lines.append(f"| {k} | {rounds} | {tokens / rounds:.2f} | {acc / rounds:.2f} | "
                      f"{d:.1f} | {v:.1f} | {d + v:.1f} | {base:.1f} | {base / (d + v):.2f}x | "
-                     f"{flips} of {rounds + acc} |")
+                     f"{flips} |")
     prefill_t = sum(r["target_prefill_s"] for r in measured)
     prefill_d = sum(r["draft_prefill_s"] for r in measured)
     lines += ["", f"Prompt prefill on the same cursors: 1.5B {prefill_t:.1f} s, draft "
