@@ -199,7 +199,7 @@ def anchor_note(rows: list[dict], settings: dict | None) -> str:
             "new place.")
 
 
-def _first_by(row: dict, key: Callable[[list], float]) -> str | None:
+def _first_by(row: dict, key: Callable[[list], object]) -> str | None:
     """The candidate a ranking shows first (``row["candidates"]``: middle, logprob, tokens,
     greedy), or ``None`` when there is none."""
     cands = row.get("candidates") or []
@@ -230,8 +230,9 @@ def suggestions_table(rows: list[dict], corpora: list[str], configs: list[str]) 
         return row["kind"] in ("empty_line", "after_header")
 
     rankings = {
-        "likelihood": lambda c: c[1],
-        "per token": lambda c: c[1] / (c[2] + 1),
+        # As ``fim.alternatives`` ranks: an empty middle after every middle that writes.
+        "likelihood": lambda c: (bool(c[0].strip()), c[1]),
+        "per token": lambda c: (bool(c[0].strip()), c[1] / (c[2] + 1)),
         "greedy": lambda c: float(bool(c[3])),
     }
     lines = ["| corpus | cursors of | configuration | cursors | shown first, exact: "

@@ -14,7 +14,8 @@ token for token), and branches run from the latest step back to the earliest, so
 only what it replaces.
 
 Candidates are ranked by the model's log-probability of the middle with its end
-(``Ranking.SUM``) or by that per token (``Ranking.MEAN``); equal middles count once.  A search
+(``Ranking.SUM``) or by that per token (``Ranking.MEAN``), an empty middle after every other;
+equal middles count once.  A search
 that runs out of time or is cancelled returns the candidates it completed.
 """
 
@@ -124,5 +125,8 @@ def search(run: Runner, first: Decoded, n: int, check: Check, ranking: Ranking =
             tokens += out.tokens
             if out.stop not in (StopReason.CANCELLED, StopReason.TIME):
                 keep(out)
-    ranked = sorted(found.values(), key=lambda a: -a.score(ranking))
+    # An empty middle shows nothing in an editor: however likely, it goes after every
+    # middle that writes something (the model's wish to end at once is often its strongest
+    # and would otherwise hide the suggestions it ranked next).
+    ranked = sorted(found.values(), key=lambda a: (not a.middle.strip(), -a.score(ranking)))
     return ranked[:n], tokens

@@ -38,3 +38,11 @@ def test_each_ranking_shows_its_own_first():
 def test_no_table_without_ranked_rows():
     rows = [{"corpus": "fresh", "kind": "empty_line", "config": "shipped", "truth": "x"}]
     assert suggestions_table(rows, ["fresh"], ["shipped"]) == ""
+
+
+def test_an_empty_middle_is_not_shown_first_by_likelihood():
+    """As the engine ranks: ending at once is likeliest, but shows nothing, so the likelihood
+    rankings show the middle that writes something; greedy's stays greedy's."""
+    rows = [row("rest_of_line", "bcd", [["", -0.2, 1, True], ["bcd", -2.0, 3, False]], True)]
+    mid = cells(suggestions_table(rows, ["fresh"], ["ranked3"]), "mid-line")
+    assert mid[4] == "100% / 100% / 0%"

@@ -56,6 +56,19 @@ def test_equal_middles_count_once(random_loaded):
     assert middles.count("ab") == 1 and len(middles) == len(set(middles))
 
 
+def test_an_empty_middle_goes_after_those_that_write_something(random_loaded):
+    """Ending at once is the likeliest here, but an empty middle shows nothing: the middle
+    that writes something comes first, the empty one stays among the alternatives."""
+    def tree(one, eos):
+        return {(): {eos: 12.0, one("0"): 11.0}}
+    engine, _ = tree_engine(random_loaded, tree)
+    res = engine.complete(CompletionRequest("x = 1", "\n", max_tokens=8, alternatives=3))
+    middles = [a.middle for a in res.alternatives]
+    assert middles[0] == "0" and "" in middles
+    empty = next(a for a in res.alternatives if a.middle == "")
+    assert empty.logprob > res.alternatives[0].logprob  # likelier, yet ranked after
+
+
 def test_a_cancelled_search_returns_what_is_complete(random_loaded):
     engine, model = tree_engine(random_loaded, greedy_trap)
     # Cancelled once a second run starts: only greedy's middle is complete.
@@ -105,7 +118,10 @@ def test_every_alternative_parses_with_a_real_model(engine, left, right):
     assert middles and len(middles) == len(set(middles)) and res.middle == middles[0]
     assert all(parses(left + m + right) for m in middles)
     assert greedy.middle in middles
-    scores = [a.logprob for a in res.alternatives]
+    # Best first among the middles that write something; an empty one only after them.
+    written = [a for a in res.alternatives if a.middle.strip()]
+    assert res.alternatives[:len(written)] == tuple(written)
+    scores = [a.logprob for a in written]
     assert scores == sorted(scores, reverse=True)
     assert res.tokens >= greedy.tokens
 
