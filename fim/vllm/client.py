@@ -310,6 +310,12 @@ class VllmEngine:
         return self.info.max_model_len
 
     @property
+    def template(self) -> FimTemplate:
+        """The server's FIM template (what ``seam eval`` writes in its report, as for the
+        in-process engines)."""
+        return self.info.template
+
+    @property
     def exact_tokens(self) -> bool:
         """Whether prompts are counted in the model's own tokens (else estimated)."""
         return self.info.tokens is not None
@@ -465,6 +471,12 @@ class _Stream:
     """Reads one streamed completion on a thread, so cancel and the deadline are polled."""
 
     POLL_S = 0.05
+    #: Seconds a socket read may wait beyond the request's deadline (the run loop ends the
+    #: request at the deadline itself; the read only has to outlast it).
+    READ_MARGIN_S = 10.0
+    #: The read timeout of a request without a time budget (a queued request on a busy
+    #: server may wait this long for its first token): never shorter than the HTTP timeout.
+    UNBUDGETED_READ_S = 60.0
 
     def __init__(self, http_: _Http, body: dict, cancel: Callable[[], bool] | None,
                  deadline: float | None,
@@ -553,10 +565,19 @@ class _Stream:
             if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
                 out.cached_tokens = details["cached_tokens"]
 
+    def read_timeout(self) -> float:
+        """How long one socket read may wait: until the request's deadline plus
+        ``READ_MARGIN_S`` (a budget longer than a minute is honoured, not cut at a fixed
+        minute), or ``UNBUDGETED_READ_S`` without a deadline; never below the HTTP timeout."""
+        if self.deadline is None:
+            return max(self.http.timeout, self.UNBUDGETED_READ_S)
+        left = max(0.0, self.deadline - time.monotonic())
+        return max(self.http.timeout, left + self.READ_MARGIN_S)
+
     def _read(self) -> None:
         try:
             _, resp = self.http.send("POST", "/v1/completions", self.body,
-                                     timeout=max(self.http.timeout, 60.0), opened=self._opened)
+                                     timeout=self.read_timeout(), opened=self._opened)
             self.resp = resp
             if self.hung_up:
                 resp.close()
