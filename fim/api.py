@@ -33,6 +33,7 @@ from fim.engines.model_specs import EngineKind
 from fim.engines.step_model import StepModel
 from fim.lru import LRU
 from fim.options import MODES, SCOPES, Dtype, Mode, Scope, StopReason
+from fim.stopping import RIGHT_PROBE_CHARS
 from fim.templates import (
     ContextFile,
     FimTemplate,
@@ -51,9 +52,6 @@ log = logging.getLogger(__name__)
 
 # Language modes in which the constraint is weaker than "the file parses" near the cursor.
 DEGRADED_MODES = (LanguageMode.PREFIX, LanguageMode.NONE)
-
-#: How much of the right context the decoder compares the model's next tokens with.
-_RIGHT_PROBE_CHARS = 256
 
 #: Builds the constraint for ``(left, right, scope)``; ``python_language`` by default.
 LanguageFactory = Callable[[str, str, Scope], Constraint]
@@ -163,7 +161,7 @@ class CompletionRequest:
         return DecodeOptions(mode=self.mode, max_tokens=self.max_tokens, top_k=self.top_k,
                              temperature=self.temperature, seed=self.seed,
                              line_stop=self.line_stop, deadline=deadline,
-                             right_context=self.right[:_RIGHT_PROBE_CHARS]
+                             right_context=self.right[:RIGHT_PROBE_CHARS]
                              if self.stop_at_right else "",
                              right_wraps=self.right_wraps, trace=self.ranked)
 

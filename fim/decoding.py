@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import bisect
 import math
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,7 +40,15 @@ from fim.engines.step_model import StepModel
 from fim.engines.vocab import Vocabulary, sorted_ids, split_utf8
 from fim.options import MODES, Mode, StopReason
 from fim.parse_check import checked_cut, longest_parsing_prefix, parses
-from fim.stopping import FeedCache, Step, best_stopping_point, complete_line_end
+from fim.stopping import (
+    FeedCache,
+    Step,
+    best_stopping_point,
+    complete_line_end,
+    right_rewrite_cut,
+    unwrap,
+    wrapped_right,
+)
 from quotient.constraint import ConstraintState
 
 # Re-exported: callers and tests reach these through the loop's module.
@@ -177,17 +184,7 @@ def _eos_logp(masked: np.ndarray, stop_list: list[int]) -> float:
     return float(np.max(masked[stop_list])) - _logsumexp(masked)
 
 
-_WRAP = re.compile(r"[ \t]*\n[ \t]*(?:#[ \t]*)?|[ \t]+")
-
-
-def _unwrap(text: str) -> str:
-    """``text`` with each line break (its indentation and a comment's ``#`` included) and
-    each run of blanks read as one space."""
-    return _WRAP.sub(" ", text)
-
-
-def _word(char: str) -> bool:
-    return char.isalnum() or char == "_"
+_unwrap = unwrap  # the name tests and callers knew
 
 
 def _order(scores: np.ndarray, k: int) -> list[int]:
@@ -301,9 +298,7 @@ class _Decoder:
         self.seq = _Sequence(heal=healed.encode("utf-8"))
         self.right = options.right_context if self.constrained else ""
         # The right context as a line wrap reads, when it starts on a new line.
-        lead = self.right[:len(self.right) - len(self.right.lstrip())]
-        self.wrapped = (_unwrap(self.right) if options.right_wraps and "\n" in lead
-                        and self.right.strip() else "")
+        self.wrapped = wrapped_right(self.right, options.right_wraps)
         self.steps: list[Step] = []
         self.stop_list = sorted(setup.stop_ids)
         self.tokens = 0
@@ -497,35 +492,21 @@ class _Decoder:
         base_state, base = ((self.steps[-1].state, self.steps[-1].chars) if self.steps
                             else (self.state, seq.chars))
         done = seq.chars - base  # characters of the last token already in the middle
-        text = seq.joined()[base:] + moved[2]
-        right = self.right
-        for c in range(len(text)):
-            tail = text[c:]
-            if not tail.strip():
-                return None
-            if not (right.startswith(tail) or (right.strip() and tail.startswith(right))
-                    or self._wrapped_rewrite(tail)):
-                continue
-            before = text[c - 1] if c else seq.joined()[base - 1] if base else ""
-            if before and _word(before) and _word(tail[0]):
-                continue
-            state = cache.feed(base_state, text[:c])
-            if state is None or not cache.is_complete(state):
-                continue
-            if c > done:  # the cut is inside this token: its first characters stay
-                seq.commit(*moved)
-                self.tokens += 1
-            return base + c
-        return None
+        joined = seq.joined()
+        text = joined[base:] + moved[2]
 
-    def _wrapped_rewrite(self, tail: str) -> bool:
-        """``tail`` (at least three characters besides whitespace) is how the right
-        context's next line goes on, written on the cursor's line."""
-        if not self.wrapped:
-            return False
-        flat = _unwrap(tail)
-        return len(flat.strip()) >= 3 and (self.wrapped.startswith(flat)
-                                           or flat.startswith(self.wrapped))
+        def complete_at(c: int) -> bool:
+            state = cache.feed(base_state, text[:c])
+            return state is not None and cache.is_complete(state)
+
+        c = right_rewrite_cut(text, joined[base - 1] if base else "", self.right,
+                              self.wrapped, complete_at)
+        if c is None:
+            return None
+        if c > done:  # the cut is inside this token: its first characters stay
+            seq.commit(*moved)
+            self.tokens += 1
+        return base + c
 
     def _after_token(self, added: str) -> int | None:
         """After a token that added a newline: the middle's length at the first complete

@@ -1,20 +1,28 @@
 """Where a constrained middle may end: the recognizer states the loop walked through, memoised,
-and the search for the best complete stopping point among them.
+and the search for the best complete stopping point among them, and the right-context stop.
 
 The decoding loop (``fim.decoding``) records one :class:`Step` per accepted token; when it runs
 out of tokens, time or candidates, :func:`best_stopping_point` picks the middle among the
 positions where the language is complete, and :func:`complete_line_end` finds line ends where
-the middle may stop early.
+the middle may stop early.  :func:`right_rewrite_cut` decides where the model's next token
+would start re-writing the text after the cursor; it is the one rule for the in-process loop,
+the vLLM processor (``fim.vllm``) and the vLLM client, which differ only in how they tell a
+complete point (the constraint's state, or a parse).
 """
 
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from quotient.constraint import ConstraintState
 
 _FEED_CACHE_LIMIT = 200_000
+#: How much of the right context the right-context stop compares (a re-write shows in its
+#: first line or two; comparing all of a long file would cost for nothing).
+RIGHT_PROBE_CHARS = 256
 
 
 class FeedCache:
@@ -116,3 +124,62 @@ def best_stopping_point(
                 if score > best_score:
                     best, best_score = st.chars + j, score
     return best
+
+
+_WRAP = re.compile(r"[ \t]*\n[ \t]*(?:#[ \t]*)?|[ \t]+")
+
+
+def unwrap(text: str) -> str:
+    """``text`` with each line break (its indentation and a comment's ``#`` included) and
+    each run of blanks read as one space."""
+    return _WRAP.sub(" ", text)
+
+
+def wrapped_right(right: str, wraps: bool) -> str:
+    """The right context as a line wrap reads (``unwrap``), when ``wraps`` and it starts on a
+    new line with something to say; else ``""`` (no wrapped re-write is looked for)."""
+    lead = right[:len(right) - len(right.lstrip())]
+    return unwrap(right) if wraps and "\n" in lead and right.strip() else ""
+
+
+def _word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _wrapped_rewrite(tail: str, wrapped: str) -> bool:
+    """``tail`` (at least three characters besides whitespace) is how the right context's next
+    line goes on, written on the cursor's line."""
+    if not wrapped:
+        return False
+    flat = unwrap(tail)
+    return len(flat.strip()) >= 3 and (wrapped.startswith(flat) or flat.startswith(wrapped))
+
+
+def right_rewrite_cut(text: str, before: str, right: str, wrapped: str,
+                      complete_at: Callable[[int], bool]) -> int | None:
+    """Where in ``text`` the middle ends because the model would re-write the right context,
+    or ``None``.
+
+    ``text`` is the middle from the start of its last token, followed by the characters of
+    the token the model wants next; ``before`` is the character before ``text`` (``""`` at
+    the middle's start); ``wrapped`` is ``wrapped_right(right, ...)``; ``complete_at(c)``
+    tells whether the middle ending at ``text[:c]`` is complete.  The earliest tail of
+    ``text`` (with something besides whitespace) that the right context starts with, that
+    starts with the whole right context, or that is the right context's next line written on
+    this one, is a re-write; its start ``c`` is the cut when the middle is complete there.
+    A tail starting inside a word of the middle is no re-write (``fiel`` + ``d`` is not the
+    ``dataclass`` that follows).
+    """
+    for c in range(len(text)):
+        tail = text[c:]
+        if not tail.strip():
+            return None
+        if not (right.startswith(tail) or (right.strip() and tail.startswith(right))
+                or _wrapped_rewrite(tail, wrapped)):
+            continue
+        prev = text[c - 1] if c else before
+        if prev and _word(prev) and _word(tail[0]):
+            continue
+        if complete_at(c):
+            return c
+    return None

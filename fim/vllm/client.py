@@ -8,7 +8,13 @@ same layout, project context first, the same cut to the window), sends Seam's ar
 ``vllm_xargs`` so the server's processor constrains the middle, streams the answer so a
 cancelled request closes the connection (vLLM then aborts the request), and checks the middle
 the way the in-process engine does: a middle that ends at a stop token and parses is kept,
-anything else is cut back to its longest prefix with which the file parses.
+anything else is cut back to its longest prefix with which the file parses.  A greedy
+constrained request asks for the right-context stop (``seam_right_stop``) and for ``logprobs:
+1``: when the row ended on a stop token that was not the model's raw likeliest one, and that
+one would re-write the right context, the middle is cut where the in-process decoder cuts it
+and the stop is ``right_context`` (``_right_context_end``, ``fim.stopping``).  A stream's
+socket read waits until the request's deadline plus ``_Stream.READ_MARGIN_S``, or
+``_Stream.UNBUDGETED_READ_S`` without a time budget.
 
 Tokens (``fim.vllm.tokens``): with the served model's tokenizer at hand the prompt is counted,
 cut and sent as token ids, exactly as a local engine with that tokenizer builds it, and a
@@ -34,6 +40,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import math
 import queue
 import socket
 import threading
@@ -48,6 +55,7 @@ from fim.api import CompletionRequest, CompletionResult
 from fim.engines.model_specs import EngineKind
 from fim.lru import LRU
 from fim.options import Mode, StopReason
+from fim.stopping import RIGHT_PROBE_CHARS, right_rewrite_cut, wrapped_right
 from fim.templates import TEMPLATES, FimTemplate, build_prompt, project_context
 from fim.vllm.rows import SeamArgs
 from fim.vllm.tokens import (
@@ -310,6 +318,12 @@ class VllmEngine:
         return self.info.max_model_len
 
     @property
+    def template(self) -> FimTemplate:
+        """The server's FIM template (what ``seam eval`` writes in its report, as for the
+        in-process engines)."""
+        return self.info.template
+
+    @property
     def exact_tokens(self) -> bool:
         """Whether prompts are counted in the model's own tokens (else estimated)."""
         return self.info.tokens is not None
@@ -410,8 +424,14 @@ class VllmEngine:
                 "seed": req.seed, "stream": True, "stream_options": {"include_usage": True},
                 "stop_token_ids": list(self.info.stop_ids), "skip_special_tokens": True}
         if req.mode == Mode.CONSTRAINED:
-            body["vllm_xargs"] = SeamArgs(req.left, req.right, req.scope,
-                                          prompt.healed).to_extra_args()
+            # The right-context stop is a greedy row's (see ``fim.vllm.processor``); the
+            # model's raw top token at the step the row ended tells this client it happened
+            # (``_right_context_end``): vLLM's default logprobs are the raw model's.
+            right_stop = req.stop_at_right and req.temperature <= 0
+            body["vllm_xargs"] = SeamArgs(req.left, req.right, req.scope, prompt.healed,
+                                          right_stop, req.right_wraps).to_extra_args()
+            if right_stop:
+                body["logprobs"] = 1
         return body
 
     def complete(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,
@@ -459,12 +479,22 @@ class _Streamed:
     prompt_tokens: int = 0
     cached_tokens: int | None = None  # the server's count, when it reports one
     answered: bool = False  # a chunk came (the prompt was prefilled)
+    last_piece: str = ""  # the last chunk with text (the last token's, one per step)
+    #: the model's likeliest token at the step that ended the answer, when it was not the
+    #: token generated there (raw logprobs: the row was made to stop)
+    wanted: str | None = None
 
 
 class _Stream:
     """Reads one streamed completion on a thread, so cancel and the deadline are polled."""
 
     POLL_S = 0.05
+    #: Seconds a socket read may wait beyond the request's deadline (the run loop ends the
+    #: request at the deadline itself; the read only has to outlast it).
+    READ_MARGIN_S = 10.0
+    #: The read timeout of a request without a time budget (a queued request on a busy
+    #: server may wait this long for its first token): never shorter than the HTTP timeout.
+    UNBUDGETED_READ_S = 60.0
 
     def __init__(self, http_: _Http, body: dict, cancel: Callable[[], bool] | None,
                  deadline: float | None,
@@ -541,10 +571,13 @@ class _Stream:
     def _take(out: _Streamed, chunk: dict) -> None:
         for choice in chunk.get("choices") or ():
             out.answered = True
-            out.text += choice.get("text") or ""
+            piece = choice.get("text") or ""
+            out.text += piece
+            out.last_piece = piece or out.last_piece
             out.tokens += 1
             if choice.get("finish_reason"):
                 out.finish = choice["finish_reason"]
+                out.wanted = _wanted(choice.get("logprobs"))
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             out.tokens = int(usage.get("completion_tokens") or out.tokens)
@@ -553,10 +586,19 @@ class _Stream:
             if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
                 out.cached_tokens = details["cached_tokens"]
 
+    def read_timeout(self) -> float:
+        """How long one socket read may wait: until the request's deadline plus
+        ``READ_MARGIN_S`` (a budget longer than a minute is honoured, not cut at a fixed
+        minute), or ``UNBUDGETED_READ_S`` without a deadline; never below the HTTP timeout."""
+        if self.deadline is None:
+            return max(self.http.timeout, self.UNBUDGETED_READ_S)
+        left = max(0.0, self.deadline - time.monotonic())
+        return max(self.http.timeout, left + self.READ_MARGIN_S)
+
     def _read(self) -> None:
         try:
             _, resp = self.http.send("POST", "/v1/completions", self.body,
-                                     timeout=max(self.http.timeout, 60.0), opened=self._opened)
+                                     timeout=self.read_timeout(), opened=self._opened)
             self.resp = resp
             if self.hung_up:
                 resp.close()
@@ -606,6 +648,41 @@ def _after_heal(text: str, healed: str) -> str | None:
     return text[len(healed):] if text.startswith(healed) else None
 
 
+def _wanted(logprobs: object) -> str | None:
+    """From a final chunk's ``logprobs`` (the completions API's shape): the likeliest token
+    at the last step when the token generated there was another one; else ``None``."""
+    if not isinstance(logprobs, dict):
+        return None
+    tokens, tops = logprobs.get("tokens"), logprobs.get("top_logprobs")
+    if not (isinstance(tokens, list) and isinstance(tops, list) and tokens and tops
+            and isinstance(tops[-1], dict) and tops[-1]):
+        return None
+    top = tops[-1]
+    best = max(top, key=lambda k: top[k] if isinstance(top[k], (int, float)) else -math.inf)
+    return best if best != tokens[-1] and isinstance(best, str) else None
+
+
+def _right_context_end(req: CompletionRequest, text: str, last: str, wanted: str
+                       ) -> str | None:
+    """The middle when the server's row ended because the model's next token, ``wanted``,
+    would re-write the right context (``None`` when it would not): the in-process decoder's
+    rule (``fim.stopping.right_rewrite_cut``) over the last token (``last``, the end of
+    ``text``) and ``wanted``, with a parse of the file as the complete point.  A cut inside
+    the last token drops its end; one inside ``wanted`` keeps its first characters."""
+    if not wanted or "\ufffd" in wanted:
+        return None
+    base = max(0, len(text) - len(last)) if text.endswith(last) else len(text)
+    right = req.right[:RIGHT_PROBE_CHARS]
+    piece = text[base:] + wanted
+
+    def complete_at(c: int) -> bool:
+        return decoding.parses(req.left + text[:base] + piece[:c] + req.right)
+
+    c = right_rewrite_cut(piece, text[base - 1] if base else "", right,
+                          wrapped_right(right, req.right_wraps), complete_at)
+    return None if c is None else text[:base] + piece[:c]
+
+
 def _finish(req: CompletionRequest, got: _Streamed, healed: str = ""
             ) -> tuple[str | None, StopReason, bool | None]:
     """The middle, the stop reason and whether the file parses with it, as ``Engine`` does:
@@ -620,10 +697,16 @@ def _finish(req: CompletionRequest, got: _Streamed, healed: str = ""
     text = after.replace("\ufffd", "") if got.finish != "stop" else after
     if req.mode == Mode.UNCONSTRAINED:
         return text, stop, decoding.parses(req.left + text + req.right)
+    end = None  # the right-context stop's middle (the row was ended there)
+    if (req.mode == Mode.CONSTRAINED and req.stop_at_right and got.finish == "stop"
+            and got.wanted is not None):
+        end = _right_context_end(req, text, got.last_piece, got.wanted)
     if req.line_stop or req.mode == Mode.CONSTRAINED:
-        for k, ch in enumerate(text):
+        for k, ch in enumerate(text[:len(end)] if end is not None else text):
             if ch == "\n" and req.line_stop and decoding.parses(req.left + text[:k] + req.right):
-                return text[:k], StopReason.LINE_END, True
+                return text[:k], StopReason.LINE_END, True  # a line end came first
+        if end is not None:
+            return end, StopReason.RIGHT_CONTEXT, True
         if stop == StopReason.EOS and decoding.parses(req.left + text + req.right):
             return text, stop, True
     middle, cut_stop = decoding.checked_cut(req.left, text, req.right, stop)

@@ -27,7 +27,13 @@ A row is masked by ``fim.vllm.masking`` (checked in score order only as far as i
 settings reach; see there why that is exact): greedy leaves its first viable id, plain
 temperature a viable id Seam draws itself, top-k/top-p/min-p the viable ids those settings can
 still keep.  Every id not checked and found viable becomes ``-inf``, so no unviable token is
-ever sampled, whatever the settings.  When no id is viable (the constraint's dead end, or a
+ever sampled, whatever the settings.  A greedy row whose request asked for the right-context
+stop (``seam_right_stop``) ends where its likeliest id would start re-writing the text after
+the cursor and the middle is complete there, the rule of the in-process decoder
+(``fim.stopping.right_rewrite_cut``): only the stop ids are left at that step.  Sampled rows
+do not take it: their "next token" is a draw (vLLM's, for top-k/top-p) the client cannot see
+again, so the client could not report the stop; there the constraint refuses the duplicate and
+the draw goes on.  When no id is viable (the constraint's dead end, or a
 token the row had not allowed), only the stop ids are left: the request ends and the client
 cuts the middle back to its last complete point.  Each finished row logs how often its
 likeliest id was masked.
@@ -189,6 +195,12 @@ class SeamRows:
         scores = line
         if self.penalties_after and row.sampling.penalties:
             scores = penalised(line, row.sampling, row.prompt_ids, row.output)
+        if row.mode is Mode.GREEDY and row.constraint.right:
+            # The right-context stop (as ``fim.decoding``): the row's likeliest id would start
+            # re-writing the text after the cursor where the middle is complete: end here.
+            if row.constraint.right_cut(int(np.argmax(scores))) is not None:
+                row.constraint.right_stops += 1
+                return row.constraint.fallback_stops(line.shape[0])
         if row.mode is Mode.BOUNDED:
             keep = bounded_support(row.constraint, scores, row.sampling)
         else:
@@ -211,8 +223,9 @@ def _leave(line: np.ndarray, keep: list[int]) -> None:
 
 def _log_finished(rows: SeamRows) -> None:
     for done in rows.drain_finished():
-        log.info("seam row done: tokens=%d steps=%d masked_top=%d forced_stop=%d dead=%s",
-                 done.seen, done.steps, done.masked_top, done.forced, done.dead)
+        log.info("seam row done: tokens=%d steps=%d masked_top=%d forced_stop=%d "
+                 "right_stop=%d dead=%s", done.seen, done.steps, done.masked_top, done.forced,
+                 done.right_stops, done.dead)
 
 
 def _token_table(vllm_config) -> TokenTable:

@@ -28,11 +28,15 @@ import numpy as np
 from fim.decoding import FeedCache, _Sequence
 from fim.engines.vocab import Vocabulary, build_vocabulary
 from fim.options import SCOPES, Scope
+from fim.stopping import RIGHT_PROBE_CHARS, right_rewrite_cut, wrapped_right
 from fim.templates import detect_template, stop_ids
 from quotient.constraint import Constraint, ConstraintState
 
 #: The keys of a request's extra arguments that Seam reads.
 LEFT_KEY, RIGHT_KEY, SCOPE_KEY, HEAL_KEY = "seam_left", "seam_right", "seam_scope", "seam_heal"
+#: The right-context stop (``CompletionRequest.stop_at_right`` and ``right_wraps``): 1 or 0
+#: (vLLM's ``vllm_xargs`` carry strings and numbers); absent means off, as before it existed.
+RIGHT_STOP_KEY, RIGHT_WRAPS_KEY = "seam_right_stop", "seam_right_wraps"
 #: Contexts larger than this are refused (a request, not the engine, should fail).
 MAX_CONTEXT_CHARS = 4_000_000
 
@@ -50,6 +54,10 @@ class SeamArgs:
     scope: Scope = Scope.STATEMENT
     #: the end of ``left`` the prompt left out; the middle starts after the model rewrites it
     heal: str = ""
+    #: end a greedy row where its best token would re-write the right context
+    right_stop: bool = False
+    #: ... also the right context's next line written on the cursor's line
+    right_wraps: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scope", Scope(self.scope))  # a name is accepted too
@@ -76,12 +84,26 @@ class SeamArgs:
                                 f"not {scope!r}")
         if not left.endswith(heal):
             raise SeamArgsError(f"{HEAL_KEY} must be the end of {LEFT_KEY}")
-        return cls(left, right, Scope(scope), heal)
+        flags = [_flag(extra, key) for key in (RIGHT_STOP_KEY, RIGHT_WRAPS_KEY)]
+        return cls(left, right, Scope(scope), heal, *flags)
 
-    def to_extra_args(self) -> dict[str, str]:
-        """The JSON-able form a client sends (``vllm_xargs``)."""
-        return {LEFT_KEY: self.left, RIGHT_KEY: self.right, SCOPE_KEY: self.scope.value,
-                HEAL_KEY: self.heal}
+    def to_extra_args(self) -> dict[str, str | int]:
+        """The JSON-able form a client sends (``vllm_xargs``); the right-context flags only
+        when on (an older processor rejects nothing it does not know, and reads them off)."""
+        out: dict[str, str | int] = {LEFT_KEY: self.left, RIGHT_KEY: self.right,
+                                     SCOPE_KEY: self.scope.value, HEAL_KEY: self.heal}
+        if self.right_stop:
+            out[RIGHT_STOP_KEY] = 1
+            out[RIGHT_WRAPS_KEY] = int(self.right_wraps)
+        return out
+
+
+def _flag(extra: Mapping[str, object], key: str) -> bool:
+    """A 0/1 flag of the extra arguments (JSON ``true``/``false`` too); absent is off."""
+    value = extra.get(key, 0)
+    if isinstance(value, bool) or value in (0, 1):
+        return bool(value)
+    raise SeamArgsError(f"{key} must be 0 or 1, not {value!r}")
 
 
 @dataclass
@@ -242,6 +264,11 @@ class RowConstraint:
         self.masked_top = 0  # steps whose likeliest token was not viable
         self.steps = 0  # steps this row was masked in
         self.forced = 0  # steps where nothing was viable and only stop tokens were left
+        self.right_stops = 0  # steps ended because the best token re-wrote the right context
+        # The state and middle length before the last token (where a re-write may start).
+        self.base_state, self.base_chars = self.state, 0
+        self.right = args.right[:RIGHT_PROBE_CHARS] if args.right_stop else ""
+        self.wrapped = wrapped_right(self.right, args.right_wraps)
 
     @property
     def dead(self) -> bool:
@@ -261,6 +288,7 @@ class RowConstraint:
                 self.state = None
                 continue
             nxt = self.cache.feed(self.state, moved[2]) if moved[2] else self.state
+            self.base_state, self.base_chars = self.state, self.seq.chars
             self.seq.commit(*moved)
             self.state = nxt
 
@@ -290,6 +318,29 @@ class RowConstraint:
             return True  # still healing, or only whole characters
         # An incomplete character: viable when some character it can still become fits.
         return any(self.cache.feed(state, ch) is not None for ch in completions_of(moved[1]))
+
+    def right_cut(self, tid: int) -> int | None:
+        """Where the middle ends (its length) if ``tid``, the row's best token, would start
+        re-writing the right context at a complete point; ``None`` otherwise or when the
+        request did not ask for the stop.  The rule is the in-process decoder's
+        (``fim.stopping.right_rewrite_cut``), over the same states: from the start of the
+        last token."""
+        if not self.right or self.dead or self.finished or tid in self.table.stop_ids:
+            return None
+        moved = self._moved(tid)
+        if moved is None or moved[0] or not moved[2]:
+            return None  # healing not done, or no complete characters yet
+        cache, base, base_state = self.cache, self.base_chars, self.base_state
+        joined = self.seq.joined()
+        text = joined[base:] + moved[2]
+
+        def complete_at(c: int) -> bool:
+            state = cache.feed(base_state, text[:c])
+            return state is not None and cache.is_complete(state)
+
+        c = right_rewrite_cut(text, joined[base - 1] if base else "", self.right,
+                              self.wrapped, complete_at)
+        return None if c is None else base + c
 
     def first_viable(self, order: Sequence[int]) -> int | None:
         """The first id of ``order`` (best first) that is viable, or ``None``."""

@@ -61,7 +61,10 @@ def test_the_engine_answers_the_services_calls(peer):
     # The warm-up fills vLLM's prefix cache with the same prompt, without Seam's constraint.
     assert warm["prompt"] == done["prompt"] == prompt.text
     assert warm["max_tokens"] == 1 and "vllm_xargs" not in warm
-    assert done["vllm_xargs"] == SeamArgs(req.left, req.right, req.scope).to_extra_args()
+    # The right-context stop is asked for (on by default) with the model's raw top token.
+    assert done["vllm_xargs"] == SeamArgs(req.left, req.right, req.scope, right_stop=True,
+                                          right_wraps=True).to_extra_args()
+    assert done["logprobs"] == 1
 
 
 def test_the_prompt_starts_at_the_requests_anchor_where_it_fits(peer):

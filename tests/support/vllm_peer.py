@@ -66,6 +66,9 @@ class VllmPeer:
         self.behaviour = Behaviour.VLLM
         #: seconds a completion waits before it streams (a busy server)
         self.delay_s = 0.0
+        #: the raw likeliest token at the stop step (see the module docstring); ``None``: the
+        #: stop token itself was the likeliest
+        self.wanted: str | None = None
         self.log = PeerLog()
         self._server: ThreadingHTTPServer | None = None
 
@@ -131,14 +134,32 @@ class VllmPeer:
                 created = int(time.time())
                 prompt = body["prompt"]
                 prompt_tokens = len(prompt) if isinstance(prompt, list) else len(prompt) // 3
+                stopped = len(text) == len(peer.middle)
+                logprobs = body.get("logprobs") is not None
+                offset = 0
+
+                def choice(piece: str, finish: str | None, top: dict | None = None) -> dict:
+                    nonlocal offset
+                    lp = None
+                    if logprobs:
+                        token = piece or "<|endoftext|>"
+                        lp = {"text_offset": [offset], "token_logprobs": [-0.1],
+                              "tokens": [token], "top_logprobs": [top or {token: -0.1}]}
+                        offset += len(piece)
+                    return {"id": "cmpl-seam", "object": "text_completion",
+                            "created": created, "model": peer.model, "choices": [{
+                                "index": 0, "text": piece, "logprobs": lp,
+                                "finish_reason": finish, "stop_reason": None}]}
+
                 for k, piece in enumerate(pieces):
-                    last = k == len(pieces) - 1
-                    finish = ("stop" if len(text) == len(peer.middle) else "length") \
-                        if last else None
-                    self._event({"id": "cmpl-seam", "object": "text_completion",
-                                 "created": created, "model": peer.model, "choices": [{
-                                     "index": 0, "text": piece, "logprobs": None,
-                                     "finish_reason": finish, "stop_reason": None}]})
+                    last = k == len(pieces) - 1 and not (logprobs and stopped)
+                    finish = ("stop" if stopped else "length") if last else None
+                    self._event(choice(piece, finish))
+                if logprobs and stopped:  # the stop token's own chunk
+                    top = ({peer.wanted: -0.2, "<|endoftext|>": -3.0} if peer.wanted
+                           else None)
+                    self._event(choice("", "stop", top))
+                    pieces.append("")
                 self._event({"id": "cmpl-seam", "object": "text_completion",
                              "created": created, "model": peer.model, "choices": [],
                              "usage": {"prompt_tokens": prompt_tokens,

@@ -1,0 +1,68 @@
+"""The right-context stop through vLLM, the client's side (issue 19), against a real HTTP peer
+on 127.0.0.1 (``tests/support/vllm_peer.py``): the client asks for the stop and for the raw
+logprobs it reads it from; when the answer ended on a stop token that was not the model's
+likeliest and that likeliest token would re-write the right context, the stop reason is
+``right_context`` and the middle is cut where the in-process decoder cuts it.  (The processor's
+side, and its parity with the in-process decoder, are in ``tests/team``.)"""
+
+from __future__ import annotations
+
+import pytest
+
+from fim.api import CompletionRequest
+from fim.options import Mode, Scope, StopReason
+from fim.vllm.client import VllmEngine
+from tests.support.vllm_peer import VllmPeer
+
+LEFT, RIGHT = 'def f():\n    raise ValueError("Event ', 'be None")\n'
+
+
+@pytest.fixture
+def peer():
+    running = VllmPeer(middle="cannot ").start()
+    yield running
+    running.stop()
+
+
+def _request(**fields) -> CompletionRequest:
+    base = {"mode": Mode.CONSTRAINED, "scope": Scope.STATEMENT, "max_tokens": 16}
+    return CompletionRequest(fields.pop("left", LEFT), fields.pop("right", RIGHT),
+                             **{**base, **fields})
+
+
+def test_a_row_stopped_before_the_right_context_reports_it(peer):
+    peer.wanted = "be"  # the model wanted to go on with the text after the cursor
+    res = VllmEngine.connect(peer.url).complete(_request())
+    assert (res.middle, res.stop, res.parses) == ("cannot ", StopReason.RIGHT_CONTEXT, True)
+    sent = peer.log.completions[-1]
+    assert sent["logprobs"] == 1
+    assert sent["vllm_xargs"]["seam_right_stop"] == 1
+    assert sent["vllm_xargs"]["seam_right_wraps"] == 1
+
+
+def test_the_models_own_stop_is_an_end_of_sequence(peer):
+    res = VllmEngine.connect(peer.url).complete(_request())
+    assert (res.middle, res.stop) == ("cannot ", StopReason.EOS)
+    # A likeliest token that re-writes nothing is no right-context stop either.
+    peer.wanted = "Python"
+    res = VllmEngine.connect(peer.url).complete(_request())
+    assert (res.middle, res.stop) == ("cannot ", StopReason.EOS)
+
+
+def test_a_cut_inside_the_last_token_drops_its_end(peer):
+    # The peer streams two characters a chunk: "ab", ","; the model wanted " b" next, so the
+    # re-write of ", b)" began inside the last token, and the middle ends before it.
+    peer.middle, peer.wanted = "ab,", " b"
+    res = VllmEngine.connect(peer.url).complete(
+        _request(left="def f(a, b):\n    return g(", right=", b)\n"))
+    assert (res.middle, res.stop) == ("ab", StopReason.RIGHT_CONTEXT)
+
+
+def test_off_and_sampled_requests_do_not_ask_for_it(peer):
+    peer.wanted = "be"
+    engine = VllmEngine.connect(peer.url)
+    res = engine.complete(_request(stop_at_right=False))
+    assert res.stop == StopReason.EOS
+    engine.complete(_request(temperature=0.7))
+    for sent in peer.log.completions:
+        assert "logprobs" not in sent and "seam_right_stop" not in sent["vllm_xargs"]
