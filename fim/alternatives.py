@@ -14,8 +14,9 @@ token for token), and branches run from the latest step back to the earliest, so
 only what it replaces.
 
 Candidates are ranked by the model's log-probability of the middle with its end
-(``Ranking.SUM``) or by that per token (``Ranking.MEAN``), an empty middle after every other;
-equal middles count once.  A search
+(``Ranking.SUM``), by that per token (``Ranking.MEAN``), or greedy's first and the others by
+their log-probability (``Ranking.GREEDY_FIRST``, the editors' order); an empty middle goes
+after every other, and equal middles count once.  A search
 that runs out of time or is cancelled returns the candidates it completed.
 """
 
@@ -36,6 +37,10 @@ class Ranking(enum.StrEnum):
 
     SUM = "sum"
     MEAN = "mean"
+    #: greedy's middle first (what a single suggestion shows), the others by ``SUM``: the
+    #: editors' order, because on the fresh corpus the likeliest middle first won no exact
+    #: match over greedy's and lost edit similarity (docs/usefulness.md)
+    GREEDY_FIRST = "greedy_first"
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,12 @@ class Alternative:
 
     def score(self, ranking: Ranking) -> float:
         return self.logprob / (self.tokens + 1) if ranking == Ranking.MEAN else self.logprob
+
+    def rank_key(self, ranking: Ranking) -> tuple[bool, bool, float]:
+        """Sort key, best first: a middle that writes something before an empty one (which
+        shows nothing), then greedy's under ``GREEDY_FIRST``, then by score."""
+        return (not self.middle.strip(), ranking == Ranking.GREEDY_FIRST and not self.greedy,
+                -self.score(ranking))
 
 
 @dataclass(frozen=True)
@@ -128,5 +139,5 @@ def search(run: Runner, first: Decoded, n: int, check: Check, ranking: Ranking =
     # An empty middle shows nothing in an editor: however likely, it goes after every
     # middle that writes something (the model's wish to end at once is often its strongest
     # and would otherwise hide the suggestions it ranked next).
-    ranked = sorted(found.values(), key=lambda a: (not a.middle.strip(), -a.score(ranking)))
+    ranked = sorted(found.values(), key=lambda a: a.rank_key(ranking))
     return ranked[:n], tokens

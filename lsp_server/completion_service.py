@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from fim.alternatives import Ranking
 from fim.options import StopReason
 from lsp_server import text as model_text
 from lsp_server.documents import Cursor, Document, DocumentStore, PositionError
@@ -338,7 +339,7 @@ class CompletionService:
                     wanted: int) -> None:
         """Decode the place's ranked alternatives when the worker is idle (the greedy path is
         in the model's cache: only the branches run); they land in the suggestion cache."""
-        request = replace(run.request, alternatives=wanted)
+        request = replace(run.request, alternatives=wanted, ranking=Ranking.GREEDY_FIRST)
         uri, left, right, line_break = ask.uri, ask.left, ask.right, ask.line_break
 
         def rank(cancel: threading.Event) -> CompletionResult:
@@ -412,7 +413,8 @@ class CompletionService:
         ranked = wants_more and wanted > 1
         share_key = planned.share_key
         if ranked:  # the ranked search now (adopting the one running in the background)
-            run = replace(run, request=replace(run.request, alternatives=wanted))
+            run = replace(run, request=replace(run.request, alternatives=wanted,
+                                               ranking=Ranking.GREEDY_FIRST))
             share_key = self._ranked_key(planned, wanted)
         outcome = await self._decode(engine, ask, planned, run, share_key=share_key,
                                      early=planned.policy.early and not ranked)

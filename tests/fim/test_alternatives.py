@@ -69,6 +69,16 @@ def test_an_empty_middle_goes_after_those_that_write_something(random_loaded):
     assert empty.logprob > res.alternatives[0].logprob  # likelier, yet ranked after
 
 
+def test_greedy_first_keeps_greedys_middle_first_then_the_likeliest(random_loaded):
+    """The editors' order: greedy's middle (what one suggestion shows) first, the others by
+    the model's likelihood."""
+    engine, _ = tree_engine(random_loaded, greedy_trap)
+    res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=8, alternatives=3,
+                                            ranking="greedy_first"))
+    assert [a.middle for a in res.alternatives] == ["1", "None", "y"]
+    assert res.middle == "1" and res.alternatives[0].greedy
+
+
 def test_a_cancelled_search_returns_what_is_complete(random_loaded):
     engine, model = tree_engine(random_loaded, greedy_trap)
     # Cancelled once a second run starts: only greedy's middle is complete.
