@@ -38,8 +38,8 @@ class Ranking(enum.StrEnum):
     SUM = "sum"
     MEAN = "mean"
     #: greedy's middle first (what a single suggestion shows), the others by ``SUM``: the
-    #: editors' order, because on the fresh corpus the likeliest middle first won no exact
-    #: match over greedy's and lost edit similarity (docs/usefulness.md)
+    #: editors' order; on the fresh corpus the likeliest middle first was level with greedy's
+    #: (docs/usefulness.md, "Seed 5"), and this way the suggestion shown at once stays first
     GREEDY_FIRST = "greedy_first"
 
 
