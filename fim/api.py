@@ -31,18 +31,17 @@ from fim.engines.backend import Backend
 from fim.engines.loading import load_backend
 from fim.engines.model_specs import EngineKind
 from fim.engines.step_model import StepModel
-from fim.lru import LRU
 from fim.options import MODES, SCOPES, Dtype, Mode, Scope, StopReason
 from fim.stopping import RIGHT_PROBE_CHARS
 from fim.templates import (
     ContextFile,
+    ContextIds,
     FimTemplate,
     Prompt,
     PromptOrder,
     PromptTooLong,
     build_prompt,
     detect_template,
-    project_context,
     stop_ids,
 )
 from fim.tokenizer import TextTokenizer
@@ -242,10 +241,7 @@ class Engine:
             heal_index=HealIndex(vocab, backend.heal_order) if heal else None,
         )
         self._languages: list[_LanguageEntry] = []
-        self._contexts: LRU[tuple, list[int]] = LRU(16)
-        # Prompts are built on the caller's thread too (``uncached``): the remembered
-        # contexts get their own lock, not the decoding lock.
-        self._contexts_lock = threading.Lock()
+        self._contexts = ContextIds()
         self._lock = threading.Lock()
 
     @classmethod
@@ -341,19 +337,9 @@ class Engine:
         )
 
     def _context_ids(self, req: CompletionRequest) -> list[int]:
-        """The project context's ids, remembered by content: an editor sends the same
-        context with every request, and tokenizing it each time would cost milliseconds."""
-        if req.context_budget <= 0 or (not req.context_files and not req.path):
-            return []
-        key = (req.context_files, req.context_budget, req.repo, req.path)
-        with self._contexts_lock:
-            ids = self._contexts.get(key)
-        if ids is None:
-            ids = project_context(self.tokenizer, self.template, req.context_files,
+        """The project context's ids (``fim.templates.ContextIds``)."""
+        return self._contexts.get(self.tokenizer, self.template, req.context_files,
                                   req.context_budget, req.repo, req.path)
-            with self._contexts_lock:
-                self._contexts.put(key, ids)
-        return ids
 
     def uncached(self, req: CompletionRequest, prompt: Prompt | None = None) -> int:
         """How many of ``req``'s prompt tokens the model's cache does not hold: what its

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import enum
 import re
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from fim.lru import LRU
 
 if TYPE_CHECKING:
     from fim.tokenizer import TextTokenizer
@@ -255,6 +258,35 @@ def project_context(tokenizer, template: FimTemplate, files: Sequence[ContextFil
     if len(out) + len(tail) > budget:
         return tail if len(tail) <= budget else []
     return out + tail
+
+
+class ContextIds:
+    """The project context's ids, remembered by content, for one engine (its tokenizer and
+    template): an editor sends the same context with every request, and tokenizing it each
+    time would cost milliseconds.  Prompts are built on callers' threads too, so the memory
+    has its own lock."""
+
+    def __init__(self, capacity: int = 16) -> None:
+        self._ids: LRU[tuple, list[int]] = LRU(capacity)
+        self._lock = threading.Lock()
+
+    def get(self, tokenizer, template: FimTemplate, files: Sequence[ContextFile], budget: int,
+            repo: str = "", path: str | None = None) -> list[int]:
+        """``project_context(...)``'s ids, from memory when these arguments were seen."""
+        if budget <= 0 or (not files and not path):
+            return []
+        key = (tuple(files), budget, repo, path)
+        with self._lock:
+            ids = self._ids.get(key)
+        if ids is None:
+            ids = project_context(tokenizer, template, files, budget, repo, path)
+            with self._lock:
+                self._ids.put(key, ids)
+        return ids
+
+    def clear(self) -> None:
+        with self._lock:
+            self._ids.clear()
 
 
 def heal_split(tokenizer, left_ids: list[int], left: str) -> tuple[list[int], str]:

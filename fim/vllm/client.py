@@ -53,10 +53,9 @@ from pathlib import Path
 from fim import decoding
 from fim.api import CompletionRequest, CompletionResult
 from fim.engines.model_specs import EngineKind
-from fim.lru import LRU
 from fim.options import Mode, StopReason
 from fim.stopping import RIGHT_PROBE_CHARS, right_rewrite_cut, wrapped_right
-from fim.templates import TEMPLATES, FimTemplate, build_prompt, project_context
+from fim.templates import TEMPLATES, ContextIds, FimTemplate, build_prompt
 from fim.vllm.rows import SeamArgs
 from fim.vllm.tokens import (
     AGREEMENT_PROBE,
@@ -234,8 +233,7 @@ class VllmEngine:
         self.tokenizer: LocalTokenizer | EstimatedTokenizer = EstimatedTokenizer()
         self.step_model = RemoteCache()
         self.prefixes = PrefixRecord()
-        self._contexts: LRU[tuple, list[int]] = LRU(16)
-        self._contexts_lock = threading.Lock()
+        self._contexts = ContextIds()
 
     @classmethod
     def connect(cls, server: str | None, api_key: str | None = None, **options) -> VllmEngine:
@@ -280,8 +278,7 @@ class VllmEngine:
         stops = tuple(sorted({specials[s] for s in template.stops if s in specials}))
         local = self._local_tokenizer(model, specials)
         self.tokenizer = local if local is not None else EstimatedTokenizer(specials)
-        with self._contexts_lock:
-            self._contexts.clear()
+        self._contexts.clear()
         return ServerInfo(self.http.url, model, int(window) if isinstance(window, int)
                           else 2048, template, stops,
                           local.path if local is not None else None)
@@ -360,18 +357,9 @@ class VllmEngine:
                             built.healed, built.project_tokens)
 
     def _context_ids(self, req: CompletionRequest) -> list[int]:
-        """The project context's ids, remembered by content (as ``fim.api.Engine`` does)."""
-        if req.context_budget <= 0 or (not req.context_files and not req.path):
-            return []
-        key = (req.context_files, req.context_budget, req.repo, req.path)
-        with self._contexts_lock:
-            ids = self._contexts.get(key)
-        if ids is None:
-            ids = project_context(self.tokenizer, self.info.template, req.context_files,
+        """The project context's ids (``fim.templates.ContextIds``, as ``fim.api.Engine``)."""
+        return self._contexts.get(self.tokenizer, self.info.template, req.context_files,
                                   req.context_budget, req.repo, req.path)
-            with self._contexts_lock:
-                self._contexts.put(key, ids)
-        return ids
 
     def uncached(self, req: CompletionRequest, prompt: RemotePrompt | None = None) -> int:
         """Prompt tokens probably not in vLLM's prefix cache: all but the longest beginning

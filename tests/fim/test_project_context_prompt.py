@@ -86,3 +86,34 @@ def test_uncached_counts_what_a_prefill_would_run(random_loaded):
     assert 0 < engine.uncached(moved) < len(engine.prompt_for(moved).ids)
     plain = CompletionRequest("import os\nx = ", "\n", mode="unconstrained", max_tokens=2)
     assert engine.uncached(plain) == len(engine.prompt_for(plain).ids)
+
+
+def test_context_ids_are_remembered_by_content_and_tokenized_once():
+    """``ContextIds`` (shared by the local engines and the vLLM client): the same files give
+    the same ids without tokenizing again; other files or no budget are not served from it."""
+    from fim.templates import ContextIds
+
+    class Counting:
+        def __init__(self, tok):
+            self.tok, self.calls = tok, 0
+
+        def __getattr__(self, name):
+            return getattr(self.tok, name)
+
+        def encode(self, text):
+            self.calls += 1
+            return self.tok.encode(text)
+
+    tok, template = Counting(qwen()), TEMPLATES["qwen2.5-coder"]
+    memory = ContextIds()
+    first = memory.get(tok, template, FILES, 400, "demo", "pkg/main.py")
+    calls = tok.calls
+    assert calls > 0 and first == project_context(qwen(), template, FILES, 400, "demo",
+                                                  "pkg/main.py")
+    assert memory.get(tok, template, list(FILES), 400, "demo", "pkg/main.py") == first
+    assert tok.calls == calls  # from memory
+    assert memory.get(tok, template, FILES[:1], 400, "demo", "pkg/main.py") != first
+    assert memory.get(tok, template, FILES, 0, "demo", "pkg/main.py") == []
+    memory.clear()
+    memory.get(tok, template, FILES, 400, "demo", "pkg/main.py")
+    assert tok.calls > calls + 1
