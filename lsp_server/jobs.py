@@ -164,6 +164,8 @@ class JobScheduler:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seam-decode")
         self._inflight: dict[str, Job] = {}
         self._background: Job | None = None  # the background job on the worker, if any
+        #: its key and work, to queue it again when more urgent work stops it (``CONTEXT``)
+        self._background_work: tuple[Hashable, _Pending] | None = None
         self._pending: OrderedDict[Hashable, _Pending] = OrderedDict()
         self._foreground = 0  # requests queued or running
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -333,6 +335,12 @@ class JobScheduler:
         running = self._background
         if running is not None and running.priority < priority:
             running.request_cancel()
+            # Project context stopped before it ran into the cache is still wanted (a request
+            # defers it until it is cached, and nothing else asks for it again): it goes back
+            # in the queue, unless a newer one replaced it, and runs once the worker is free.
+            if running.priority == Priority.CONTEXT and self._background_work is not None:
+                again_key, again = self._background_work
+                self._pending.setdefault(again_key, again)
         if prepares:
             # The user rests the cursor in another document: the rest of a block answered
             # in this one is no longer what they will ask for next.
@@ -352,6 +360,7 @@ class JobScheduler:
         job = Job(pending.uri, pending.share_key, background=True, priority=pending.priority,
                   prepares=pending.prepares)
         self._background = job
+        self._background_work = (key, pending)
 
         def work() -> Outcome:
             job.started_at = time.perf_counter()
@@ -369,6 +378,7 @@ class JobScheduler:
         def done(_f: asyncio.Future[Outcome]) -> None:
             if self._background is job:
                 self._background = None
+                self._background_work = None
             self._pump()
 
         job.future.add_done_callback(done)

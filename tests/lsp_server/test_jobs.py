@@ -245,7 +245,7 @@ def test_an_answered_early_decode_gives_way_to_a_request_on_another_document() -
     assert finals[0].stop == "cancelled" and finals[0].tokens < 40
 
 
-def test_background_work_runs_by_priority_and_a_prefetch_stops_a_context_warm() -> None:
+def test_background_work_runs_by_priority_and_a_stopped_context_warm_runs_again() -> None:
     import threading
 
     from lsp_server.jobs import Priority
@@ -268,14 +268,16 @@ def test_background_work_runs_by_priority_and_a_prefetch_stops_a_context_warm() 
             dec.background("u", "context", context, priority=Priority.CONTEXT)
             await asyncio.to_thread(begun.wait, 5)
             # Queued in this order while the context runs: the prefetch stops the context and
-            # runs first, then the warm-up, then the older low-priority job.
+            # runs first, then the warm-up; the stopped context is queued again (still wanted,
+            # and nothing else asks for it) and, the newest of its priority, runs before the
+            # older low-priority job.
             dec.background("u", "old", lambda c: log.append("old context"),
                            priority=Priority.CONTEXT)
             dec.background("u", "warm", lambda c: log.append("warm"), priority=Priority.WARM)
             dec.background("u", "prefetch", lambda c: log.append("prefetch"),
                            priority=Priority.PREFETCH)
-            for _ in range(500):
-                if len(log) == 4:
+            for _ in range(1000):
+                if len(log) == 5:
                     break
                 await asyncio.sleep(0.01)
             return log
@@ -283,7 +285,7 @@ def test_background_work_runs_by_priority_and_a_prefetch_stops_a_context_warm() 
             dec.shutdown()
 
     log = asyncio.run(main())
-    assert log == ["context stopped", "prefetch", "warm", "old context"]
+    assert log == ["context stopped", "prefetch", "warm", "context done", "old context"]
 
 
 def test_background_work_of_lower_priority_does_not_stop_a_prefetch() -> None:
