@@ -45,7 +45,7 @@ from fim.stopping import (
     Step,
     best_stopping_point,
     complete_line_end,
-    right_rewrite_cut,
+    rewrite_cut_after,
     unwrap,
     wrapped_right,
 )
@@ -492,15 +492,8 @@ class _Decoder:
         base_state, base = ((self.steps[-1].state, self.steps[-1].chars) if self.steps
                             else (self.state, seq.chars))
         done = seq.chars - base  # characters of the last token already in the middle
-        joined = seq.joined()
-        text = joined[base:] + moved[2]
-
-        def complete_at(c: int) -> bool:
-            state = cache.feed(base_state, text[:c])
-            return state is not None and cache.is_complete(state)
-
-        c = right_rewrite_cut(text, joined[base - 1] if base else "", self.right,
-                              self.wrapped, complete_at)
+        c = rewrite_cut_after(cache, base_state, seq.joined(), base, moved[2], self.right,
+                              self.wrapped)
         if c is None:
             return None
         if c > done:  # the cut is inside this token: its first characters stay

@@ -155,6 +155,22 @@ def _wrapped_rewrite(tail: str, wrapped: str) -> bool:
     return len(flat.strip()) >= 3 and (wrapped.startswith(flat) or flat.startswith(wrapped))
 
 
+def rewrite_cut_after(cache: FeedCache, base_state: ConstraintState, joined: str, base: int,
+                      added: str, right: str, wrapped: str) -> int | None:
+    """:func:`right_rewrite_cut` over a decode's states, as the in-process decoder and vLLM's
+    rows both ask it: ``joined`` is the text so far, ``base`` where its last token starts
+    (``base_state`` the constraint's state there) and ``added`` the characters of the token
+    the model wants next; the cut, counted from ``base``, or ``None``."""
+    text = joined[base:] + added
+
+    def complete_at(c: int) -> bool:
+        state = cache.feed(base_state, text[:c])
+        return state is not None and cache.is_complete(state)
+
+    return right_rewrite_cut(text, joined[base - 1] if base else "", right, wrapped,
+                             complete_at)
+
+
 def right_rewrite_cut(text: str, before: str, right: str, wrapped: str,
                       complete_at: Callable[[int], bool]) -> int | None:
     """Where in ``text`` the middle ends because the model would re-write the right context,

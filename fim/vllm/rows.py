@@ -28,7 +28,7 @@ import numpy as np
 from fim.decoding import FeedCache, _Sequence
 from fim.engines.vocab import Vocabulary, build_vocabulary
 from fim.options import SCOPES, Scope
-from fim.stopping import RIGHT_PROBE_CHARS, right_rewrite_cut, wrapped_right
+from fim.stopping import RIGHT_PROBE_CHARS, rewrite_cut_after, wrapped_right
 from fim.templates import detect_template, stop_ids
 from quotient.constraint import Constraint, ConstraintState
 
@@ -330,16 +330,9 @@ class RowConstraint:
         moved = self._moved(tid)
         if moved is None or moved[0] or not moved[2]:
             return None  # healing not done, or no complete characters yet
-        cache, base, base_state = self.cache, self.base_chars, self.base_state
-        joined = self.seq.joined()
-        text = joined[base:] + moved[2]
-
-        def complete_at(c: int) -> bool:
-            state = cache.feed(base_state, text[:c])
-            return state is not None and cache.is_complete(state)
-
-        c = right_rewrite_cut(text, joined[base - 1] if base else "", self.right,
-                              self.wrapped, complete_at)
+        base = self.base_chars
+        c = rewrite_cut_after(self.cache, self.base_state, self.seq.joined(), base, moved[2],
+                              self.right, self.wrapped)
         return None if c is None else base + c
 
     def first_viable(self, order: Sequence[int]) -> int | None:
