@@ -168,8 +168,11 @@ def load_records(path: Path) -> list[dict]:
 def run(engine: Engine, cases: Iterable[dict], *, max_tokens: int, top_k: int,
         scope: Scope | str,
         records_path: Path | None = None, progress=None, policy: str = "paper",
-        context_tokens: int | None = None) -> list[dict]:
-    """Run every case (skipping ones already in ``records_path``), appending records there."""
+        context_tokens: int | None = None,
+        modes: Iterable[Mode | str] = EVAL_MODES) -> list[dict]:
+    """Run every case in ``modes`` (skipping what ``records_path`` already holds), appending
+    records there."""
+    modes = [Mode(m) for m in modes]
     # The latest record per (case, mode) wins; a case runs only the modes it lacks.
     latest: dict[tuple[str, str], dict] = {}
     for r in load_records(records_path) if records_path else []:
@@ -177,7 +180,7 @@ def run(engine: Engine, cases: Iterable[dict], *, max_tokens: int, top_k: int,
     sink = open(records_path, "a", encoding="utf-8") if records_path else None  # noqa: SIM115
     try:
         for case in cases:
-            missing = [m for m in EVAL_MODES if (case["id"], m) not in latest]
+            missing = [m for m in modes if (case["id"], m) not in latest]
             if missing:
                 recs = run_case(engine, case, max_tokens=max_tokens, top_k=top_k, scope=scope,
                                 modes=missing, policy=policy, context_tokens=context_tokens)

@@ -79,6 +79,23 @@ def test_run_resumes_and_fills_only_missing_modes(random_loaded, tmp_path):
     assert [r["mode"] for r in lines] == ["unconstrained", "checked", "constrained"]
 
 
+def test_run_in_chosen_modes_decodes_only_those(random_loaded, tmp_path):
+    engine = Engine(backend_from_loaded(random_loaded),
+                    language_factory=ReferenceLanguage.for_python)
+    asked = []
+    real = engine.complete
+    engine.complete = lambda req, cancel=None: asked.append(req.mode) or real(req, cancel)
+    case = {"id": "boundary/a.py#0", "prefix": "x = ", "suffix": "\n", "middle": "1"}
+    path = tmp_path / "records.jsonl"
+    records = evaluation.run(engine, [case], max_tokens=2, top_k=5, scope="free",
+                             records_path=path, modes=["constrained"])
+    assert [r["mode"] for r in records] == ["constrained"]
+    assert asked == ["constrained"]
+    # A later run in every mode adds the others and does not decode constrained again.
+    evaluation.run(engine, [case], max_tokens=2, top_k=5, scope="free", records_path=path)
+    assert asked == ["constrained", "unconstrained"]
+
+
 def test_ide_policy_asks_what_the_editor_asks(random_loaded):
     from fim.editor_policy import EMPTY_LINE, MID_LINE
 
