@@ -56,7 +56,8 @@ WARM_RIGHT = "\n    return result\n"
 #: and every token of it is time before "ready" (the four-line prompt above took 0.6 s).
 WARM_MODEL_LEFT, WARM_MODEL_RIGHT = "x = ", "\n"
 
-#: A vLLM server that does not answer a one-token question within this is reported slow.
+#: A vLLM server that does not answer a one-token question within this is reported slow
+#: (the default; the ``vllmSlowAfterMs`` setting changes it, :meth:`ModelHost.set_slow_after`).
 SLOW_AFTER_S = 10.0
 #: The reconnect timer's first wait and its longest (the waits double in between).
 RECONNECT_FIRST_S, RECONNECT_MAX_S = 1.0, 60.0
@@ -174,6 +175,11 @@ class ModelHost:
         engine = self.engine
         if engine is not None:
             self._apply_threads(engine)
+
+    def set_slow_after(self, seconds: float) -> None:
+        """How long the vLLM server may take to answer the one-token question before it is
+        reported slow, from the next check on (no reconnect: the server is the same)."""
+        self.slow_after_s = float(seconds)
 
     def _apply_threads(self, engine: Any) -> None:
         governor = getattr(getattr(engine, "backend", None), "threads", None)
