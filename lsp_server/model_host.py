@@ -12,7 +12,9 @@ With ``engine: "vllm"`` the host loads no weights: it connects to the team's vLL
 question with a deadline (``VllmEngine.check``).  A server that is down or answers garbage, at
 the start or later (:meth:`ModelHost.report_failure`), or that is slow (a request ran out of
 time without a token, and the one-token question does too: :meth:`ModelHost.report_slow`),
-puts the host in ``error`` with a message naming the server (and the time, when slow).  From
+puts the host in ``error`` with a message naming the server (and the time, when slow); a
+prefetch or warm-up that runs out of time or fails in the background asks the same question,
+so a server that became slow or went away is reported before the next request.  From
 then on a reconnect timer tries again, at growing intervals (:func:`reconnect_delays`), and
 so does the next completion request (:meth:`ModelHost.retry`), one attempt at a time; the host
 is ``ready`` again as soon as the server answers in time.  The timer waits on an event, so
@@ -336,10 +338,12 @@ class ModelHost:
         self._start_timer()
 
     def report_slow(self) -> threading.Thread | None:
-        """A request to the vLLM server ran out of time before its first token: ask the
-        server a one-token question in the background (one check at a time); when that runs
-        out of :attr:`slow_after_s` too, the server is slow, not the prompt long, and the
-        host goes into ``error`` saying so.  The thread, or ``None`` (no check needed)."""
+        """A request to the vLLM server ran out of time before its first token (the user's,
+        or a prefetch), or a warm-up neither finished nor was cancelled: ask the server a
+        one-token question in the background (one check at a time, never on the caller's
+        thread); when that fails or runs out of :attr:`slow_after_s` too, the server is down
+        or slow, not the prompt long, and the host goes into ``error`` saying so.  The
+        thread, or ``None`` (no check needed: not a vLLM server, or not ready)."""
         with self._lock:
             engine, generation = self._engine, self._generation
             if self._remote is None or engine is None or \
@@ -359,8 +363,8 @@ class ModelHost:
                 return
             finally:
                 self._attempting.release()
-            log.info("a request ran out of time, but the vLLM server answers a one-token "
-                     "request in %.2f s: the prompt was long, the server is not slow", seconds)
+            log.info("a request ran out of time (or a warm-up failed), but the vLLM server "
+                     "answers a one-token request in %.2f s: it is not slow", seconds)
 
         thread = threading.Thread(target=run, name="seam-vllm-check", daemon=True)
         self._threads = [t for t in self._threads if t.is_alive()] + [thread]
