@@ -232,7 +232,7 @@ def _leave(line: np.ndarray, keep: list[int]) -> None:
 
     When every kept entry is already ``-inf`` (only the stop ids are kept, and something
     before the processor masked them), they are made ``0.0``: a row of ``-inf`` has no defined
-    draw (vLLM's argmax then takes id 0, its random sampler a NaN's), so the request ends
+    draw (vLLM's V1 sampler then takes id 0, greedy or drawn, on this CPU), so the request ends
     rather than the sampler picking an id nobody checked.  The settings that can do that are
     refused at admission (``fighting_setting``); this is the last line behind them."""
     values = line[keep]
