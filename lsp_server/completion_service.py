@@ -237,7 +237,7 @@ class CompletionService:
         widen = self._widening(engine, uri, text, cur.offset, planned.policy, run, where)
 
         def warm(cancel: threading.Event) -> None:
-            if engine.warm(run.request, cancel.is_set, prompt=run.prompt):
+            if self._warm(engine, run.request, cancel, prompt=run.prompt):
                 log.info("warmed the prompt at %s%s", where,
                          " (the project context is not cached yet: without it)"
                          if run.deferred is not None else "")
@@ -270,13 +270,13 @@ class CompletionService:
                 # short run is done (seconds on a CPU), not only once the whole widened prompt
                 # is (often longer than the user rests); the widened prompt then shares the
                 # context's cached beginning and runs only its own left context.
-                if not engine.warm(run.deferred, cancel.is_set, prompt=run.deferred_prompt):
+                if not self._warm(engine, run.deferred, cancel, prompt=run.deferred_prompt):
                     return
                 log.info("warmed the project context at %s", where)
             # Forked, not cropped: the narrower prompt serves requests until the widened one
             # is cached and adopted, and a request that interrupts the widening needs it.
             if widened is not None and anchors is not None and \
-                    engine.warm(widened, cancel.is_set, keep_cached=True):
+                    self._warm(engine, widened, cancel, keep_cached=True):
                 self._post(lambda: anchors.adopt(uri, left, wider))
                 log.info("widened the prompt at %s", where)
 
@@ -312,7 +312,12 @@ class CompletionService:
         line_break = model_text.line_break_of(text)
 
         def prefetch(cancel: threading.Event) -> CompletionResult:
-            res = engine.complete(run.request, cancel=cancel.is_set, prompt=run.prompt)
+            try:
+                res = engine.complete(run.request, cancel=cancel.is_set, prompt=run.prompt)
+            except Exception as exc:
+                self.host.report_failure(exc)  # a vLLM server gone, found without a request
+                raise
+            self._check_slow(res)
             if res.stop not in (StopReason.CANCELLED, StopReason.TIME):
                 # No middle is an answer too: the request there need not ask the model.
                 found = model_text.for_document(res.middle or "", line_break)
@@ -367,7 +372,7 @@ class CompletionService:
         """Run the deferred request's prompt (with its project context) into the model's
         cache when the worker is idle."""
         def warm(cancel: threading.Event) -> None:
-            engine.warm(run.deferred, cancel.is_set, prompt=run.deferred_prompt)
+            self._warm(engine, run.deferred, cancel, prompt=run.deferred_prompt)
 
         self.jobs.background(uri, ("context", uri), warm, priority=Priority.CONTEXT)
 
@@ -513,15 +518,31 @@ class CompletionService:
                      resume_ms=resume_ms, mode=res.mode, scope=policy.scope,
                      prompt_tokens=res.prompt_tokens, cached_tokens=engine.step_model.reused,
                      context_tokens=res.project_tokens, **context)
-        if res.stop == StopReason.TIME and not res.tokens:
-            # Not one token in the time budget: a long prompt, or a vLLM server too slow to
-            # use (the host finds out which and tells the editor).
-            self.host.report_slow()
+        self._check_slow(res)
         if not res.middle or res.stop == StopReason.CANCELLED:
             if res.stop not in (StopReason.CANCELLED, StopReason.TIME):
                 self.suggestions.put(uri, ask.left, ask.right, "")  # asked again: no model work
             return None
         return res.middle
+
+    def _check_slow(self, res: CompletionResult) -> None:
+        """A decode (the user's request or a prefetch) with not one token in its time budget:
+        a long prompt, or a vLLM server too slow to use; the host finds out which in the
+        background (``ModelHost.report_slow``) and tells the editor."""
+        if res.stop == StopReason.TIME and not res.tokens:
+            self.host.report_slow()
+
+    def _warm(self, engine: Engine, request: CompletionRequest, cancel: threading.Event,
+              **options: Any) -> bool:
+        """``engine.warm``, on the worker; a warm-up that neither finished nor was cancelled
+        has the host check the server (``ModelHost.report_slow``: a vLLM client's warm-up
+        returns ``False`` when the server failed or stopped answering, and does not probe it
+        itself; a local engine's host checks nothing), so a server that went away or became
+        slow is reported while the user only moves the cursor."""
+        done = engine.warm(request, cancel.is_set, **options)
+        if not done and not cancel.is_set():
+            self.host.report_slow()
+        return done
 
     def _answer(self, engine: Engine, ask: _Ask, policy: EditorPolicy, middle: str
                 ) -> tuple[Document, Suggestion] | None:

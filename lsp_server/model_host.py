@@ -12,7 +12,9 @@ With ``engine: "vllm"`` the host loads no weights: it connects to the team's vLL
 question with a deadline (``VllmEngine.check``).  A server that is down or answers garbage, at
 the start or later (:meth:`ModelHost.report_failure`), or that is slow (a request ran out of
 time without a token, and the one-token question does too: :meth:`ModelHost.report_slow`),
-puts the host in ``error`` with a message naming the server (and the time, when slow).  From
+puts the host in ``error`` with a message naming the server (and the time, when slow); a
+prefetch or warm-up that runs out of time or fails in the background asks the same question,
+so a server that became slow or went away is reported before the next request.  From
 then on a reconnect timer tries again, at growing intervals (:func:`reconnect_delays`), and
 so does the next completion request (:meth:`ModelHost.retry`), one attempt at a time; the host
 is ``ready`` again as soon as the server answers in time.  The timer waits on an event, so
@@ -56,7 +58,8 @@ WARM_RIGHT = "\n    return result\n"
 #: and every token of it is time before "ready" (the four-line prompt above took 0.6 s).
 WARM_MODEL_LEFT, WARM_MODEL_RIGHT = "x = ", "\n"
 
-#: A vLLM server that does not answer a one-token question within this is reported slow.
+#: A vLLM server that does not answer a one-token question within this is reported slow
+#: (the default; the ``vllmSlowAfterMs`` setting changes it, :meth:`ModelHost.set_slow_after`).
 SLOW_AFTER_S = 10.0
 #: The reconnect timer's first wait and its longest (the waits double in between).
 RECONNECT_FIRST_S, RECONNECT_MAX_S = 1.0, 60.0
@@ -174,6 +177,11 @@ class ModelHost:
         engine = self.engine
         if engine is not None:
             self._apply_threads(engine)
+
+    def set_slow_after(self, seconds: float) -> None:
+        """How long the vLLM server may take to answer the one-token question before it is
+        reported slow, from the next check on (no reconnect: the server is the same)."""
+        self.slow_after_s = float(seconds)
 
     def _apply_threads(self, engine: Any) -> None:
         governor = getattr(getattr(engine, "backend", None), "threads", None)
@@ -330,10 +338,12 @@ class ModelHost:
         self._start_timer()
 
     def report_slow(self) -> threading.Thread | None:
-        """A request to the vLLM server ran out of time before its first token: ask the
-        server a one-token question in the background (one check at a time); when that runs
-        out of :attr:`slow_after_s` too, the server is slow, not the prompt long, and the
-        host goes into ``error`` saying so.  The thread, or ``None`` (no check needed)."""
+        """A request to the vLLM server ran out of time before its first token (the user's,
+        or a prefetch), or a warm-up neither finished nor was cancelled: ask the server a
+        one-token question in the background (one check at a time, never on the caller's
+        thread); when that fails or runs out of :attr:`slow_after_s` too, the server is down
+        or slow, not the prompt long, and the host goes into ``error`` saying so.  The
+        thread, or ``None`` (no check needed: not a vLLM server, or not ready)."""
         with self._lock:
             engine, generation = self._engine, self._generation
             if self._remote is None or engine is None or \
@@ -353,8 +363,8 @@ class ModelHost:
                 return
             finally:
                 self._attempting.release()
-            log.info("a request ran out of time, but the vLLM server answers a one-token "
-                     "request in %.2f s: the prompt was long, the server is not slow", seconds)
+            log.info("a request ran out of time (or a warm-up failed), but the vLLM server "
+                     "answers a one-token request in %.2f s: it is not slow", seconds)
 
         thread = threading.Thread(target=run, name="seam-vllm-check", daemon=True)
         self._threads = [t for t in self._threads if t.is_alive()] + [thread]

@@ -260,6 +260,7 @@ class SeamServer(LanguageServer):
         self._load_started = True
         s = self.settings
         self.host.set_threads(s.threads)  # a TCP server's host may keep a pin from before
+        self.host.set_slow_after(s.vllm_slow_after_ms / 1000)
         state = self.host.state
         bar = self._client_supports("window.work_done_progress")
         if self.host.key == s.model_key and state.state in (LoadState.LOADING, LoadState.READY):
@@ -323,6 +324,8 @@ class SeamServer(LanguageServer):
         self.settings = new
         if new.threads != old.threads:
             self.host.set_threads(new.threads)  # applies live: no reload
+        if new.vllm_slow_after_ms != old.vllm_slow_after_ms:
+            self.host.set_slow_after(new.vllm_slow_after_ms / 1000)  # live too
         if new != old:
             self.service.reset_suggestions()
             log.info("settings now %s", settings_json(self.settings))

@@ -60,6 +60,7 @@ from fim.options import (
     canonical_dtype,
     canonical_model,
 )
+from lsp_server.model_host import SLOW_AFTER_S
 from lsp_server.project.sources import ContextSources
 
 SECTION = "seam"
@@ -87,6 +88,10 @@ MAX_SUGGESTIONS = 8
 MAX_MODEL_SPEC_CHARS = 4096
 #: The most llama.cpp threads a setting may pin (more than the CPUs only slows it down).
 MAX_THREADS = 256
+#: ``vllmSlowAfterMs``: the default (the model host's) and the least (below a second, a busy
+#: but healthy server's one-token answer plus a network round trip would flap the status).
+SLOW_AFTER_MS = round(SLOW_AFTER_S * 1000)
+MIN_SLOW_AFTER_MS = 1_000
 
 
 class Rejected(ValueError):
@@ -215,6 +220,13 @@ def _api_key(value: Any) -> str:
     return value.strip()
 
 
+def _slow_after(value: Any) -> int:
+    if not _is_int(value) or not MIN_SLOW_AFTER_MS <= value <= MAX_TIME_BUDGET_MS:
+        raise Rejected(f"a whole number of milliseconds from {MIN_SLOW_AFTER_MS} to "
+                       f"{MAX_TIME_BUDGET_MS}")
+    return int(value)
+
+
 def _engine(value: Any) -> EngineKind:
     try:
         return EngineKind.parse(value if isinstance(value, str) else None)
@@ -246,8 +258,9 @@ class SettingKey:
     pinned: bool = False
     #: never reported back (``seam/status``, the log): shown as ``"<set>"`` when set
     secret: bool = False
-    #: chooses what runs or where the code goes: the editors take it from the user's own
-    #: settings only, never from a workspace's
+    #: chooses what runs or where the code goes (or, ``vllmSlowAfterMs``, how that vLLM
+    #: server is judged): the editors take it from the user's own settings only, never from a
+    #: workspace's
     user_only: bool = False
 
 
@@ -280,6 +293,10 @@ class Settings:
     #: ``engine: "vllm"``: the team's vLLM server and its key (where the code is sent)
     vllm_server: str = _key("vllmServer", _vllm_server, "", user_only=True)
     vllm_api_key: str = _key("vllmApiKey", _api_key, "", secret=True, user_only=True)
+    #: how long the vLLM server may take to answer a one-token question before it is
+    #: reported slow (``lsp_server.model_host``); a property of that server, set with it
+    vllm_slow_after_ms: int = _key("vllmSlowAfterMs", _slow_after, SLOW_AFTER_MS,
+                                   user_only=True)
     #: project context: its budget in tokens (``None``: "auto") and its sources
     context_budget: int | None = _key("contextBudgetTokens", _context_budget, None, auto=True)
     context_definitions: bool = _key("contextDefinitions", _bool, True)

@@ -371,7 +371,8 @@ class VllmEngine:
              keep_cached: bool = False, prompt: RemotePrompt | None = None) -> bool:
         """Run the prompt into vLLM's prefix cache: a one-token request without Seam's
         arguments (no constraint work on the server); whether it finished.  A server that
-        fails is logged by the caller's next request, not here: ``False``.
+        fails is not probed here: ``False``, and the caller (``lsp_server``'s completion
+        service, on its worker) has the model host check the server in the background.
         ``keep_cached`` has no meaning remotely (vLLM evicts by its own rule)."""
         try:
             prompt = prompt if prompt is not None else self.prompt_for(req)
@@ -384,7 +385,8 @@ class VllmEngine:
                           finish_anyway=lambda: self.prefixes.ran(ids)).run()
         except VllmError:
             # The server's facts stay: asking again would put a probe (seconds when the
-            # server is slow) on the editor's event loop, which plans with window and backend.
+            # server is slow) on the editor's event loop, which plans with window and backend;
+            # the host's check (``ModelHost.report_slow``) runs on a thread of its own.
             return False
         if got.stop is None:
             self.prefixes.ran(prompt.ids)

@@ -37,6 +37,12 @@ the draw goes on.  When no id is viable (the constraint's dead end, or a
 token the row had not allowed), only the stop ids are left: the request ends and the client
 cuts the middle back to its last complete point.  Each finished row logs how often its
 likeliest id was masked.
+
+Settings that mask or force tokens outside the processor (``min_tokens``, ``bad_words``,
+``allowed_token_ids``, structured outputs, a thinking budget, trace replay, a non-finite
+``logit_bias``) could leave a constrained row with nothing finite or overwrite its mask; a
+request with Seam's arguments and one of them is refused at admission (``validate_params``,
+an HTTP 400 naming it; ``fighting_setting`` says why each).
 """
 
 from __future__ import annotations
@@ -61,7 +67,14 @@ from fim.vllm.masking import (
     gumbel_scores,
     penalised,
 )
-from fim.vllm.rows import LanguageCache, RowConstraint, SeamArgs, TokenTable, warm_completions
+from fim.vllm.rows import (
+    LanguageCache,
+    RowConstraint,
+    SeamArgs,
+    SeamArgsError,
+    TokenTable,
+    warm_completions,
+)
 
 # A child of vLLM's logger, so lines reach the server's log in the engine process too.
 log = logging.getLogger("vllm.seam")
@@ -215,10 +228,51 @@ class SeamRows:
 
 
 def _leave(line: np.ndarray, keep: list[int]) -> None:
-    """Every entry of ``line`` but those of ``keep`` becomes ``-inf``."""
+    """Every entry of ``line`` but those of ``keep`` becomes ``-inf``.
+
+    When every kept entry is already ``-inf`` (only the stop ids are kept, and something
+    before the processor masked them), they are made ``0.0``: a row of ``-inf`` has no defined
+    draw (vLLM's V1 sampler then takes id 0, greedy or drawn, on this CPU), so the request ends
+    rather than the sampler picking an id nobody checked.  The settings that can do that are
+    refused at admission (``fighting_setting``); this is the last line behind them."""
     values = line[keep]
+    if not np.isfinite(values).any():
+        values = np.zeros_like(values)
     line.fill(-math.inf)
     line[keep] = values
+
+
+def fighting_setting(params: SamplingParams) -> str | None:
+    """The first of a request's settings that can fight Seam's mask, named as vLLM's API
+    names it, or ``None``.  Read from vLLM 0.32's samplers (both runners):
+
+    * ``min_tokens``, ``bad_words``, ``allowed_token_ids`` and structured outputs mask ids
+      *before* the processor; the processor only leaves ids that are still finite, but where
+      the only viable ids are the stop ids and those are masked (``min_tokens`` masks exactly
+      them) the row would be all ``-inf``;
+    * ``thinking_token_budget`` (with a reasoning parser) and ``trace_decode_token_ids``
+      (trace replay) force a token *after* the processor, whatever it masked;
+    * a non-finite ``logit_bias`` (the HTTP API clamps a bias to +-100, ``SamplingParams``
+      built in Python does not) turns an id into ``-inf`` or NaN before the processor.
+
+    A finite ``logit_bias`` is accepted: both runners add it before the processor, which then
+    masks the biased row (ranking it as the sampler will).  Penalties, temperature, top-k/p,
+    min-p, seeds and logprobs are the processor's own business (``fim.vllm.masking``)."""
+    if params.min_tokens:
+        return "min_tokens"
+    if params.bad_words:
+        return "bad_words"
+    if params.allowed_token_ids is not None:
+        return "allowed_token_ids"
+    if params.structured_outputs is not None:
+        return "structured_outputs (guided decoding, response_format)"
+    if getattr(params, "thinking_token_budget", None) is not None:
+        return "thinking_token_budget"
+    if getattr(params, "trace_decode_token_ids", None):
+        return "trace_decode_token_ids"
+    if params.logit_bias and not all(math.isfinite(b) for b in params.logit_bias.values()):
+        return "logit_bias (a value that is not finite)"
+    return None
 
 
 def _log_finished(rows: SeamRows) -> None:
@@ -305,7 +359,15 @@ class SeamLogitsProcessor(V1LogitsProcessor, V2LogitsProcessor):
 
     @classmethod
     def validate_params(cls, sampling_params: SamplingParams) -> None:
-        SeamArgs.from_extra_args(sampling_params.extra_args)  # raises SeamArgsError
+        """Run by vLLM at admission (a ``ValueError`` is an HTTP 400): Seam's arguments must
+        be well formed, and a constrained request must carry none of the settings that mask
+        or force tokens on their own (``fighting_setting``)."""
+        if SeamArgs.from_extra_args(sampling_params.extra_args) is None:  # SeamArgsError
+            return
+        fight = fighting_setting(sampling_params)
+        if fight is not None:
+            raise SeamArgsError(f"{fight} cannot be combined with Seam's constraint "
+                                "(seam_left/seam_right): no unviable token may be sampled")
 
     # The V1 interface.
 

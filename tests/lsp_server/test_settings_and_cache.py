@@ -99,6 +99,8 @@ def test_cache_is_bounded_and_forgets() -> None:
     ("model", ""), ("model", "x" * 5000), ("languages", []), ("languages", [1]),
     ("timeBudgetMs", -1), ("constrained", "yes"), ("trustRemoteCode", "true"),
     ("threads", -1), ("threads", 1.5), ("threads", 1000), ("threads", "two"),
+    ("vllmSlowAfterMs", 999), ("vllmSlowAfterMs", 600_001), ("vllmSlowAfterMs", "auto"),
+    ("vllmSlowAfterMs", 1500.5),
 ])
 def test_values_that_would_break_requests_are_refused(key, value) -> None:
     before = Settings(scope="line", context_tokens=512, max_tokens=8)
@@ -119,6 +121,10 @@ def test_accepted_spellings() -> None:
     assert not problems and pinned.threads == 2 and pinned.model_key == Settings().model_key
     for auto in ("auto", 0, None):
         assert merge(pinned, {"threads": auto})[0].threads is None
+    slow, problems = merge(Settings(), {"vllmSlowAfterMs": 2500.0})
+    # A threshold, not a reason to connect to the server again.
+    assert not problems and slow.vllm_slow_after_ms == 2500
+    assert slow.model_key == Settings().model_key
 
 
 def test_a_section_that_is_not_an_object() -> None:

@@ -66,6 +66,9 @@ class VllmPeer:
         self.behaviour = Behaviour.VLLM
         #: seconds a completion waits before it streams (a busy server)
         self.delay_s = 0.0
+        #: a completion whose prompt text contains this turns the peer ``SILENT``, itself
+        #: included (a server that became slow at that request, whichever part sent it)
+        self.stall_on: str | None = None
         #: the raw likeliest token at the stop step (see the module docstring); ``None``: the
         #: stop token itself was the likeliest
         self.wanted: str | None = None
@@ -106,6 +109,8 @@ class VllmPeer:
                     return self._json(404, {"detail": "Not Found"})
                 peer.log.completions.append(body)
                 peer.log.auth.append(self.headers.get("Authorization"))
+                if peer.stall_on is not None and peer.stall_on in str(body.get("prompt")):
+                    peer.behaviour = Behaviour.SILENT
                 if peer.behaviour is Behaviour.SILENT:
                     time.sleep(30)  # the client gives up first; then the socket closes
                     return

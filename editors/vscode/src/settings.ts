@@ -2,7 +2,8 @@
 // lsp_server/settings.py validates) and the part only the extension uses (how to start the server).
 //
 // The settings that choose code to run, files to load or where the code is sent (the model,
-// trustRemoteCode, the server command and interpreter, the vLLM server and its key) are read
+// trustRemoteCode, the server command and interpreter, the vLLM server, its key and how long
+// it may take) are read
 // from the user's own settings only. package.json declares them
 // `machine`-scoped and restricted in untrusted workspaces, and this module does not rely on that
 // alone: it reads them with `inspect()` and ignores any workspace or folder value, so a cloned
@@ -15,6 +16,7 @@ export const SECTION = "seam";
 /** Settings taken from the user's settings only, never from a workspace. */
 const USER_ONLY_KEYS = [
   "model", "trustRemoteCode", "server.command", "server.python", "vllmServer", "vllmApiKey",
+  "vllmSlowAfterMs",
 ] as const;
 type UserOnlyKey = (typeof USER_ONLY_KEYS)[number];
 
@@ -31,6 +33,7 @@ export interface ServerSettings {
   engine: string;
   vllmServer: string;
   vllmApiKey: string;
+  vllmSlowAfterMs: number;
   device: string;
   dtype: string;
   maxTokens: number | "auto";
@@ -65,6 +68,7 @@ export function serverSettings(): ServerSettings {
     engine: cfg.get<string>("engine", "auto"),
     vllmServer: userValue<string>("vllmServer", ""),
     vllmApiKey: userValue<string>("vllmApiKey", ""),
+    vllmSlowAfterMs: userValue<number>("vllmSlowAfterMs", 10000),
     device: cfg.get<string>("device", "auto"),
     dtype: cfg.get<string>("dtype", "auto"),
     maxTokens: autoWhenZero(cfg.get<number>("maxTokens", 0)),

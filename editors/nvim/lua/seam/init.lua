@@ -24,10 +24,10 @@ M.defaults = {
   -- Filetypes to attach to; nil means `settings.languages`, else { "python" }.
   filetypes = nil,
   root_markers = { "pyproject.toml", "setup.py", "setup.cfg", ".git" },
-  -- The server's settings (section `seam`): model, engine, vllmServer, vllmApiKey, device, dtype,
-  -- maxTokens, timeBudgetMs, contextTokens, scope, topK, constrained, languages,
-  -- contextBudgetTokens, contextDefinitions, contextOpenFiles, contextRecentEdits, contextSimilarCode,
-  -- suggestions, threads.
+  -- The server's settings (section `seam`): model, engine, vllmServer, vllmApiKey,
+  -- vllmSlowAfterMs, device, dtype, maxTokens, timeBudgetMs, contextTokens, scope, topK,
+  -- constrained, languages, contextBudgetTokens, contextDefinitions, contextOpenFiles,
+  -- contextRecentEdits, contextSimilarCode, suggestions, threads.
   settings = {},
   -- Insert-mode keys. `accept` falls back to the key itself when no suggestion is shown.
   -- Set a key to false to leave it unmapped.
