@@ -27,11 +27,12 @@ server's own count, ``seam team-server`` runs vLLM with ``--enable-prompt-tokens
 **Profiles.**  ``--profile default`` runs every ``seam serve`` with its default settings.
 Against vLLM those are a GPU's: the remote device gets the "auto" context of a GPU, the
 model's whole window (``--max-model-len``, 2048 here), so every request, warm-up and prefetch
-sends about 2,000 prompt tokens, plus up to 512 of project context; a 1.5B model in bfloat16
-on 2 shared CPU cores prefills some 50-150 tokens a second, so one first request took 75 to
-120 s at N=1 and everything timed out at N=4 and 8.  ``--profile small-cpu`` shrinks each
-session to what such a CPU serves and says so in the figures: ``contextTokens: 256`` (the
-prompt holds about 170 tokens of left context and 64 of right), project context off,
+sends about 2,000 prompt tokens (project context, where a workspace has some, comes out of
+that window); a 1.5B model in bfloat16 on 2 shared CPU cores prefills on the order of a
+hundred tokens a second, so one first request took 75 to 120 s at N=1 and everything timed
+out at N=4 and 8.  ``--profile small-cpu`` shrinks each
+session to what such a CPU serves and says so in the figures: ``contextTokens: 256``
+(prompts of about 150 tokens instead of about 2,000; docs/team.md), project context off,
 ``maxTokens: 16``, ``timeBudgetMs: 120000`` (a request queued behind N-1 others still
 finishes) and ``suggestions: 1`` (the vLLM engine decodes no alternatives anyway:
 ``VllmEngine.ranks_alternatives`` is false).  It keeps the whole session: every session is a
@@ -41,7 +42,7 @@ asks only at the two places per file (no typing through or accepting), for a CPU
 
 On this 2-core CPU (the recommended run; a GPU server runs ``--profile default``)::
 
-    .venv/bin/python -m benchmarks.bench_team --team-python .venv-team/bin/python \
+    .venv/bin/python -m benchmarks.bench_team --team-python .venv-team/bin/python \\
         --profile small-cpu --teams 1,2,4,8 --kv-cache-gib 1 --figures docs/team.md
 """
 
