@@ -83,6 +83,11 @@ PROFILES: dict[str, dict[str, object]] = {
 }
 
 
+#: Stop reasons (``seam/status``) of a model answer nobody waited for any more: a prefetch
+#: or warm decode given up for a newer request, or a request the client cancelled.
+CANCELLED = frozenset({"cancelled", "superseded", "cancelled-by-client"})
+
+
 @dataclass
 class Team:
     """N sessions' results and how long their replays took together."""
@@ -168,7 +173,7 @@ def table(teams: list[Team]) -> str:
     """The editors' side: throughput, latency per kind, and how the model answers ended."""
     head = ("| sessions | replay (s) | answers / s | suggestions / s | "
             + " | ".join(f"{k} p50 / p90 (s)" for k in KINDS)
-            + " | model answers: in time / out of time / failed |")
+            + " | model answers: finished / out of time / failed / cancelled |")
     rows = [head, "|---:|---:|---:|---:|" + "---:|" * len(KINDS) + "---:|"]
     for t in teams:
         cells = []
@@ -177,9 +182,11 @@ def table(teams: list[Team]) -> str:
             cells.append(f"{statistics.median(xs):.2f} / {percentile(xs, 0.9):.2f} "
                          f"(n={len(xs)})" if xs else "–")
         late, failed = sum(x == "time" for x in t.stops), sum(x == "error" for x in t.stops)
+        cancelled = sum(x in CANCELLED for x in t.stops)
         rows.append(f"| {t.size} | {t.seconds:.0f} | {t.answered() / t.seconds:.2f} | "
                     f"{t.suggested() / t.seconds:.2f} | " + " | ".join(cells)
-                    + f" | {len(t.stops) - late - failed} / {late} / {failed} |")
+                    + f" | {len(t.stops) - late - failed - cancelled} / {late} / {failed} / "
+                    f"{cancelled} |")
     return "\n".join(rows) + "\n"
 
 
@@ -292,8 +299,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{args.think} s); one vLLM server (`{args.model_dir.name}`, bfloat16, "
             f"`--max-num-seqs {args.max_num_seqs}`, `--max-model-len {args.max_model_len}`) "
             f"for all.  Answers / s counts every answered request, suggestions / s the "
-            f"non-empty ones, over the replay's wall time; a model answer out of time is "
-            f"what the session had when its time budget ran out.  **This is what a "
+            f"non-empty ones, over the replay's wall time.  Model answers (`seam/status`, "
+            f"prefetches included) end finished, out of time (what the session had when its "
+            f"time budget ran out), failed (an error) or cancelled (given up for a newer "
+            f"request).  **This is what a "
             f"{record.machine.split(',')[1].strip()} CPU shared with other work serves, not "
             f"a GPU server.**\n\n" + table(teams)
             + "\nThe server's side, from vLLM's `/metrics` before and after each team and "

@@ -89,11 +89,11 @@ def _team(size: int, stops: list[str]) -> Team:
                 batch=batching([(0, 0), (1, 0), (3, 1)]))
 
 
-def test_the_tables_count_answers_in_time_late_and_failed_and_show_the_server():
-    team = _team(2, ["eos", "time", "time", "error", "line_end"])
+def test_the_tables_count_answers_finished_late_failed_cancelled_and_show_the_server():
+    team = _team(2, ["eos", "time", "time", "error", "line_end", "superseded", "cancelled"])
     row = table([team]).splitlines()[-1]
     assert row.startswith("| 2 | 10 | 0.20 | 0.10 | 3.00 / 3.80 (n=2) |")
-    assert row.endswith("| 2 / 2 / 1 |")
+    assert row.endswith("| 2 / 2 / 1 / 2 |")
     server = server_table([team]).splitlines()[-1]
     cells = [c.strip() for c in server.strip("|").split("|")]
     assert cells[1] == "230 / 80"  # seam's view: prompt and cached tokens per answer
