@@ -66,6 +66,10 @@ class Counters:
     #: engine steps and the tokens they ran (vllm:iteration_tokens_total, a histogram)
     steps: float = 0.0
     step_tokens: float = 0.0
+    #: finished requests' prompts (vllm:request_prompt_tokens, a histogram): the prompt
+    #: tokens counter above also counts requests that were prefilled and then aborted
+    finished_prompts: float = 0.0
+    finished_prompt_tokens: float = 0.0
 
     @classmethod
     def from_metrics(cls, metrics: dict[str, float]) -> Counters:
@@ -77,7 +81,9 @@ class Counters:
             requests=_counter(metrics, "vllm:request_success"),
             preemptions=_counter(metrics, "vllm:num_preemptions"),
             steps=metrics.get("vllm:iteration_tokens_total_count", 0.0),
-            step_tokens=metrics.get("vllm:iteration_tokens_total_sum", 0.0))
+            step_tokens=metrics.get("vllm:iteration_tokens_total_sum", 0.0),
+            finished_prompts=metrics.get("vllm:request_prompt_tokens_count", 0.0),
+            finished_prompt_tokens=metrics.get("vllm:request_prompt_tokens_sum", 0.0))
 
     def minus(self, before: Counters) -> Counters:
         """What happened between ``before`` and this reading."""
@@ -86,7 +92,7 @@ class Counters:
     def values(self) -> tuple[float, ...]:
         return (self.prefix_queries, self.prefix_hits, self.prompt_tokens,
                 self.generation_tokens, self.requests, self.preemptions, self.steps,
-                self.step_tokens)
+                self.step_tokens, self.finished_prompts, self.finished_prompt_tokens)
 
     @property
     def hit_rate(self) -> float | None:
@@ -95,8 +101,9 @@ class Counters:
 
     @property
     def prompt_per_request(self) -> float | None:
-        """Mean prompt tokens per finished request (``None``: none finished)."""
-        return self.prompt_tokens / self.requests if self.requests > 0 else None
+        """Mean prompt tokens of the finished requests (``None``: none finished)."""
+        return (self.finished_prompt_tokens / self.finished_prompts
+                if self.finished_prompts > 0 else None)
 
 
 @dataclass(frozen=True)

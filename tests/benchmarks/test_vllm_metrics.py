@@ -33,6 +33,9 @@ vllm:generation_tokens_total{engine="0",model_name="/root/m 1"} 90.0
 vllm:request_success_total{engine="0",finished_reason="stop",model_name="/root/m 1"} 3.0
 vllm:request_success_total{engine="0",finished_reason="length",model_name="/root/m 1"} 2.0
 vllm:request_success_total{engine="0",finished_reason="abort",model_name="/root/m 1"} 1.0
+# TYPE vllm:request_prompt_tokens histogram
+vllm:request_prompt_tokens_count{engine="0",model_name="/root/m 1"} 5.0
+vllm:request_prompt_tokens_sum{engine="0",model_name="/root/m 1"} 1100.0
 # TYPE vllm:iteration_tokens_total histogram
 vllm:iteration_tokens_total_bucket{engine="0",le="1.0",model_name="/root/m 1"} 10.0
 vllm:iteration_tokens_total_count{engine="0",model_name="/root/m 1"} 40.0
@@ -58,11 +61,16 @@ def test_counters_over_a_run_and_what_is_derived_from_them():
     assert before.prefix_queries == 1000 and before.requests == 6 and before.steps == 40
     page = (PAGE.replace("} 1000.0", "} 1500.0").replace("} 640.0", "} 1040.0")
             .replace("} 1200.0", "} 1800.0").replace('"stop",model_name="/root/m 1"} 3.0',
-                                                     '"stop",model_name="/root/m 1"} 7.0'))
+                                                     '"stop",model_name="/root/m 1"} 7.0')
+            .replace("_count{engine=\"0\",model_name=\"/root/m 1\"} 5.0",
+                     "_count{engine=\"0\",model_name=\"/root/m 1\"} 8.0")
+            .replace("} 1100.0", "} 1490.0"))
     run = Counters.from_metrics(parse_metrics(page)).minus(before)
     assert (run.prefix_queries, run.prefix_hits, run.requests) == (500, 400, 4)
     assert run.hit_rate == pytest.approx(0.8)
-    assert run.prompt_per_request == pytest.approx(150)
+    # Per finished request (the histogram: 3 prompts, 390 tokens), not the prefill counter
+    # (600 tokens, one of them a request aborted after its prefill) over 4 finished requests.
+    assert run.prompt_tokens == 600 and run.prompt_per_request == pytest.approx(130)
     assert Counters().hit_rate is None and Counters().prompt_per_request is None
 
 
@@ -85,7 +93,8 @@ def _team(size: int, stops: list[str]) -> Team:
     r.suggestions = [{"suggestion": "a"}, {"suggestion": ""}]
     return Team(size, [r], 10.0, 1.0, stops, prompt_tokens=[200, 260], cached_tokens=[0, 160],
                 server=Counters(prefix_queries=460, prefix_hits=160, prompt_tokens=460,
-                                generation_tokens=30, requests=4),
+                                generation_tokens=30, requests=4, finished_prompts=4,
+                                finished_prompt_tokens=460),
                 batch=batching([(0, 0), (1, 0), (3, 1)]))
 
 
