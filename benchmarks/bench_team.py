@@ -198,9 +198,9 @@ def server_table(teams: list[Team]) -> str:
     """The server's side (vLLM's /metrics): what the sessions sent, what the prefix cache
     served, and how many requests ran together while the server was busy."""
     rows = ["| sessions | model answers: prompt tokens / cached by vLLM, mean | vLLM requests "
-            "finished | prompt tokens per finished request | generated tokens | prefix cache hit rate "
-            "| preemptions | running together while busy: mean / max | waiting while busy, "
-            "mean | busy share of samples |",
+            "finished | prompt tokens per finished request | generated tokens | prefix cache "
+            "hit rate | preemptions | running together while busy: mean / max | waiting "
+            "while busy, mean | busy share of samples |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for t in teams:
         c, b = t.server, t.batch
