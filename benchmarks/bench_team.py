@@ -32,7 +32,7 @@ that window); a 1.5B model in bfloat16 on 2 shared CPU cores prefills on the ord
 hundred tokens a second, so one first request took 75 to 120 s at N=1 and everything timed
 out at N=4 and 8.  ``--profile small-cpu`` shrinks each
 session to what such a CPU serves and says so in the figures: ``contextTokens: 256``
-(prompts of about 150 tokens instead of about 2,000; docs/team.md), project context off,
+(a prompt of at most 256 tokens less the middle's, instead of about 2,000), project context off,
 ``maxTokens: 16``, ``timeBudgetMs: 120000`` (a request queued behind N-1 others still
 finishes) and ``suggestions: 1`` (the vLLM engine decodes no alternatives anyway:
 ``VllmEngine.ranks_alternatives`` is false).  It keeps the whole session: every session is a
