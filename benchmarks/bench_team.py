@@ -290,6 +290,10 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
     record.finish()
     chosen = ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in args.settings.items())
+    cached_by = ("the counts vLLM reported (`seam team-server` runs it with "
+                 "`--enable-prompt-tokens-details`)" if server is not None else
+                 "vLLM's counts if the server at `--server` runs with "
+                 "`--enable-prompt-tokens-details`, else the client's estimate")
     session = ("bench_latency's session" if args.follow
                else "bench_latency's session asking only at its two places (`--no-follow`)")
     body = (f"Each session: `seam serve` with `engine: \"vllm\"` and "
@@ -306,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{record.machine.split(',')[1].strip()} CPU shared with other work serves, not "
             f"a GPU server.**\n\n" + table(teams)
             + "\nThe server's side, from vLLM's `/metrics` before and after each team and "
-            f"sampled every {args.sample_s:g} s during it: requests include the sessions' "
+            f"sampled every {args.sample_s:g} s during it; the model answers' cached tokens "
+            f"are {cached_by}; vLLM's requests include the sessions' "
             "warm-ups (one token) and prefetches; the hit rate is the share of queried prompt "
             "tokens vLLM's prefix cache held; \"running together\" is "
             "`vllm:num_requests_running` over the samples where it was not 0.\n\n"
