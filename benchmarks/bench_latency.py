@@ -228,12 +228,13 @@ async def replay(client, result: Result, files: list[Path], args) -> None:
 
 async def step(client, result: Result, uri: str, cursor: int, kind: str, args,
                name: str) -> None:
-    """Ask at ``cursor``, then type two characters of the suggestion and accept it."""
+    """Ask at ``cursor``, then type two characters of the suggestion and accept it (unless
+    ``args.follow`` is false: then only ask)."""
     suggestion, took = await client.ask(uri, cursor)
     result.latency[kind].append(took)
     result.suggestions.append({"file": name, "kind": kind, "suggestion": suggestion,
                                "seconds": round(took, 3)})
-    if not suggestion:
+    if not suggestion or not args.follow:
         return
     typed = 0
     for ch in suggestion[:2]:
@@ -363,6 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--logs", type=Path, default=None,
                    help="keep the servers' logs in this folder (one completion record per "
                         "answer: prompt, cached and generated tokens, model time)")
+    p.set_defaults(follow=True)  # the whole session (bench_team can ask at places only)
     args = p.parse_args(argv)
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     files = [stdlib / f for f in args.files.split(",") if f]

@@ -12,10 +12,38 @@ request, and those with a non-empty suggestion) and p50 / p90 latency per kind o
 measured on the LSP client as in ``bench_latency.py``.
 
 The sessions' pauses are the replay's defaults (a user's pace), so suggestions per second
-are what N such users ask for, served, not the server's saturated throughput.  On a small
-CPU keep ``--files`` short (default: one file per session)::
+are what N such users ask for, served, not the server's saturated throughput.
 
-    .venv/bin/python -m benchmarks.bench_team --teams 1,2,4,8 --figures docs/team.md
+Besides the editors' side, each team reads vLLM's Prometheus ``/metrics`` before and after
+its run (``benchmarks/vllm_metrics.py``) and samples it while it runs: requests finished and
+prompt tokens per request (so the sessions' settings are seen to reach vLLM), the prefix
+cache's hit rate (queried prompt tokens it held), preemptions, and how many requests the
+server was running together while busy (the mean of ``vllm:num_requests_running`` over the
+samples where it was not 0): whether batching served N users at once.  The editors' side
+adds, per team, the model answers in time, out of time and failed (``seam/status``) and the
+prompt tokens per answer with the count vLLM's prefix cache served (``cached_tokens``: the
+server's own count, ``seam team-server`` runs vLLM with ``--enable-prompt-tokens-details``).
+
+**Profiles.**  ``--profile default`` runs every ``seam serve`` with its default settings.
+Against vLLM those are a GPU's: the remote device gets the "auto" context of a GPU, the
+model's whole window (``--max-model-len``, 2048 here), so every request, warm-up and prefetch
+sends about 2,000 prompt tokens (project context, where a workspace has some, comes out of
+that window); a 1.5B model in bfloat16 on 2 shared CPU cores prefills on the order of a
+hundred tokens a second, so one first request took 75 to 120 s at N=1 and everything timed
+out at N=4 and 8.  ``--profile small-cpu`` shrinks each
+session to what such a CPU serves and says so in the figures: ``contextTokens: 256``
+(a prompt of at most 256 tokens less the middle's, instead of about 2,000), project context off,
+``maxTokens: 16``, ``timeBudgetMs: 120000`` (a request queued behind N-1 others still
+finishes) and ``suggestions: 1`` (the vLLM engine decodes no alternatives anyway:
+``VllmEngine.ranks_alternatives`` is false).  It keeps the whole session: every session is a
+real ``seam serve`` with its cursor warming, prefetch and suggestion cache, over LSP, against
+one real vLLM server.  ``--setting KEY=JSON`` overrides a profile's setting, ``--no-follow``
+asks only at the two places per file (no typing through or accepting), for a CPU slower still.
+
+On this 2-core CPU (the recommended run; a GPU server runs ``--profile default``)::
+
+    .venv/bin/python -m benchmarks.bench_team --team-python .venv-team/bin/python \\
+        --profile small-cpu --teams 1,2,4,8 --kv-cache-gib 1 --figures docs/team.md
 """
 
 from __future__ import annotations
@@ -28,7 +56,7 @@ import sys
 import sysconfig
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -37,8 +65,27 @@ from benchmarks.bench_latency import FILES, KINDS, Result, SeamClient, replay  #
 from benchmarks.lsp_session import LspSession  # noqa: E402
 from benchmarks.report import RunRecord, command_line, model_packages, publish  # noqa: E402
 from benchmarks.stats import percentile  # noqa: E402
+from benchmarks.vllm_metrics import (  # noqa: E402
+    Batching,
+    Counters,
+    GaugeSampler,
+    read_metrics,
+)
 from benchmarks.vllm_server import TeamServer, add_server_options, vllm_version  # noqa: E402
 from lsp_server.messages import CompletionSource, StatusReply  # noqa: E402
+
+#: Settings of each ``--profile`` (see the module docstring); ``--setting`` overrides them.
+PROFILES: dict[str, dict[str, object]] = {
+    "default": {},
+    "small-cpu": {"contextTokens": 256, "maxTokens": 16, "timeBudgetMs": 120_000,
+                  "suggestions": 1, "contextDefinitions": False, "contextOpenFiles": False,
+                  "contextRecentEdits": False, "contextSimilarCode": False},
+}
+
+
+#: Stop reasons (``seam/status``) of a model answer nobody waited for any more: a prefetch
+#: or warm decode given up for a newer request, or a request the client cancelled.
+CANCELLED = frozenset({"cancelled", "superseded", "cancelled-by-client"})
 
 
 @dataclass
@@ -51,6 +98,13 @@ class Team:
     ready_s: float
     #: the stop reason of every answer the model gave (seam/status), e.g. "time"
     stops: list[str]
+    #: per model answer (seam/status): prompt tokens, and those vLLM's cache served
+    prompt_tokens: list[int] = field(default_factory=list)
+    cached_tokens: list[int] = field(default_factory=list)
+    #: vLLM's counters over the run and its running requests sampled during it (``None``:
+    #: its /metrics page could not be read)
+    server: Counters | None = None
+    batch: Batching | None = None
 
     def answered(self) -> int:
         return sum(len(r.suggestions) for r in self.results)
@@ -75,6 +129,8 @@ async def run_team(n: int, url: str, files: list[Path], args: argparse.Namespace
     sessions = [LspSession(settings, logs / f"serve-{n}-{i}.log") for i in range(n)]
     ready = await asyncio.gather(*(s.start() for s in sessions))
     results = [Result(f"{n}:{i}") for i in range(n)]
+    before = _counters(url)
+    sampler = GaugeSampler(url, args.sample_s).start()
     try:
         t0 = time.perf_counter()
         await asyncio.gather(*(
@@ -82,20 +138,42 @@ async def run_team(n: int, url: str, files: list[Path], args: argparse.Namespace
                    argparse.Namespace(**dict(vars(args), seed=args.seed + i)))
             for i, (s, r) in enumerate(zip(sessions, results, strict=True))))
         seconds = time.perf_counter() - t0
-        stops: list[str] = []
+        team = Team(n, results, seconds, max(ready), [])
         for s in sessions:
             reply = StatusReply.from_json(await s.request("seam/status", {}))
-            stops += [r.stop for r in reply.recent
-                      if r.source in (CompletionSource.MODEL, CompletionSource.EARLY)]
+            for r in reply.recent:
+                if r.source not in (CompletionSource.MODEL, CompletionSource.EARLY):
+                    continue
+                team.stops.append(r.stop)
+                if r.prompt_tokens is not None:
+                    team.prompt_tokens.append(r.prompt_tokens)
+                if r.cached_tokens is not None:
+                    team.cached_tokens.append(r.cached_tokens)
     finally:
+        batch = sampler.stop()
         await asyncio.gather(*(s.close() for s in sessions), return_exceptions=True)
-    return Team(n, results, seconds, max(ready), stops)
+    # The sessions' last requests (prefetches aborted as they closed) have ended on the
+    # server by now, or end within the sampler's interval: read the counters after them.
+    await asyncio.sleep(args.sample_s)
+    after = _counters(url)
+    team.server = after.minus(before) if before is not None and after is not None else None
+    team.batch = batch if batch.samples else None
+    return team
+
+
+def _counters(url: str) -> Counters | None:
+    try:
+        return Counters.from_metrics(read_metrics(url))
+    except OSError as err:
+        print(f"vLLM's /metrics at {url}: {err}", file=sys.stderr, flush=True)
+        return None
 
 
 def table(teams: list[Team]) -> str:
+    """The editors' side: throughput, latency per kind, and how the model answers ended."""
     head = ("| sessions | replay (s) | answers / s | suggestions / s | "
             + " | ".join(f"{k} p50 / p90 (s)" for k in KINDS)
-            + " | model answers: out of time / failed / all |")
+            + " | model answers: finished / out of time / failed / cancelled |")
     rows = [head, "|---:|---:|---:|---:|" + "---:|" * len(KINDS) + "---:|"]
     for t in teams:
         cells = []
@@ -103,10 +181,44 @@ def table(teams: list[Team]) -> str:
             xs = t.latencies(k)
             cells.append(f"{statistics.median(xs):.2f} / {percentile(xs, 0.9):.2f} "
                          f"(n={len(xs)})" if xs else "–")
+        late, failed = sum(x == "time" for x in t.stops), sum(x == "error" for x in t.stops)
+        cancelled = sum(x in CANCELLED for x in t.stops)
         rows.append(f"| {t.size} | {t.seconds:.0f} | {t.answered() / t.seconds:.2f} | "
                     f"{t.suggested() / t.seconds:.2f} | " + " | ".join(cells)
-                    + f" | {sum(x == 'time' for x in t.stops)} / "
-                    f"{sum(x == 'error' for x in t.stops)} / {len(t.stops)} |")
+                    + f" | {len(t.stops) - late - failed - cancelled} / {late} / {failed} / "
+                    f"{cancelled} |")
+    return "\n".join(rows) + "\n"
+
+
+def _mean(xs: list[int] | list[float]) -> str:
+    return f"{sum(xs) / len(xs):.0f}" if xs else "–"
+
+
+def server_table(teams: list[Team]) -> str:
+    """The server's side (vLLM's /metrics): what the sessions sent, what the prefix cache
+    served, and how many requests ran together while the server was busy."""
+    rows = ["| sessions | model answers: prompt tokens / cached by vLLM, mean | vLLM requests "
+            "finished | prompt tokens per finished request | generated tokens | prefix cache "
+            "hit rate | preemptions | running together while busy: mean / max | waiting "
+            "while busy, mean | busy share of samples |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for t in teams:
+        c, b = t.server, t.batch
+        answers = f"{_mean(t.prompt_tokens)} / {_mean(t.cached_tokens)}"
+        if c is None:
+            vllm = "– | – | – | – | –"
+        else:
+            per = c.prompt_per_request
+            rate = c.hit_rate
+            vllm = (f"{c.requests:.0f} | {'–' if per is None else f'{per:.0f}'} | "
+                    f"{c.generation_tokens:.0f} | {'–' if rate is None else f'{rate:.0%}'} | "
+                    f"{c.preemptions:.0f}")
+        if b is None or b.mean_running is None:
+            batch = "– | – | –"
+        else:
+            batch = (f"{b.mean_running:.2f} / {b.max_running} | {b.mean_waiting:.2f} | "
+                     f"{b.busy_share:.0%} of {b.samples}")
+        rows.append(f"| {t.size} | {answers} | {vllm} | {batch} |")
     return "\n".join(rows) + "\n"
 
 
@@ -122,13 +234,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keystroke", type=float, default=0.15, help="between keystrokes (s)")
     p.add_argument("--think", type=float, default=1.0, help="reading before accepting (s)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--profile", choices=sorted(PROFILES), default="default",
+                   help="the sessions' settings: default (seam serve's defaults: a GPU "
+                        "server's) or small-cpu (what a 2-core CPU serves; see the module)")
     p.add_argument("--setting", action="append", default=[], metavar="KEY=JSON",
-                   help="a seam serve setting for every session, e.g. timeBudgetMs=60000 "
-                        "(default: the defaults)")
+                   help="a seam serve setting for every session, over the profile's, e.g. "
+                        "timeBudgetMs=60000")
+    p.add_argument("--no-follow", dest="follow", action="store_false",
+                   help="ask only at the two places per file (no typing through the "
+                        "suggestion, no accepting it)")
+    p.add_argument("--sample-s", type=float, default=1.0,
+                   help="seconds between samples of vLLM's running requests (default: 1)")
     p.add_argument("--figures", type=Path, default=None)
     p.add_argument("--section", default="vllm-team")
     args = p.parse_args(argv)
-    args.settings = {}
+    args.settings = dict(PROFILES[args.profile])
     for item in args.setting:
         key, _, value = item.partition("=")
         try:
@@ -154,8 +274,15 @@ def main(argv: list[str] | None = None) -> int:
             for n in sizes:
                 teams.append(asyncio.run(run_team(n, url, files, args, Path(tmp))))
                 t = teams[-1]
+                rate = t.server.hit_rate if t.server is not None else None
+                running = t.batch.mean_running if t.batch is not None else None
                 print(f"{n} sessions: {t.seconds:.0f} s, {t.answered()} answers, "
-                      f"{t.suggested()} suggestions", file=sys.stderr, flush=True)
+                      f"{t.suggested()} suggestions, model answers {len(t.stops)} "
+                      f"({sum(x == 'time' for x in t.stops)} out of time), prompt tokens "
+                      f"{_mean(t.prompt_tokens)}, prefix cache hit rate "
+                      f"{'–' if rate is None else f'{rate:.0%}'}, running together "
+                      f"{'–' if running is None else f'{running:.2f}'}",
+                      file=sys.stderr, flush=True)
         if server is not None:
             rows = server.rows_done()
     finally:
@@ -163,15 +290,32 @@ def main(argv: list[str] | None = None) -> int:
             server.stop()
     record.finish()
     chosen = ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in args.settings.items())
+    cached_by = ("the counts vLLM reported (`seam team-server` runs it with "
+                 "`--enable-prompt-tokens-details`)" if server is not None else
+                 "vLLM's counts if the server at `--server` runs with "
+                 "`--enable-prompt-tokens-details`, else the client's estimate")
+    session = ("bench_latency's session" if args.follow
+               else "bench_latency's session asking only at its two places (`--no-follow`)")
     body = (f"Each session: `seam serve` with `engine: \"vllm\"` and "
-            f"{'the default settings but ' + chosen if chosen else 'the default settings'}, "
-            f"replaying {args.files_per_session} file(s) of bench_latency's session (pause "
-            f"{args.pause} s, keystroke {args.keystroke} s, think {args.think} s); one vLLM "
-            f"server (`{args.model_dir.name}`, bfloat16, `--max-num-seqs "
-            f"{args.max_num_seqs}`) for all.  Answers / s counts every answered request, "
-            f"suggestions / s the non-empty ones, over the replay's wall time.  **This is "
-            f"what a {record.machine.split(',')[1].strip()} CPU shared with other work "
-            f"serves, not a GPU server.**\n\n" + table(teams))
+            f"{'the default settings but ' + chosen if chosen else 'the default settings'} "
+            f"(profile `{args.profile}`), replaying {args.files_per_session} file(s) of "
+            f"{session} (pause {args.pause} s, keystroke {args.keystroke} s, think "
+            f"{args.think} s); one vLLM server (`{args.model_dir.name}`, bfloat16, "
+            f"`--max-num-seqs {args.max_num_seqs}`, `--max-model-len {args.max_model_len}`) "
+            f"for all.  Answers / s counts every answered request, suggestions / s the "
+            f"non-empty ones, over the replay's wall time.  Model answers (`seam/status`, "
+            f"prefetches included) end finished, out of time (what the session had when its "
+            f"time budget ran out), failed (an error) or cancelled (given up for a newer "
+            f"request).  **This is what a "
+            f"{record.machine.split(',')[1].strip()} CPU shared with other work serves, not "
+            f"a GPU server.**\n\n" + table(teams)
+            + "\nThe server's side, from vLLM's `/metrics` before and after each team and "
+            f"sampled every {args.sample_s:g} s during it; the model answers' cached tokens "
+            f"are {cached_by}; vLLM's requests include the sessions' "
+            "warm-ups (one token) and prefetches; the hit rate is the share of queried prompt "
+            "tokens vLLM's prefix cache held; \"running together\" is "
+            "`vllm:num_requests_running` over the samples where it was not 0.\n\n"
+            + server_table(teams))
     if rows:
         body += (f"\nvLLM's processor finished {len(rows)} constrained requests "
                  f"({sum(r['tokens'] for r in rows)} tokens; likeliest token refused at "

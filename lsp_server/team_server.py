@@ -11,11 +11,15 @@ stays in the foreground until vLLM exits or Ctrl-C stops both.
 It is the same as running, yourself::
 
     python -m vllm.entrypoints.openai.api_server --model DIR \\
-        --logits-processors fim.vllm.processor:SeamLogitsProcessor --host H --port P
+        --logits-processors fim.vllm.processor:SeamLogitsProcessor --host H --port P \\
+        --enable-prompt-tokens-details
 
 (with ``VLLM_USE_V2_MODEL_RUNNER=0`` where vLLM would pick its V2 model runner: the plugin
-implements the V1 runner's interface, the one vLLM uses on a CPU).  The API key, if any, is
-read from ``SEAM_VLLM_API_KEY`` (never a command-line argument, which other users can see).
+implements the V1 runner's interface, the one vLLM uses on a CPU).  The last flag makes vLLM
+put ``prompt_tokens_details.cached_tokens`` in each answer's usage: how many prompt tokens its
+prefix cache served, which Seam's client reports (``seam/status``) instead of its estimate.
+The API key, if any, is read from ``SEAM_VLLM_API_KEY`` (never a command-line argument, which
+other users can see).
 """
 
 from __future__ import annotations
@@ -82,12 +86,20 @@ def model_path(spec: str) -> str:
                          "model here (convert a GGUF file with the transformers engine first)")
 
 
+#: Makes vLLM report the prompt tokens its prefix cache served in every answer's usage.
+PROMPT_DETAILS = "--enable-prompt-tokens-details"
+
+
 def vllm_command(model: str, host: str, port: int, max_model_len: int,
                  extra: list[str]) -> list[str]:
-    """The command line of vLLM's server with the plugin."""
+    """The command line of vLLM's server with the plugin, reporting cached prompt tokens
+    (``PROMPT_DETAILS``, unless ``extra`` sets it either way already)."""
+    details = [] if any(a.startswith(("--enable-prompt-tokens-details",
+                                       "--no-enable-prompt-tokens-details")) for a in extra) \
+        else [PROMPT_DETAILS]
     return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
             "--host", host, "--port", str(port), "--max-model-len", str(max_model_len),
-            "--logits-processors", PLUGIN, *extra]
+            "--logits-processors", PLUGIN, *details, *extra]
 
 
 def wait_ready(url: str, proc: subprocess.Popen, timeout_s: float) -> bool:

@@ -25,10 +25,13 @@ prompt goes as text and healing is off.
 
 ``seam serve`` uses the same engine (``engine: "vllm"``): the editor-side service asks it
 for what it asks of the in-process ``fim.api.Engine`` (``prompt_for``, ``uncached``,
-``warm``, ``tokenizer``, ``window``, ``step_model.reused``, ``backend``).  What is cached is
-the client's estimate (``tokens.PrefixRecord``: the prompts it ran lately, in whole blocks),
-and a warm-up is a one-token unconstrained request with the prompt, which leaves the prompt in
-vLLM's automatic prefix cache for the request that follows.
+``warm``, ``tokenizer``, ``window``, ``step_model.reused``, ``backend``).  What a request will
+find cached is the client's estimate (``tokens.PrefixRecord``: the prompts it ran lately, in
+whole blocks); what it found (``step_model.reused``, ``seam/status``'s ``cached_tokens``) is
+the server's own count when vLLM reports it (``--enable-prompt-tokens-details``, which ``seam
+team-server`` passes), else that estimate.  A warm-up is a one-token unconstrained request
+with the prompt, which leaves the prompt in vLLM's automatic prefix cache for the request that
+follows.
 
 A server that is down or answers garbage raises :class:`VllmError` with a message for the
 user, never a hang; :meth:`VllmEngine.check` asks a one-token question with a deadline, which
@@ -124,10 +127,13 @@ class RemoteBackend:
 @dataclass
 class RemoteCache:
     """The in-process engine's ``step_model`` as far as the service reads it: how many
-    prompt tokens the last request probably took from vLLM's prefix cache (the server's
-    own count when it reports one, else the client's estimate)."""
+    prompt tokens the last request took from vLLM's prefix cache: the server's own count
+    when it reports one (``prompt_tokens_details.cached_tokens``, which vLLM sends when
+    started with ``--enable-prompt-tokens-details``, as ``seam team-server`` starts it;
+    ``from_server``), else the client's estimate (``tokens.PrefixRecord``)."""
 
     reused: int = 0
+    from_server: bool = False
 
 
 class _Http:
@@ -446,6 +452,7 @@ class VllmEngine:
         model_ms = (time.perf_counter() - t0) * 1e3
         if streamed.answered:
             self.prefixes.ran(built.ids)  # the server prefilled it (a first token came)
+        self.step_model.from_server = streamed.cached_tokens is not None
         self.step_model.reused = (streamed.cached_tokens if streamed.cached_tokens is not None
                                   else cached)
         middle, stop, parses = _finish(req, streamed, built.healed)

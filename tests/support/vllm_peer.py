@@ -72,6 +72,9 @@ class VllmPeer:
         #: the raw likeliest token at the stop step (see the module docstring); ``None``: the
         #: stop token itself was the likeliest
         self.wanted: str | None = None
+        #: the prompt tokens the answer's usage says the prefix cache served, as vLLM does
+        #: with ``--enable-prompt-tokens-details``; ``None``: no ``prompt_tokens_details``
+        self.cached_tokens: int | None = None
         self.log = PeerLog()
         self._server: ThreadingHTTPServer | None = None
 
@@ -165,11 +168,13 @@ class VllmPeer:
                            else None)
                     self._event(choice("", "stop", top))
                     pieces.append("")
+                usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(pieces),
+                         "total_tokens": prompt_tokens + len(pieces)}
+                if peer.cached_tokens is not None:
+                    usage["prompt_tokens_details"] = {"cached_tokens": peer.cached_tokens}
                 self._event({"id": "cmpl-seam", "object": "text_completion",
                              "created": created, "model": peer.model, "choices": [],
-                             "usage": {"prompt_tokens": prompt_tokens,
-                                       "completion_tokens": len(pieces),
-                                       "total_tokens": prompt_tokens + len(pieces)}})
+                             "usage": usage})
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
 

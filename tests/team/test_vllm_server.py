@@ -258,8 +258,9 @@ def test_bad_seam_arguments_are_a_request_error(servers):
 
 def test_token_healing_runs_end_to_end(servers):
     """The client finds the served model's tokenizer (the model's id is its directory),
-    counts the prompt in its tokens and heals constrained requests; the processor makes the
-    first tokens re-type the healed characters (``seam_heal``), which the client takes off.
+    counts the prompt in its tokens (and reads the server's count of cached ones) and heals
+    constrained requests; the processor makes the first tokens re-type the healed characters
+    (``seam_heal``), which the client takes off.
     A random model left to itself would almost never re-type them: then there is no middle."""
     from fim.api import CompletionRequest
     from fim.options import Mode
@@ -276,6 +277,9 @@ def test_token_healing_runs_end_to_end(servers):
         res = engine.complete(req, prompt=prompt)
         assert res.healed == prompt.healed and left.endswith(prompt.healed)
         assert res.prompt_tokens == len(prompt.ids)  # the server counted the ids we sent
+        # team-server runs vLLM with --enable-prompt-tokens-details: the cached prompt
+        # tokens reported are the server's count, not the client's estimate.
+        assert engine.step_model.from_server
         healed += bool(prompt.healed)
         if res.middle is not None:
             answered += bool(prompt.healed)
