@@ -254,6 +254,14 @@ def test_bad_seam_arguments_are_a_request_error(servers):
     assert info.value.code == 400 and "seam_scope" in info.value.read().decode()
     body["vllm_xargs"]["seam_scope"] = "line"
     assert _post(seam.port, "/v1/completions", body)["choices"][0]["finish_reason"]
+    # A setting that would mask the only viable ids (the stop, until min_tokens) is refused
+    # through HTTP as well, naming it; the same setting without Seam's arguments is served.
+    fighting = dict(body, min_tokens=2)
+    with pytest.raises(urllib.error.HTTPError) as info:
+        _post(seam.port, "/v1/completions", fighting)
+    assert info.value.code == 400 and "min_tokens" in info.value.read().decode()
+    del fighting["vllm_xargs"]
+    assert _post(seam.port, "/v1/completions", fighting)["choices"][0]["finish_reason"]
 
 
 def test_token_healing_runs_end_to_end(servers):
