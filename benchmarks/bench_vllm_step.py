@@ -1,25 +1,33 @@
 """The cost of Seam's processor inside vLLM's engine step, with the real model, at 1, 4, 8 and
-16 concurrent constrained requests; and what that means for a GPU step.
+16 concurrent constrained requests, greedy and sampled; and what that means for a GPU step.
 
 ``benchmarks/bench_vllm_processor.py`` times the processor alone on random logits; this script
 times it where it runs: vLLM (started as ``seam team-server`` starts it) loads
 ``benchmarks.vllm_step_timer:TimedSeamLogitsProcessor``, Seam's processor with a clock on
 ``update_state`` and ``apply`` that logs every engine step.  The time from one ``apply`` to the
 next is one engine step (forward pass, sampling, the scheduler and the processor).  For each
-concurrency N the script runs N clients at once, each sending ``--rounds`` constrained requests
-in turn (dev cases, at most ``--max-tokens`` tokens, scope ``free``) through Seam's own client
-(``fim.vllm.client.VllmEngine``), so a request that ends early is replaced and the batch stays
-near N; it keeps the steps where N rows were decoding (the step before and after held N
-constrained rows: no prefill of a joining request in them), pooled over all phases.  It
-reports the processor's time per step, its fraction of the step, and its time per request
-per token (median and p90 over those steps), split into following the batch, advancing the
-constraint and masking.
+sampling mode (``--sampling``: greedy; temperature 0.8 alone, drawn by Seam; top-k 40, top-p
+0.95, and llama.vim's top-k 40 with top-p 0.90, each with temperature 0.8) and each
+concurrency N the script runs N clients at once, each sending ``--rounds`` constrained
+requests in turn (dev cases, at most ``--max-tokens`` tokens, scope ``free``) through Seam's
+own client (``fim.vllm.client.VllmEngine``, sending the mode's settings), so a request that
+ends early is replaced and the batch stays near N; it keeps the steps where N rows were
+decoding (the step before and after held N constrained rows: no prefill of a joining request
+in them), pooled over the mode's phases.  One block of rows per mode reports the processor's
+time per step, its fraction of the step, and its time per request per token (median and p90
+over those steps), split into following the batch, advancing the constraint and masking (and,
+of the masking, the viability checks), with the mean number of ids checked and left per row.
 
-From the largest batch's figures (16 by default) it writes the projection for a GPU whose step is
-``--gpu-step-ms`` (default 20 ms): the processor's share of such a step, and how much faster
-its per-row work would have to get to stay under 10%.  Run from the main environment::
+From the largest batch's figures (16 by default) it writes, per mode, the projection for a GPU
+whose step is ``--gpu-step-ms`` (default 20 ms): the processor's share of such a step, how much
+faster it would have to get to stay under 10%, and which part dominates (the constraint's
+checks, for a compiled core; the array work over the vocabulary, for a batched mask).
 
-    .venv/bin/python -m benchmarks.bench_vllm_step --figures docs/team.md
+The full run (all five modes at 1, 4, 8 and 16 requests, 16 tokens, 2 rounds; about 10 to 15
+minutes on a quiet 2-core machine, two of them vLLM's start), from the main environment::
+
+    .venv/bin/python -m benchmarks.bench_vllm_step --team-python .venv-team/bin/python \
+        --kv-cache-gib 1 --json /tmp/vllm-bench-step.json --figures docs/team.md
 """
 
 from __future__ import annotations
