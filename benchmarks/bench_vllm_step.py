@@ -335,8 +335,10 @@ def projection(measured: dict[int, list[Step]], gpu_step_ms: float,
         f"new token, {mask:.2f} ms masking{checks} and {update:.2f} ms following the batch. ")
     if explain:
         text += ("vLLM runs logits processors between the forward pass and sampling, on the "
-                 "step's critical path, so ")
-    text += (f"on a GPU whose step takes {gpu_step_ms:.0f} ms the step would grow to "
+                 "step's critical path, so on")
+    else:
+        text += "On"
+    text += (f" a GPU whose step takes {gpu_step_ms:.0f} ms the step would grow to "
              f"{gpu_step_ms + proc:.1f} ms and the processor would be {share:.0%} of it "
              f"({share90:.0%} at p90). ")
     if factor <= 1:
