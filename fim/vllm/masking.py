@@ -33,6 +33,11 @@ would have dropped anyway:
   computed here in float64 and in vLLM in float32: an id whose probability lies within rounding
   of a cut may fall on the other side, nothing else differs.
 
+A row still healing (re-writing the characters the prompt left out) can only take the ids
+consistent with the residue (``RowConstraint.candidates``); every other id is set to ``-inf``
+for the scan, which is exact: those ids are unviable, so they are neither checked nor counted
+in the mass not read (the full mask's distribution is over viable ids only).
+
 Penalties (repetition, frequency, presence) decide the order the sampler sees.  vLLM's V1
 sampler applies them *after* the logits processors, so for a row with penalties the order is
 computed from the row penalised as vLLM will penalise it (``penalised``), and the mask is
