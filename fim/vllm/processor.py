@@ -214,12 +214,13 @@ class SeamRows:
             if row.constraint.right_cut(int(np.argmax(scores))) is not None:
                 row.constraint.right_stops += 1
                 return row.constraint.fallback_stops(line.shape[0])
+        candidates = row.constraint.candidates()
         if row.mode is Mode.BOUNDED:
-            keep = bounded_support(row.constraint, scores, row.sampling)
+            keep = bounded_support(row.constraint, scores, row.sampling, candidates)
         else:
             if row.mode is Mode.DRAWN:
                 scores = gumbel_scores(scores, row.sampling.temperature, row.sampler)
-            found = first_viable(row.constraint, scores)
+            found = first_viable(row.constraint, scores, candidates)
             keep = [] if found is None else [found]
         if not keep:
             row.constraint.forced += 1

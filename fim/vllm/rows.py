@@ -25,7 +25,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from fim.decoding import FeedCache, _Sequence
+from fim.decoding import FeedCache, HealIndex, _Sequence
 from fim.engines.vocab import Vocabulary, build_vocabulary
 from fim.options import SCOPES, Scope
 from fim.stopping import RIGHT_PROBE_CHARS, rewrite_cut_after, wrapped_right
@@ -112,6 +112,9 @@ class TokenTable:
 
     vocab: Vocabulary
     stop_ids: frozenset[int]
+    # Built on the first healing row (sorting the vocabulary's bytes: tens of milliseconds).
+    _heal: HealIndex | None = field(default=None, init=False, repr=False, compare=False)
+    _empty: list[int] | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def from_tokenizer(cls, tokenizer, vocab_size: int) -> TokenTable:
@@ -132,6 +135,15 @@ class TokenTable:
     @property
     def size(self) -> int:
         return self.vocab.size
+
+    def heal_consistent(self, heal: bytes) -> np.ndarray:
+        """The ids a row still healing ``heal`` can take: those whose bytes start with it or
+        are a prefix of it (the empty ones included); every other id is refused by
+        ``RowConstraint.viable`` before the language is asked."""
+        if self._heal is None:
+            self._heal = HealIndex(self.vocab)
+            self._empty = [i for i, b in enumerate(self.vocab.token_bytes) if b == b""]
+        return np.asarray(self._heal.consistent(heal) + self._empty, dtype=np.int64)
 
 
 class _TokenIds:
@@ -334,6 +346,15 @@ class RowConstraint:
         c = rewrite_cut_after(self.cache, self.base_state, self.seq.joined(), base, moved[2],
                               self.right, self.wrapped)
         return None if c is None else base + c
+
+    def candidates(self) -> np.ndarray | None:
+        """The only ids that can be viable, when a cheap rule knows them (``None``: any id
+        may be): while the row heals, the ids consistent with the residue (a stop id is not
+        viable before the healed text is back).  Scanning only these finds the same viable
+        ids as scanning the vocabulary, without checking the rest one by one."""
+        if self.dead or self.finished or not self.seq.heal:
+            return None
+        return self.table.heal_consistent(self.seq.heal)
 
     def first_viable(self, order: Sequence[int]) -> int | None:
         """The first id of ``order`` (best first) that is viable, or ``None``."""

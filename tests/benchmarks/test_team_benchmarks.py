@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks.bench_team import session_files
 from benchmarks.bench_vllm_step import Step, projection, read_steps, steady
 
@@ -47,7 +49,7 @@ def test_projection_reports_the_share_of_a_gpu_step_and_the_factor_needed():
     assert "the step would grow to 40.0 ms and the processor would be 50% of it" in text
     # 10% of the step is 20/9 = 2.22 ms: 9.0 times less than 20 ms.
     assert "2.22 ms" in text and "9.0 times less" in text
-    assert "advancing dominates" in text
+    assert "the constraint's own work (advancing and checking, 16.00 ms) dominates" in text
 
 
 def test_projection_within_target_needs_nothing_moved():
@@ -58,7 +60,7 @@ def test_projection_within_target_needs_nothing_moved():
 
 def test_projection_says_masking_first_when_masking_dominates():
     text = projection({16: _steps(16, 10.0, 0.1)}, gpu_step_ms=20.0)
-    assert "masking dominates" in text
+    assert "the array work of masking (9.00 ms) dominates" in text
     assert "compiled core is needed too" not in text  # advancing (1 ms) fits 2.22 ms
 
 
@@ -102,3 +104,92 @@ def test_steady_steps_are_pooled_over_phases(tmp_path):
     assert [s.rows for s in pooled([a, b], 3)] == [3, 3, 3]
     # Steps of different phases are never neighbours: a's last step has no successor.
     assert len(pooled([a, b], 4)) == 1
+
+
+def test_sampling_modes_are_read_in_order_once_and_unknown_ones_named():
+    from benchmarks.bench_vllm_step import SAMPLING_MODES, sampling_modes
+
+    got = sampling_modes("topp0.95, greedy,topp0.95")
+    assert [m.name for m in got] == ["topp0.95", "greedy"]
+    with pytest.raises(ValueError, match="unknown sampling mode topp9.*known: greedy"):
+        sampling_modes("greedy,topp9")
+    with pytest.raises(ValueError, match="no sampling mode"):
+        sampling_modes(" , ")
+    assert SAMPLING_MODES["llamavim"].fields() == {"top_k": 40, "top_p": 0.9}
+    assert SAMPLING_MODES["t0.8"].fields() == {}
+    assert SAMPLING_MODES["greedy"].label == "greedy"
+    assert SAMPLING_MODES["t0.8"].label == "temperature 0.8, drawn by Seam"
+    assert SAMPLING_MODES["topp0.95"].label == "temperature 0.8, top-p 0.95"
+
+
+def test_sampled_client_sends_the_modes_settings_and_no_seed():
+    from benchmarks.bench_vllm_step import SAMPLING_MODES, sampled_client
+    from fim.api import CompletionRequest
+    from fim.vllm.client import RemotePrompt, ServerInfo
+
+    info = ServerInfo("http://127.0.0.1:9", "m", 2048, None, (0,))
+    prompt = RemotePrompt([1, 2, 3], None, 0, 0)
+    req = CompletionRequest("x = (", ")\n", mode="constrained", max_tokens=4, temperature=0.8)
+    for name, want in (("llamavim", {"top_k": 40, "top_p": 0.9}), ("t0.8", {})):
+        engine = sampled_client(SAMPLING_MODES[name])("http://127.0.0.1:9")
+        engine._info = info  # never contacted: the server's facts are set
+        body = engine.body(req, prompt)
+        assert {k: body[k] for k in ("top_k", "top_p") if k in body} == want
+        assert body["temperature"] == 0.8 and "seed" not in body
+        assert body["vllm_xargs"]
+    greedy = sampled_client(SAMPLING_MODES["greedy"])("http://127.0.0.1:9")
+    greedy._info = info
+    req.temperature = 0.0
+    body = greedy.body(req, prompt)
+    assert "seed" in body and "top_k" not in body and "top_p" not in body
+
+
+def test_counted_steps_give_checks_and_ids_left_per_row(tmp_path):
+    from benchmarks.bench_vllm_step import checks_per_row, left_per_row
+
+    path = tmp_path / "steps.jsonl"
+    lines = [{"t": k, "apply": 0.001, "update": 0.0, "advance": 0.0, "mask": 0.001,
+              "batch": 2, "rows": 2, "checked": c, "check": 0.0005, "masked": 2, "left": 2 * c}
+             for k, c in enumerate((10, 30))]
+    lines.append({"t": 2, "apply": 0.001, "update": 0.0, "advance": 0.0, "mask": 0.001,
+                  "batch": 2, "rows": 2})  # a log line from before the timer counted
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    steps = read_steps(path, 0)
+    assert steps[2].checked == 0 and steps[2].masked == 0
+    assert checks_per_row(steps) == 10.0  # 40 checks over 4 rows
+    assert left_per_row(steps) == 20.0
+    assert checks_per_row(steps[2:]) is None
+
+
+def test_table_has_one_block_per_sampling_mode():
+    from benchmarks.bench_vllm_step import SAMPLING_MODES, table
+
+    answers = {4: [{"parses": True, "middle": "x"}] * 3}
+    blocks = [(SAMPLING_MODES["greedy"], {4: _steps(4, 2.0, 0.5)}, answers),
+              (SAMPLING_MODES["topk40"], {4: []}, answers)]
+    lines = table(blocks).splitlines()
+    assert len(lines) == 4
+    assert all(line.count("|") == lines[0].count("|") for line in lines)
+    assert lines[2].startswith("| greedy | 4 | 5 |")
+    assert lines[3].startswith("| temperature 0.8, top-k 40 | 4 | 0 |")
+    assert lines[2].endswith("| – / – | 3 / 3 / 3 |")
+
+
+def test_sampled_projection_splits_checks_from_array_work():
+    from benchmarks.bench_vllm_step import SAMPLING_MODES, projection, projections
+
+    steps = [Step(t=k, update=0.0, advance=0.001, mask=0.010, apply=0.011, rows=16, batch=16,
+                  checked=16 * 40, check=0.008, masked=16, left=16 * 40, length=0.4)
+             for k in range(5)]
+    text = projection({16: steps}, 20.0, SAMPLING_MODES["topk40"], explain=False)
+    assert text.startswith("**Projection for a GPU, temperature 0.8, top-k 40.**")
+    assert "(8.00 ms of it in 40.0 viability checks per row" in text
+    assert "A top-k or top-p row" in text and "GIL" not in text
+    assert " per step (median; p90 11.00 ms) on this CPU" in text
+    assert "batch. On a GPU whose step takes 20 ms the step would grow to 31.0 ms" in text
+    # advancing 1 ms + checking 8 ms against 2 ms of array work
+    assert "the constraint's own work (advancing and checking, 9.00 ms) dominates" in text
+    both = projections([(SAMPLING_MODES["greedy"], {16: steps}, {}),
+                        (SAMPLING_MODES["t0.8"], {16: []}, {})], 20.0)
+    assert both.count("under the GIL") == 1
+    assert "No steady steps were measured with temperature" in both

@@ -34,9 +34,12 @@ from fim.vllm.processor import SeamLogitsProcessor, SeamRows  # noqa: E402
 from fim.vllm.rows import SeamArgs  # noqa: E402
 
 CONTEXTS = [
-    ("def f(a, b):\n    total = a +", "\n    return total\n"),
-    ("x = (", ")\n"),
-    ("items = [1, 2", "]\nprint(items)\n"),
+    ("def f(a, b):\n    total = a +", "\n    return total\n", ""),
+    ("x = (", ")\n", ""),
+    ("items = [1, 2", "]\nprint(items)\n", ""),
+    # healing: the prompt left out " ret", so the first ids must re-write it (the scan reads
+    # only the ids consistent with it, ``RowConstraint.candidates``)
+    ("def f(a, b):\n    total = a + b\n    ret", "\n", " ret"),
 ]
 PROMPT = [5, 9, 9, 40, 41, 300]
 
@@ -108,9 +111,10 @@ def test_bounded_mask_samples_the_full_masks_distribution(table, settings, tempe
     """Top-k, top-p, min-p and penalties: the logits vLLM draws from are those of the full
     mask, entry by entry, and the seeded draw is the same viable token."""
     compared = 0
-    for case, (left, right) in enumerate(CONTEXTS):
+    for case, (left, right, heal) in enumerate(CONTEXTS):
         params = SamplingParams(temperature=temperature, seed=case,
-                                extra_args=SeamArgs(left, right).to_extra_args(), **settings)
+                                extra_args=SeamArgs(left, right, heal=heal).to_extra_args(),
+                                **settings)
         for ref, ours, allowed in _decode(table, params, seed=17 * case + 1):
             want, got = ref.logprobs_tensors.logprobs[0], ours.logprobs_tensors.logprobs[0]
             finite = torch.isfinite(got)
@@ -120,7 +124,39 @@ def test_bounded_mask_samples_the_full_masks_distribution(table, settings, tempe
             token = int(ours.sampled_token_ids[0, 0])
             assert token == int(ref.sampled_token_ids[0, 0]) and allowed[token]
             compared += 1
-    assert compared >= 15
+    assert compared >= 20
+
+
+def test_a_healing_rows_candidates_hold_every_viable_id_and_few_others(table):
+    """``RowConstraint.candidates``: while the row heals, every viable id is among them (the
+    scan reads nothing else), and they are a small part of the vocabulary; once healed, or
+    for a row that does not heal, any id may be viable (``None``)."""
+    left, right, heal = CONTEXTS[-1]
+    rows = SeamRows(table)
+    output: list[int] = []
+    params = SamplingParams(temperature=0.8, top_p=0.9,
+                            extra_args=SeamArgs(left, right, heal=heal).to_extra_args())
+    rows.update(BatchUpdate(batch_size=1, removed=[], moved=[], added=[(0, params, PROMPT,
+                                                                         output)]))
+    row = rows.rows[0].constraint
+    candidates = row.candidates()
+    viable = np.flatnonzero(row.viable_mask(table.size))
+    assert len(viable) > 0 and set(viable.tolist()) <= set(candidates.tolist())
+    assert len(candidates) < table.size // 20
+    checked = []
+    inner = row.viable
+    row.viable = lambda tid: checked.append(tid) or inner(tid)
+    rows.mask(torch.zeros(1, table.size))  # a flat row: top-p 0.9 would read most of it
+    assert 0 < len(checked) <= len(candidates) and set(checked) <= set(candidates.tolist())
+    del row.viable
+    healed = next(int(i) for i in viable if table.vocab.token_bytes[i].startswith(b" ret"))
+    output.append(healed)
+    rows.advance()
+    assert row.candidates() is None
+    plain = SeamRows(table)
+    plain.update(BatchUpdate(batch_size=1, removed=[], moved=[], added=[
+        (0, SamplingParams(extra_args=SeamArgs(*CONTEXTS[0][:2]).to_extra_args()), PROMPT, [])]))
+    assert plain.rows[0].constraint.candidates() is None
 
 
 @pytest.mark.parametrize("settings", [dict(), dict(repetition_penalty=1.5, presence_penalty=1.0),
@@ -128,10 +164,11 @@ def test_bounded_mask_samples_the_full_masks_distribution(table, settings, tempe
 def test_greedy_and_drawn_rows_only_sample_viable_tokens(table, settings):
     """Greedy (with penalties: the full mask's argmax after vLLM penalises) and plain
     temperature (Seam draws): the token vLLM samples is always viable."""
-    for case, (left, right) in enumerate(CONTEXTS):
+    for case, (left, right, heal) in enumerate(CONTEXTS):
         for temperature in (0.0, 1.0):
             params = SamplingParams(temperature=temperature, seed=case,
-                                    extra_args=SeamArgs(left, right).to_extra_args(),
+                                    extra_args=SeamArgs(left, right,
+                                                        heal=heal).to_extra_args(),
                                     **settings)
             for ref, ours, allowed in _decode(table, params, seed=5 * case + 2):
                 token = int(ours.sampled_token_ids[0, 0])
