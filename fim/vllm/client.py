@@ -50,7 +50,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fim import decoding
@@ -76,6 +76,9 @@ log = logging.getLogger(__name__)
 PROMPT_SLACK = 16
 #: The one-token question :meth:`VllmEngine.check` asks (a few tokens of prompt).
 CHECK_PROMPT = "x = 1\n"
+#: Top ids per step a constrained request asks logprobs for (vLLM's default
+#: ``--max-logprobs`` is 20; a server started with less refuses the request, and says so).
+STOP_LOGPROBS = 20
 
 
 class VllmError(ConnectionError):
@@ -426,8 +429,10 @@ class VllmEngine:
             right_stop = req.stop_at_right and req.temperature <= 0
             body["vllm_xargs"] = SeamArgs(req.left, req.right, req.scope, prompt.healed,
                                           right_stop, req.right_wraps).to_extra_args()
-            if right_stop:
-                body["logprobs"] = 1
+            # The raw model's likeliest ids at each step: the top one tells the right-context
+            # stop (``_wanted``), the stop tokens' among them rank the places a middle cut
+            # by the budget may end (``_best_stop``), as the in-process decoder ranks them.
+            body["logprobs"] = STOP_LOGPROBS
         return body
 
     def complete(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,
@@ -448,7 +453,8 @@ class VllmEngine:
                     if req.time_budget_ms is not None else None)
         cached = self.prefixes.cached(built.ids)
         t0 = time.perf_counter()
-        streamed = _Stream(self.http, self.body(req, built), cancel, deadline).run()
+        streamed = _Stream(self.http, self.body(req, built), cancel, deadline,
+                           stops=self.info.template.stops).run()
         model_ms = (time.perf_counter() - t0) * 1e3
         if streamed.answered:
             self.prefixes.ran(built.ids)  # the server prefilled it (a first token came)
@@ -480,6 +486,9 @@ class _Streamed:
     #: the model's likeliest token at the step that ended the answer, when it was not the
     #: token generated there (raw logprobs: the row was made to stop)
     wanted: str | None = None
+    #: per step: where its token starts in ``text`` and the log-probability the raw model
+    #: gave a stop token there (``None``: no stop among the step's top ids)
+    stop_logps: list[tuple[int, float | None]] = field(default_factory=list)
 
 
 class _Stream:
@@ -495,8 +504,10 @@ class _Stream:
 
     def __init__(self, http_: _Http, body: dict, cancel: Callable[[], bool] | None,
                  deadline: float | None,
-                 finish_anyway: Callable[[], None] | None = None) -> None:
+                 finish_anyway: Callable[[], None] | None = None,
+                 stops: tuple[str, ...] = ()) -> None:
         self.http, self.body, self.cancel, self.deadline = http_, body, cancel, deadline
+        self.stops = stops  # the stop tokens' texts, as logprobs name them
         self.events: queue.Queue = queue.Queue()
         self.conn: http.client.HTTPConnection | None = None
         self.resp: http.client.HTTPResponse | None = None
@@ -564,11 +575,11 @@ class _Stream:
                 pass
         conn.close()
 
-    @staticmethod
-    def _take(out: _Streamed, chunk: dict) -> None:
+    def _take(self, out: _Streamed, chunk: dict) -> None:
         for choice in chunk.get("choices") or ():
             out.answered = True
             piece = choice.get("text") or ""
+            out.stop_logps += _stop_logps(choice.get("logprobs"), len(out.text), self.stops)
             out.text += piece
             out.last_piece = piece or out.last_piece
             out.tokens += 1
@@ -659,6 +670,52 @@ def _wanted(logprobs: object) -> str | None:
     return best if best != tokens[-1] and isinstance(best, str) else None
 
 
+def _stop_logps(logprobs: object, at: int, stops: tuple[str, ...]
+                ) -> list[tuple[int, float | None]]:
+    """From one streamed chunk's ``logprobs`` (the completions API's shape), per step: where
+    its token starts (``at`` is where the chunk's text starts in the answer) and the likeliest
+    stop token's log-probability among the step's top ids, or ``None`` when none is there."""
+    if not isinstance(logprobs, dict) or not stops:
+        return []
+    tops, offsets = logprobs.get("top_logprobs"), logprobs.get("text_offset")
+    if not isinstance(tops, list):
+        return []
+    if not (isinstance(offsets, list) and len(offsets) == len(tops)
+            and all(isinstance(o, int) for o in offsets)):
+        offsets = [0] * len(tops) if len(tops) == 1 else None
+    if offsets is None:
+        return []
+    out: list[tuple[int, float | None]] = []
+    for top, offset in zip(tops, offsets, strict=True):
+        found = [v for k, v in top.items() if k in stops and isinstance(v, (int, float))] \
+            if isinstance(top, dict) else []
+        out.append((at + offset - offsets[0], max(found) if found else None))
+    return out
+
+
+def _best_stop(req: CompletionRequest, text: str, stop_logps: list[tuple[int, float | None]],
+               healed: int) -> str | None:
+    """The middle a constrained answer cut off before its stop (by the budget or the clock)
+    ends with, ranked as the in-process decoder ranks its complete points
+    (``fim.stopping.best_stopping_point``): a token boundary scores the log-probability of a
+    stop there plus ``log(1 + length)``, the end of the answer borrows the last step's, and
+    the best boundary with which the file parses wins.  The server's log-probabilities are the
+    raw model's, not renormalised over the viable ids as the in-process decoder's are, and a
+    step whose top ids hold no stop token is not a candidate (its stop is less likely than
+    all of them); ``None`` when no candidate parses (the caller then keeps the longest
+    parsing prefix)."""
+    if not stop_logps:
+        return None
+    points = [(at - healed, lp) for at, lp in stop_logps if at >= healed]
+    points.append((len(text), stop_logps[-1][1]))
+    ranked = sorted(((lp + math.log1p(at), at) for at, lp in points
+                     if lp is not None and at <= len(text)), reverse=True)
+    for _, at in ranked:
+        if decoding.parses(req.left + text[:at] + req.right):
+            return text[:at]
+    return None
+
+
 def _right_context_end(req: CompletionRequest, text: str, last: str, wanted: str
                        ) -> str | None:
     """The middle when the server's row ended because the model's next token, ``wanted``,
@@ -706,6 +763,13 @@ def _finish(req: CompletionRequest, got: _Streamed, healed: str = ""
             return end, StopReason.RIGHT_CONTEXT, True
         if stop == StopReason.EOS and decoding.parses(req.left + text + req.right):
             return text, stop, True
+    if req.mode == Mode.CONSTRAINED and stop != StopReason.EOS and "\ufffd" not in after:
+        # (An incomplete character was dropped from ``text``: the steps' places would not
+        # match it.)
+        best = _best_stop(req, text, got.stop_logps, len(healed))
+        if best is not None:
+            return best, (StopReason.TIME if stop is StopReason.TIME
+                          else StopReason.BEST_COMPLETE), True
     middle, cut_stop = decoding.checked_cut(req.left, text, req.right, stop)
     if stop is StopReason.TIME:  # out of time, not out of answers: asking again may help
         cut_stop = StopReason.TIME

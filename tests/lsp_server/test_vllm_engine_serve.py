@@ -17,7 +17,7 @@ from lsprotocol import types
 
 from fim.api import CompletionRequest
 from fim.options import Mode, Scope, StopReason
-from fim.vllm.client import VllmEngine, VllmError
+from fim.vllm.client import STOP_LOGPROBS, VllmEngine, VllmError
 from fim.vllm.rows import SeamArgs
 from lsp_server.model_host import API_KEY_ENV, LoadState, ModelHost, reconnect_delays
 from tests.support.seam_lsp_client import inline, items_of, lsp_session, open_doc, status
@@ -64,7 +64,7 @@ def test_the_engine_answers_the_services_calls(peer):
     # The right-context stop is asked for (on by default) with the model's raw top token.
     assert done["vllm_xargs"] == SeamArgs(req.left, req.right, req.scope, right_stop=True,
                                           right_wraps=True).to_extra_args()
-    assert done["logprobs"] == 1
+    assert done["logprobs"] == STOP_LOGPROBS
 
 
 def test_the_prompt_starts_at_the_requests_anchor_where_it_fits(peer):

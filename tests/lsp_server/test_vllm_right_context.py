@@ -11,7 +11,7 @@ import pytest
 
 from fim.api import CompletionRequest
 from fim.options import Mode, Scope, StopReason
-from fim.vllm.client import VllmEngine
+from fim.vllm.client import STOP_LOGPROBS, VllmEngine
 from tests.support.vllm_peer import VllmPeer
 
 LEFT, RIGHT = 'def f():\n    raise ValueError("Event ', 'be None")\n'
@@ -35,7 +35,7 @@ def test_a_row_stopped_before_the_right_context_reports_it(peer):
     res = VllmEngine.connect(peer.url).complete(_request())
     assert (res.middle, res.stop, res.parses) == ("cannot ", StopReason.RIGHT_CONTEXT, True)
     sent = peer.log.completions[-1]
-    assert sent["logprobs"] == 1
+    assert sent["logprobs"] == STOP_LOGPROBS
     assert sent["vllm_xargs"]["seam_right_stop"] == 1
     assert sent["vllm_xargs"]["seam_right_wraps"] == 1
 
@@ -65,4 +65,6 @@ def test_off_and_sampled_requests_do_not_ask_for_it(peer):
     assert res.stop == StopReason.EOS
     engine.complete(_request(temperature=0.7))
     for sent in peer.log.completions:
-        assert "logprobs" not in sent and "seam_right_stop" not in sent["vllm_xargs"]
+        # (Every constrained request asks for the top ids: they rank a budget's cut.)
+        assert "seam_right_stop" not in sent["vllm_xargs"]
+        assert sent["logprobs"] == STOP_LOGPROBS
