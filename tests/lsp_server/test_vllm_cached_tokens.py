@@ -28,7 +28,7 @@ RECORDED_USAGE = (
 
 def _take(event: str) -> _Streamed:
     out = _Streamed()
-    _Stream._take(out, json.loads(event))
+    _Stream(None, {}, None, None)._take(out, json.loads(event))  # type: ignore[arg-type]
     return out
 
 
