@@ -290,6 +290,7 @@ def _token_table(vllm_config) -> TokenTable:
     tokenizer = AutoTokenizer.from_pretrained(
         model_config.tokenizer, trust_remote_code=model_config.trust_remote_code)
     table = TokenTable.from_tokenizer(tokenizer, model_config.get_vocab_size())
+    table.build_heal_index()
     warm_completions()
     log.info("Seam constraint loaded: %d token ids, stop ids %s", table.size,
              sorted(table.stop_ids))

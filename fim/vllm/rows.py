@@ -140,10 +140,15 @@ class TokenTable:
         """The ids a row still healing ``heal`` can take: those whose bytes start with it or
         are a prefix of it (the empty ones included); every other id is refused by
         ``RowConstraint.viable`` before the language is asked."""
+        self.build_heal_index()
+        return np.asarray(self._heal.consistent(heal) + self._empty, dtype=np.int64)
+
+    def build_heal_index(self) -> None:
+        """Build the index ``heal_consistent`` reads (tens of milliseconds, once): the server
+        does it at load, so the first healing row's engine step does not pay it."""
         if self._heal is None:
             self._heal = HealIndex(self.vocab)
             self._empty = [i for i, b in enumerate(self.vocab.token_bytes) if b == b""]
-        return np.asarray(self._heal.consistent(heal) + self._empty, dtype=np.int64)
 
 
 class _TokenIds:
