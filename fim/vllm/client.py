@@ -7,10 +7,13 @@ fill-in-the-middle prompt with the in-process engines' prompt builder (``fim.tem
 same layout, project context first, the same cut to the window), sends Seam's arguments in
 ``vllm_xargs`` so the server's processor constrains the middle, streams the answer so a
 cancelled request closes the connection (vLLM then aborts the request), and checks the middle
-the way the in-process engine does: a middle that ends at a stop token and parses is kept,
-anything else is cut back to its longest prefix with which the file parses.  A greedy
-constrained request asks for the right-context stop (``seam_right_stop``) and for ``logprobs:
-1``: when the row ended on a stop token that was not the model's raw likeliest one, and that
+the way the in-process engine does: a middle that ends at a stop token and parses is kept; a
+constrained one the budget or the clock cut off ends at the token boundary the in-process
+decoder ranks best (``_best_stop``: each step's top ``STOP_LOGPROBS`` log-probabilities give
+a stop's there), anything else is cut back to its longest prefix with which the file parses.
+A greedy constrained request asks for the right-context stop (``seam_right_stop``), and the
+same log-probabilities tell it: when the row ended on a stop token that was not the model's
+raw likeliest one, and that
 one would re-write the right context, the middle is cut where the in-process decoder cuts it
 and the stop is ``right_context`` (``_right_context_end``, ``fim.stopping``).  A stream's
 socket read waits until the request's deadline plus ``_Stream.READ_MARGIN_S``, or
