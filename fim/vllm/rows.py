@@ -106,15 +106,24 @@ def _flag(extra: Mapping[str, object], key: str) -> bool:
     raise SeamArgsError(f"{key} must be 0 or 1, not {value!r}")
 
 
+#: Residues whose consistent ids a table keeps (each an array of up to the vocabulary).
+HEAL_RESIDUES_KEPT = 256
+
+
 @dataclass
 class TokenTable:
     """Per-id token bytes (``None``: not text) and the ids that end a middle."""
 
     vocab: Vocabulary
     stop_ids: frozenset[int]
-    # Built on the first healing row (sorting the vocabulary's bytes: tens of milliseconds).
+    # Built at load (sorting the vocabulary's bytes: tens of milliseconds).
     _heal: HealIndex | None = field(default=None, init=False, repr=False, compare=False)
     _empty: list[int] | None = field(default=None, init=False, repr=False, compare=False)
+    # The ids per residue: a short residue such as b" " is consistent with tens of thousands
+    # of ids, a list that took milliseconds per row and step to build (the step benchmark's
+    # 20-30 ms steps); residues are few, so each is built once.
+    _consistent: dict[bytes, np.ndarray] = field(default_factory=dict, init=False,
+                                                 repr=False, compare=False)
 
     @classmethod
     def from_tokenizer(cls, tokenizer, vocab_size: int) -> TokenTable:
@@ -140,8 +149,15 @@ class TokenTable:
         """The ids a row still healing ``heal`` can take: those whose bytes start with it or
         are a prefix of it (the empty ones included); every other id is refused by
         ``RowConstraint.viable`` before the language is asked."""
-        self.build_heal_index()
-        return np.asarray(self._heal.consistent(heal) + self._empty, dtype=np.int64)
+        got = self._consistent.get(heal)
+        if got is None:
+            self.build_heal_index()
+            got = np.asarray(self._heal.consistent(heal) + self._empty, dtype=np.int64)
+            got.flags.writeable = False  # shared by every row healing the same residue
+            if len(self._consistent) >= HEAL_RESIDUES_KEPT:
+                self._consistent.clear()
+            self._consistent[heal] = got
+        return got
 
     def build_heal_index(self) -> None:
         """Build the index ``heal_consistent`` reads (tens of milliseconds, once): the server

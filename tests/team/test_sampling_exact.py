@@ -143,6 +143,10 @@ def test_a_healing_rows_candidates_hold_every_viable_id_and_few_others(table):
     viable = np.flatnonzero(row.viable_mask(table.size))
     assert len(viable) > 0 and set(viable.tolist()) <= set(candidates.tolist())
     assert len(candidates) < table.size // 20
+    # Built once per residue and shared by every row healing it (read-only: a row that wrote
+    # into it would change its neighbours' scans).
+    assert table.heal_consistent(heal.encode()) is candidates
+    assert not candidates.flags.writeable
     checked = []
     inner = row.viable
     row.viable = lambda tid: checked.append(tid) or inner(tid)
