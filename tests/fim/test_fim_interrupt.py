@@ -31,8 +31,11 @@ pytestmark = pytest.mark.timeout(3 * HANG_S)
 def _interrupt_once(cmd: list[str], ready: Callable[[], bool]) -> tuple[int, str]:
     """Start ``cmd``, send SIGINT once ``ready()`` holds, return (exit code, stderr)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # Ctrl-C's default, even when this run inherited SIGINT ignored (a shell's background
+    # job does): a child started with it ignored keeps ignoring it, as it should.
     proc = subprocess.Popen([sys.executable, "-m", "fim", *cmd], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + HANG_S
         while not ready():
