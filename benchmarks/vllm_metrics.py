@@ -19,7 +19,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 #: ``name{labels} value [timestamp]``: the labels are kept whole (their values may hold
 #: spaces), the value is Prometheus's float syntax (``NaN``, ``+Inf`` included).
@@ -86,13 +86,9 @@ class Counters:
             finished_prompt_tokens=metrics.get("vllm:request_prompt_tokens_sum", 0.0))
 
     def minus(self, before: Counters) -> Counters:
-        """What happened between ``before`` and this reading."""
-        return Counters(*(a - b for a, b in zip(self.values(), before.values(), strict=True)))
-
-    def values(self) -> tuple[float, ...]:
-        return (self.prefix_queries, self.prefix_hits, self.prompt_tokens,
-                self.generation_tokens, self.requests, self.preemptions, self.steps,
-                self.step_tokens, self.finished_prompts, self.finished_prompt_tokens)
+        """What happened between ``before`` and this reading (every field: one added later
+        is differenced too, not left at its default)."""
+        return Counters(*(a - b for a, b in zip(astuple(self), astuple(before), strict=True)))
 
     @property
     def hit_rate(self) -> float | None:

@@ -5,6 +5,8 @@ batch while busy, and the ``small-cpu`` profile's settings, which ``seam serve``
 
 from __future__ import annotations
 
+from dataclasses import astuple, fields
+
 import pytest
 
 from benchmarks.bench_latency import Result
@@ -72,6 +74,14 @@ def test_counters_over_a_run_and_what_is_derived_from_them():
     # (600 tokens, one of them a request aborted after its prefill) over 4 finished requests.
     assert run.prompt_tokens == 600 and run.prompt_per_request == pytest.approx(130)
     assert Counters().hit_rate is None and Counters().prompt_per_request is None
+
+
+def test_every_counter_is_differenced_in_its_own_place():
+    # Distinct values per field: a field left out or shifted by ``minus`` shows.
+    n = len(fields(Counters))
+    after = Counters(*(float(3 * k + 5) for k in range(n)))
+    before = Counters(*(float(k) for k in range(n)))
+    assert astuple(after.minus(before)) == tuple(float(2 * k + 5) for k in range(n))
 
 
 def test_counters_are_read_without_the_total_suffix_too():
