@@ -28,9 +28,10 @@ server's own count, ``seam team-server`` runs vLLM with ``--enable-prompt-tokens
 Against vLLM those are a GPU's: the remote device gets the "auto" context of a GPU, the
 model's whole window (``--max-model-len``, 2048 here), so every request, warm-up and prefetch
 sends about 2,000 prompt tokens (project context, where a workspace has some, comes out of
-that window); a 1.5B model in bfloat16 on 2 shared CPU cores prefills on the order of a
-hundred tokens a second, so one first request took 75 to 120 s at N=1 and everything timed
-out at N=4 and 8.  ``--profile small-cpu`` shrinks each
+that window); on this 2-core CPU under a load of 15 to 17 (the run in commit 22f28be's
+``docs/team.md``, with ``timeBudgetMs: 120000`` and ``maxTokens: 16``) one session's new
+places took 75 and 113 s, and at N=4 and 8 no suggestion came: every request failed on the
+client's 60 s wait for a silent stream.  ``--profile small-cpu`` shrinks each
 session to what such a CPU serves and says so in the figures: ``contextTokens: 256``
 (a prompt of at most 256 tokens less the middle's, instead of about 2,000), project context off,
 ``maxTokens: 16``, ``timeBudgetMs: 120000`` (a request queued behind N-1 others still
