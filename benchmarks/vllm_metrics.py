@@ -13,11 +13,11 @@ counters over one team's run, and samples the gauge while it runs.
 
 from __future__ import annotations
 
+import http.client
 import math
 import re
 import threading
 import time
-import urllib.error
 import urllib.request
 from dataclasses import astuple, dataclass
 
@@ -129,9 +129,14 @@ def batching(samples: list[tuple[float, float]]) -> Batching:
 
 
 def read_metrics(url: str, timeout: float = 10.0) -> dict[str, float]:
-    """The server's ``/metrics`` page, parsed; an unreachable page is an ``OSError``."""
-    with urllib.request.urlopen(url.rstrip("/") + "/metrics", timeout=timeout) as resp:
-        return parse_metrics(resp.read().decode("utf-8", "replace"))
+    """The server's ``/metrics`` page, parsed; an unreachable page is an ``OSError``, and so
+    is one cut off or garbled on the way (``http.client``'s errors are not ``OSError``s: one
+    would end the sampler's thread or the benchmark after its run)."""
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/metrics", timeout=timeout) as resp:
+            return parse_metrics(resp.read().decode("utf-8", "replace"))
+    except http.client.HTTPException as exc:
+        raise OSError(f"{url}/metrics: {exc!r}") from exc
 
 
 class GaugeSampler:
@@ -160,7 +165,7 @@ class GaugeSampler:
             t0 = time.monotonic()
             try:
                 m = read_metrics(self.url, timeout=max(1.0, self.interval))
-            except (OSError, urllib.error.URLError):
+            except OSError:  # urllib's errors included
                 self.failures += 1
             else:
                 self.samples.append((m.get("vllm:num_requests_running", 0.0),
