@@ -52,6 +52,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import sysconfig
@@ -295,6 +296,11 @@ def main(argv: list[str] | None = None) -> int:
                  "`--enable-prompt-tokens-details`)" if server is not None else
                  "vLLM's counts if the server at `--server` runs with "
                  "`--enable-prompt-tokens-details`, else the client's estimate")
+    # The machine recorded below is this one: the server's only when this script started it.
+    where = (f"**This is what a {os.cpu_count()}-core CPU shared with other work serves, not a "
+             "GPU server.**" if server is not None else
+             "**The vLLM server was the one at `--server`: its machine is not the one recorded "
+             "below, nor necessarily its vLLM version (`--team-python`'s).**")
     session = ("bench_latency's session" if args.follow
                else "bench_latency's session asking only at its two places (`--no-follow`)")
     body = (f"Each session: `seam serve` with `engine: \"vllm\"` and "
@@ -307,9 +313,7 @@ def main(argv: list[str] | None = None) -> int:
             f"non-empty ones, over the replay's wall time.  Model answers (`seam/status`, "
             f"prefetches included) end finished, out of time (what the session had when its "
             f"time budget ran out), failed (an error) or cancelled (given up for a newer "
-            f"request).  **This is what a "
-            f"{record.machine.split(',')[1].strip()} CPU shared with other work serves, not "
-            f"a GPU server.**\n\n" + table(teams)
+            f"request).  {where}\n\n" + table(teams)
             + "\nThe server's side, from vLLM's `/metrics` before and after each team and "
             f"sampled every {args.sample_s:g} s during it; the model answers' cached tokens "
             f"are {cached_by}; vLLM's requests include the sessions' "
