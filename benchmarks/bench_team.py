@@ -28,9 +28,10 @@ server's own count, ``seam team-server`` runs vLLM with ``--enable-prompt-tokens
 Against vLLM those are a GPU's: the remote device gets the "auto" context of a GPU, the
 model's whole window (``--max-model-len``, 2048 here), so every request, warm-up and prefetch
 sends about 2,000 prompt tokens (project context, where a workspace has some, comes out of
-that window); a 1.5B model in bfloat16 on 2 shared CPU cores prefills on the order of a
-hundred tokens a second, so one first request took 75 to 120 s at N=1 and everything timed
-out at N=4 and 8.  ``--profile small-cpu`` shrinks each
+that window); on this 2-core CPU under a load of 15 to 17 (the run in commit 22f28be's
+``docs/team.md``, with ``timeBudgetMs: 120000`` and ``maxTokens: 16``) one session's new
+places took 75 and 113 s, and at N=4 and 8 no suggestion came: every request failed on the
+client's 60 s wait for a silent stream.  ``--profile small-cpu`` shrinks each
 session to what such a CPU serves and says so in the figures: ``contextTokens: 256``
 (a prompt of at most 256 tokens less the middle's, instead of about 2,000), project context off,
 ``maxTokens: 16``, ``timeBudgetMs: 120000`` (a request queued behind N-1 others still
@@ -51,6 +52,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import sysconfig
@@ -294,6 +296,11 @@ def main(argv: list[str] | None = None) -> int:
                  "`--enable-prompt-tokens-details`)" if server is not None else
                  "vLLM's counts if the server at `--server` runs with "
                  "`--enable-prompt-tokens-details`, else the client's estimate")
+    # The machine recorded below is this one: the server's only when this script started it.
+    where = (f"**This is what a {os.cpu_count()}-core CPU shared with other work serves, not a "
+             "GPU server.**" if server is not None else
+             "**The vLLM server was the one at `--server`: its machine is not the one recorded "
+             "below, nor necessarily its vLLM version (`--team-python`'s).**")
     session = ("bench_latency's session" if args.follow
                else "bench_latency's session asking only at its two places (`--no-follow`)")
     body = (f"Each session: `seam serve` with `engine: \"vllm\"` and "
@@ -306,9 +313,7 @@ def main(argv: list[str] | None = None) -> int:
             f"non-empty ones, over the replay's wall time.  Model answers (`seam/status`, "
             f"prefetches included) end finished, out of time (what the session had when its "
             f"time budget ran out), failed (an error) or cancelled (given up for a newer "
-            f"request).  **This is what a "
-            f"{record.machine.split(',')[1].strip()} CPU shared with other work serves, not "
-            f"a GPU server.**\n\n" + table(teams)
+            f"request).  {where}\n\n" + table(teams)
             + "\nThe server's side, from vLLM's `/metrics` before and after each team and "
             f"sampled every {args.sample_s:g} s during it; the model answers' cached tokens "
             f"are {cached_by}; vLLM's requests include the sessions' "

@@ -51,6 +51,10 @@ from benchmarks.vllm_server import TeamServer, add_server_options, vllm_version 
 PLUGIN = "benchmarks.vllm_step_timer:TimedSeamLogitsProcessor"
 #: The share of a step the processor may take (the issue's target at batch 16).
 TARGET_SHARE = 0.10
+#: Fewer steady steps than this at the projected size and the projection says so: its median
+#: and p90 are then a step or two, not a distribution (the largest batch is the one a closed
+#: loop of short requests holds least often).
+FEW_STEPS = 5
 
 
 @dataclass(frozen=True)
@@ -330,9 +334,13 @@ def projection(measured: dict[int, list[Step]], gpu_step_ms: float,
               f"array work over the vocabulary)" if per_row is not None else "")
     text = (
         f"**Projection for a GPU, {mode.label}.** At {n} concurrent requests the processor "
-        f"took {proc:.2f} ms per step (median; p90 {p90:.2f} ms) on this CPU, {proc / n:.3f} "
+        f"took {proc:.2f} ms per step (median of {len(steps)} steady "
+        f"step{'' if len(steps) == 1 else 's'}; p90 {p90:.2f} ms) on this CPU, {proc / n:.3f} "
         f"ms per request per token: {advance:.2f} ms advancing the rows' constraints by their "
         f"new token, {mask:.2f} ms masking{checks} and {update:.2f} ms following the batch. ")
+    if len(steps) < FEW_STEPS:
+        text += (f"(Fewer than {FEW_STEPS} steady steps at this size: these figures are what "
+                 f"those steps gave, at the load of their moment, not a distribution.) ")
     if explain:
         text += ("vLLM runs logits processors between the forward pass and sampling, on the "
                  "step's critical path, so on")

@@ -13,13 +13,13 @@ counters over one team's run, and samples the gauge while it runs.
 
 from __future__ import annotations
 
+import http.client
 import math
 import re
 import threading
 import time
-import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 #: ``name{labels} value [timestamp]``: the labels are kept whole (their values may hold
 #: spaces), the value is Prometheus's float syntax (``NaN``, ``+Inf`` included).
@@ -86,13 +86,9 @@ class Counters:
             finished_prompt_tokens=metrics.get("vllm:request_prompt_tokens_sum", 0.0))
 
     def minus(self, before: Counters) -> Counters:
-        """What happened between ``before`` and this reading."""
-        return Counters(*(a - b for a, b in zip(self.values(), before.values(), strict=True)))
-
-    def values(self) -> tuple[float, ...]:
-        return (self.prefix_queries, self.prefix_hits, self.prompt_tokens,
-                self.generation_tokens, self.requests, self.preemptions, self.steps,
-                self.step_tokens, self.finished_prompts, self.finished_prompt_tokens)
+        """What happened between ``before`` and this reading (every field: one added later
+        is differenced too, not left at its default)."""
+        return Counters(*(a - b for a, b in zip(astuple(self), astuple(before), strict=True)))
 
     @property
     def hit_rate(self) -> float | None:
@@ -133,9 +129,14 @@ def batching(samples: list[tuple[float, float]]) -> Batching:
 
 
 def read_metrics(url: str, timeout: float = 10.0) -> dict[str, float]:
-    """The server's ``/metrics`` page, parsed; an unreachable page is an ``OSError``."""
-    with urllib.request.urlopen(url.rstrip("/") + "/metrics", timeout=timeout) as resp:
-        return parse_metrics(resp.read().decode("utf-8", "replace"))
+    """The server's ``/metrics`` page, parsed; an unreachable page is an ``OSError``, and so
+    is one cut off or garbled on the way (``http.client``'s errors are not ``OSError``s: one
+    would end the sampler's thread or the benchmark after its run)."""
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/metrics", timeout=timeout) as resp:
+            return parse_metrics(resp.read().decode("utf-8", "replace"))
+    except http.client.HTTPException as exc:
+        raise OSError(f"{url}/metrics: {exc!r}") from exc
 
 
 class GaugeSampler:
@@ -164,7 +165,7 @@ class GaugeSampler:
             t0 = time.monotonic()
             try:
                 m = read_metrics(self.url, timeout=max(1.0, self.interval))
-            except (OSError, urllib.error.URLError):
+            except OSError:  # urllib's errors included
                 self.failures += 1
             else:
                 self.samples.append((m.get("vllm:num_requests_running", 0.0),

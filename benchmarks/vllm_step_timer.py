@@ -14,8 +14,9 @@ It also counts, per step, the rows masked, the ids left in them, and the viabili
 (calls of a row's ``RowConstraint.viable``) with the seconds they took: with sampled rows the
 masking is partly constraint checks (a top-k row needs k viable ids) and partly
 vocabulary-wide array work (scaling, ranking, Gumbel noise), and the two would move out of
-Python differently.  The count costs two clock reads per check (tens of microseconds each),
-and lives here, not on the production path.
+Python differently.  The count costs a wrapper call and two clock reads per check (about
+0.3 microseconds on this 2-core CPU, against tens of microseconds a check takes), and lives
+here, not on the production path.
 
 The phases are timed by wrapping the row set's own methods (and each new row's ``viable``),
 so ``apply`` runs unchanged.

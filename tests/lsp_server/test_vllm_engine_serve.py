@@ -7,10 +7,11 @@ the peer is back, by itself (the reconnect timer) or at the next request."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 from lsprotocol import types
@@ -26,13 +27,6 @@ from tests.support.vllm_peer import Behaviour, VllmPeer
 URI = "file:///work/example.py"
 SOURCE = "def add(a, b):\n    return \n"
 OTHER = "file:///work/other.py"
-
-
-@pytest.fixture
-def peer():
-    running = VllmPeer().start()
-    yield running
-    running.stop()
 
 
 def _free_port() -> int:
@@ -220,6 +214,17 @@ def _errors(lc) -> list[str]:
     return [m.message for m in lc.messages if m.type == types.MessageType.Error]
 
 
+@contextlib.asynccontextmanager
+async def _serving(tmp_path, peer: VllmPeer, **seam: object) -> AsyncIterator:
+    """``seam serve`` on ``peer`` with ``seam``'s settings besides the engine's, ready, with
+    ``URI`` open: the LSP client."""
+    settings = {"seam": {"engine": "vllm", "vllmServer": peer.url, **seam}}
+    async with lsp_session(tmp_path, settings) as lc:
+        await _state(lc, "ready", ask=None)
+        open_doc(lc, URI, SOURCE)
+        yield lc
+
+
 @pytest.mark.asyncio
 @pytest.mark.timeout(180)
 async def test_serve_reports_a_server_down_then_recovers_and_completes(tmp_path):
@@ -261,27 +266,19 @@ async def test_serve_reports_a_server_down_then_recovers_and_completes(tmp_path)
 
 @pytest.mark.asyncio
 @pytest.mark.timeout(180)
-async def test_serve_shows_a_slow_server_as_an_error_and_recovers_by_itself(tmp_path):
-    peer = VllmPeer().start()
-    settings = {"seam": {"engine": "vllm", "vllmServer": peer.url, "timeBudgetMs": 500,
-                         "vllmSlowAfterMs": 1500}}
-    try:
-        async with lsp_session(tmp_path, settings) as lc:
-            await _state(lc, "ready", ask=None)
-            open_doc(lc, URI, SOURCE)
-            peer.behaviour = Behaviour.SILENT
-            assert items_of(await inline(lc, URI, 1, 11)) == []  # out of time: nothing
-            # No further request: the answer that ran out of time is enough to find out.
-            st = await _state(lc, "error", ask=None)
-            assert peer.url in st["message"] and "did not answer" in st["message"]
-            assert "within 1.5 s" in st["message"]  # the setting reached the host
-            assert any("did not answer" in m for m in _errors(lc))
-            peer.behaviour = Behaviour.VLLM
-            await _state(lc, "ready", ask=None)  # the reconnect timer, no request
-            got = items_of(await inline(lc, URI, 1, 11))
-            assert [i.insert_text for i in got] == ["a + b"]
-    finally:
-        peer.stop()
+async def test_serve_shows_a_slow_server_as_an_error_and_recovers_by_itself(tmp_path, peer):
+    async with _serving(tmp_path, peer, timeBudgetMs=500, vllmSlowAfterMs=1500) as lc:
+        peer.behaviour = Behaviour.SILENT
+        assert items_of(await inline(lc, URI, 1, 11)) == []  # out of time: nothing
+        # No further request: the answer that ran out of time is enough to find out.
+        st = await _state(lc, "error", ask=None)
+        assert peer.url in st["message"] and "did not answer" in st["message"]
+        assert "within 1.5 s" in st["message"]  # the setting reached the host
+        assert any("did not answer" in m for m in _errors(lc))
+        peer.behaviour = Behaviour.VLLM
+        await _state(lc, "ready", ask=None)  # the reconnect timer, no request
+        got = items_of(await inline(lc, URI, 1, 11))
+        assert [i.insert_text for i in got] == ["a + b"]
 
 
 def _cursor(lc, uri: str, line: int, character: int) -> None:
@@ -291,51 +288,38 @@ def _cursor(lc, uri: str, line: int, character: int) -> None:
 
 @pytest.mark.asyncio
 @pytest.mark.timeout(180)
-async def test_a_prefetch_out_of_time_reports_a_server_that_became_slow(tmp_path):
+async def test_a_prefetch_out_of_time_reports_a_server_that_became_slow(tmp_path, peer):
     """The answer is shown; the prefetch past it is the first request the server leaves
     unanswered.  With no further request from the editor, the prefetch's running out of time
     makes the host ask its one-token question, and the editor hears the server is slow."""
-    peer = VllmPeer().start()
     peer.stall_on = "return a + b"  # the prompt after accepting "a + b"
-    settings = {"seam": {"engine": "vllm", "vllmServer": peer.url, "timeBudgetMs": 2000,
-                         "vllmSlowAfterMs": 1000}}
-    try:
-        async with lsp_session(tmp_path, settings) as lc:
-            await _state(lc, "ready", ask=None)
-            open_doc(lc, URI, SOURCE)
-            got = items_of(await inline(lc, URI, 1, 11))
-            assert [i.insert_text for i in got] == ["a + b"]
-            st = await _state(lc, "error", ask=None, timeout=30)
-            assert peer.url in st["message"] and "within 1 s" in st["message"]
-            asked = [b for b in peer.log.completions if "return a + b" in str(b["prompt"])]
-            assert asked and "vllm_xargs" in asked[0]  # the prefetch (a constrained decode)
-    finally:
-        peer.stop()
+    async with _serving(tmp_path, peer, timeBudgetMs=2000, vllmSlowAfterMs=1000) as lc:
+        got = items_of(await inline(lc, URI, 1, 11))
+        assert [i.insert_text for i in got] == ["a + b"]
+        st = await _state(lc, "error", ask=None, timeout=30)
+        assert peer.url in st["message"] and "within 1 s" in st["message"]
+        asked = [b for b in peer.log.completions if "return a + b" in str(b["prompt"])]
+        assert asked and "vllm_xargs" in asked[0]  # the prefetch (a constrained decode)
 
 
 @pytest.mark.asyncio
 @pytest.mark.timeout(180)
-async def test_a_warm_up_that_fails_reports_the_server_without_a_request(tmp_path):
+async def test_a_warm_up_that_fails_reports_the_server_without_a_request(tmp_path, peer):
     """Only the cursor moves (``seam/cursor``): the warm-up there fails on a server that went
     away behind its proxy, and the editor hears of it before it asks for anything."""
-    peer = VllmPeer().start()
-    settings = {"seam": {"engine": "vllm", "vllmServer": peer.url, "timeBudgetMs": 2000}}
-    try:
-        async with lsp_session(tmp_path, settings) as lc:
-            await _state(lc, "ready", ask=None)
-            open_doc(lc, URI, SOURCE)
-            warmed = len(peer.log.completions)
-            _cursor(lc, URI, 1, 11)
-            for _ in range(600):  # the warm-up there: a one-token request, answered
-                if len(peer.log.completions) > warmed:
-                    break
-                await asyncio.sleep(0.05)
-            assert peer.log.completions[-1]["max_tokens"] == 1
-            peer.behaviour = Behaviour.DOWN_HTML
-            open_doc(lc, OTHER, "def sub(a, b):\n    return \n")
-            _cursor(lc, OTHER, 1, 11)
-            st = await _state(lc, "error", ask=None, timeout=30)
-            assert peer.url in st["message"] and "HTTP 502" in st["message"]
-            assert any("HTTP 502" in m for m in _errors(lc))
-    finally:
-        peer.stop()
+    async with _serving(tmp_path, peer, timeBudgetMs=2000) as lc:
+        warmed = len(peer.log.completions)
+        _cursor(lc, URI, 1, 11)
+        for _ in range(600):  # the warm-up there: a one-token request, answered
+            if len(peer.log.completions) > warmed:
+                break
+            await asyncio.sleep(0.05)
+        # (Not only the last request before the cursor moved: the warm-up came.)
+        assert len(peer.log.completions) > warmed
+        assert peer.log.completions[-1]["max_tokens"] == 1
+        peer.behaviour = Behaviour.DOWN_HTML
+        open_doc(lc, OTHER, "def sub(a, b):\n    return \n")
+        _cursor(lc, OTHER, 1, 11)
+        st = await _state(lc, "error", ask=None, timeout=30)
+        assert peer.url in st["message"] and "HTTP 502" in st["message"]
+        assert any("HTTP 502" in m for m in _errors(lc))
