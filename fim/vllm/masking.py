@@ -158,9 +158,9 @@ def _ranked(scores: np.ndarray, k: int) -> np.ndarray:
     A partition of a whole 151,936-id row costs about 3 ms, most of a sampled row's mask
     (measured in vLLM with the real model).  With a trained model's peaked row the best ids
     stand far above the rest, so they are first found with a comparison against a threshold
-    under the best score (a tenth of that), widened until ``k`` ids pass; only the ids that
-    passed are partitioned and sorted.  Every id scoring at least the ``k``-th best passes, so
-    the result is the same."""
+    under the best score (a comparison over the row costs about a tenth of the partition),
+    widened until ``k`` ids pass; only the ids that passed are partitioned and sorted.  Every
+    id scoring at least the ``k``-th best passes, so the result is the same."""
     width = scores.shape[0]
     if k >= width:
         top = np.arange(width)
