@@ -270,8 +270,9 @@ class ContextIds:
         self._ids: LRU[tuple, list[int]] = LRU(capacity)
         self._lock = threading.Lock()
 
-    def get(self, tokenizer, template: FimTemplate, files: Sequence[ContextFile], budget: int,
-            repo: str = "", path: str | None = None) -> list[int]:
+    def get(self, tokenizer: TextTokenizer, template: FimTemplate,
+            files: Sequence[ContextFile], budget: int, repo: str = "",
+            path: str | None = None) -> list[int]:
         """``project_context(...)``'s ids, from memory when these arguments were seen."""
         if budget <= 0 or (not files and not path):
             return []
@@ -285,6 +286,7 @@ class ContextIds:
         return ids
 
     def clear(self) -> None:
+        """Forget every context (the engine's tokenizer changed: its ids would be stale)."""
         with self._lock:
             self._ids.clear()
 

@@ -390,6 +390,7 @@ class VllmEngine:
             prompt = prompt if prompt is not None else self.prompt_for(req)
             body = dict(self.body(req, prompt), max_tokens=1)
             body.pop("vllm_xargs", None)
+            body.pop("logprobs", None)  # a constrained request's, which nothing here reads
             ids = prompt.ids
             # Cancelled once sent, it still runs to its one token (the editor stops waiting):
             # the prompt is in vLLM's cache for the request that interrupted it.
@@ -429,9 +430,9 @@ class VllmEngine:
             # The right-context stop is a greedy row's (see ``fim.vllm.processor``); the
             # model's raw top token at the step the row ended tells this client it happened
             # (``_right_context_end``): vLLM's default logprobs are the raw model's.
-            right_stop = req.stop_at_right and req.temperature <= 0
             body["vllm_xargs"] = SeamArgs(req.left, req.right, req.scope, prompt.healed,
-                                          right_stop, req.right_wraps).to_extra_args()
+                                          _asks_right_stop(req),
+                                          req.right_wraps).to_extra_args()
             # The raw model's likeliest ids at each step: the top one tells the right-context
             # stop (``_wanted``), the stop tokens' among them rank the places a middle cut
             # by the budget may end (``_best_stop``), as the in-process decoder ranks them.
@@ -719,6 +720,12 @@ def _best_stop(req: CompletionRequest, text: str, stop_logps: list[tuple[int, fl
     return None
 
 
+def _asks_right_stop(req: CompletionRequest) -> bool:
+    """Whether the server's row ends at the right-context stop (``seam_right_stop``): a greedy
+    constrained request that asked for it (see ``fim.vllm.processor``)."""
+    return req.mode == Mode.CONSTRAINED and req.stop_at_right and req.temperature <= 0
+
+
 def _right_context_end(req: CompletionRequest, text: str, last: str, wanted: str
                        ) -> str | None:
     """The middle when the server's row ended because the model's next token, ``wanted``,
@@ -755,8 +762,9 @@ def _finish(req: CompletionRequest, got: _Streamed, healed: str = ""
     if req.mode == Mode.UNCONSTRAINED:
         return text, stop, decoding.parses(req.left + text + req.right)
     end = None  # the right-context stop's middle (the row was ended there)
-    if (req.mode == Mode.CONSTRAINED and req.stop_at_right and got.finish == "stop"
-            and got.wanted is not None):
+    # Only a request that asked for the stop: a sampled row's last top token differs from the
+    # token drawn there as a matter of course, and it was no reason the row ended.
+    if _asks_right_stop(req) and got.finish == "stop" and got.wanted is not None:
         end = _right_context_end(req, text, got.last_piece, got.wanted)
     if req.line_stop or req.mode == Mode.CONSTRAINED:
         for k, ch in enumerate(text[:len(end)] if end is not None else text):

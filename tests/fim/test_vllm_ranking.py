@@ -9,7 +9,14 @@ import math
 import numpy as np
 import pytest
 
-from fim.vllm.masking import RANK_MARGIN_MAX, _above_threshold, _ranked
+from fim.vllm.masking import (
+    RANK_MARGIN_MAX,
+    Sampling,
+    _above_threshold,
+    _ranked,
+    bounded_support,
+    first_viable,
+)
 
 
 def _reference(scores: np.ndarray, k: int) -> np.ndarray:
@@ -41,12 +48,17 @@ def test_ranked_equals_sorting_the_whole_row(row, k):
     scores = _rows()[row]
     got = _ranked(scores, k)
     assert got.shape == (k,)
-    want = _reference(scores, k)
-    # Ids tied with the k-th best may be left out either way (a partition's choice), but the
-    # scores, and every id scoring above the k-th best, are the same and in the same order.
-    assert np.array_equal(scores[got], scores[want])
-    strictly = scores[want] > scores[want[-1]]
-    assert np.array_equal(got[strictly], want[strictly])
+    # Ties at the k-th best too: the lower ids (a partition alone picks any of them).
+    assert np.array_equal(got, _reference(scores, k))
+
+
+@pytest.mark.parametrize("row", range(8))
+def test_a_longer_ranking_begins_with_the_shorter_one(row):
+    # The scans read ``_ranked(scores, 8 * k)`` on from position k: with an id tied at the
+    # k-th place picked in one ranking and not the other, it was read twice or never.
+    scores = _rows()[row]
+    for k in (16, 128):
+        assert np.array_equal(_ranked(scores, 8 * k)[:k], _ranked(scores, k))
 
 
 def test_threshold_lets_through_at_least_k_and_not_many_more():
@@ -63,3 +75,38 @@ def test_whole_row_when_k_covers_it():
     scores = np.array([0.5, 2.0, -math.inf, 2.0], dtype=np.float32)
     assert _ranked(scores, 4).tolist() == [1, 3, 0, 2]
     assert _ranked(scores, 9).tolist() == [1, 3, 0, 2]
+
+
+@pytest.fixture(scope="module")
+def table():
+    from fim.engines.random_model import build_tokenizer
+    from fim.vllm.rows import TokenTable
+
+    tokenizer = build_tokenizer()
+    return TokenTable.from_tokenizer(tokenizer, len(tokenizer))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_viable_id_tied_at_the_boundary_is_not_skipped(table, seed):
+    # Ten unviable ids score 6; thirty more and one viable id tie at 5, the viable one among
+    # the lowest ids of the tie, so it is one of the 16 best.  Greedy must leave it (the full
+    # mask's argmax), and top-k 1 too, not a viable id scoring 3 further down.
+    from fim.vllm.rows import LanguageCache, RowConstraint, SeamArgs
+
+    args = SeamArgs("x = (", "\n")
+    language = LanguageCache().get(args)
+    probe = RowConstraint(args, language, table)
+    width = table.size
+    ok = np.array([probe.viable(i) for i in range(width)])
+    viable, unviable = np.flatnonzero(ok), np.flatnonzero(~ok)
+    rng = np.random.default_rng(seed)
+    scores = rng.standard_normal(width).astype(np.float32)  # every other id below 4
+    picks = rng.permutation(unviable)[:40]
+    scores[picks[:10]], scores[picks[10:]] = 6.0, 5.0
+    tied = np.sort(picks[10:])
+    v = int(rng.choice(viable[viable < tied[5]]))
+    scores[v] = 5.0
+    assert first_viable(RowConstraint(args, language, table), scores) == v
+    kept = bounded_support(RowConstraint(args, language, table), scores,
+                           Sampling(temperature=1.0, top_k=1))
+    assert kept == [v]

@@ -68,3 +68,20 @@ def test_off_and_sampled_requests_do_not_ask_for_it(peer):
         # (Every constrained request asks for the top ids: they rank a budget's cut.)
         assert "seam_right_stop" not in sent["vllm_xargs"]
         assert sent["logprobs"] == STOP_LOGPROBS
+
+
+def test_a_sampled_answer_is_not_cut_where_its_last_top_token_would_re_write(peer):
+    # A drawn stop's step has another likeliest token as a matter of course; the row did not
+    # end for it, so the middle stays whole: "a, b" then the stop, though ")" was likelier
+    # (the re-write "b)" would begin inside the last token, " b", and drop its "b").
+    peer.middle, peer.wanted = "a, b", ")"
+    res = VllmEngine.connect(peer.url).complete(
+        _request(left="x = g(", right="b)\n", temperature=0.7, seed=1))
+    assert (res.middle, res.stop) == ("a, b", StopReason.EOS)
+
+
+def test_a_warm_up_asks_for_no_log_probabilities(peer):
+    engine = VllmEngine.connect(peer.url)
+    assert engine.warm(_request())
+    sent = peer.log.completions[-1]
+    assert "logprobs" not in sent and "vllm_xargs" not in sent and sent["max_tokens"] == 1
