@@ -283,7 +283,7 @@ def _log_finished(rows: SeamRows) -> None:
                  done.right_stops, done.dead)
 
 
-def _token_table(vllm_config) -> TokenTable:
+def _token_table(vllm_config, runner: str) -> TokenTable:
     from transformers import AutoTokenizer
 
     model_config = vllm_config.model_config
@@ -292,7 +292,9 @@ def _token_table(vllm_config) -> TokenTable:
     table = TokenTable.from_tokenizer(tokenizer, model_config.get_vocab_size())
     table.build_heal_index()
     warm_completions()
-    log.info("Seam constraint loaded: %d token ids, stop ids %s", table.size,
+    # The runner is named so that a server's log says which interface is in use (vLLM picks
+    # the runner itself; see the module docstring).
+    log.info("Seam constraint loaded for %s: %d token ids, stop ids %s", runner, table.size,
              sorted(table.stop_ids))
     return table
 
@@ -339,10 +341,12 @@ class SeamLogitsProcessor(V1LogitsProcessor, V2LogitsProcessor):
             if getattr(vllm_config, "speculative_config", None) is not None:
                 raise ValueError("Seam's logits processor does not support speculative "
                                  "decoding (a row per draft token); start vLLM without it")
-            self.rows = SeamRows(_token_table(vllm_config), penalties_after=False)
+            self.rows = SeamRows(_token_table(vllm_config, "Model Runner V2"),
+                                 penalties_after=False)
             self.v2: SeamV2Rows | None = SeamV2Rows(self.rows, runner_args[0])
         elif len(runner_args) == 2:  # V1: (device, is_pin_memory)
-            self.rows = SeamRows(_token_table(vllm_config), penalties_after=True)
+            self.rows = SeamRows(_token_table(vllm_config, "the V1 model runner"),
+                                 penalties_after=True)
             self.v2 = None
         else:
             raise TypeError("SeamLogitsProcessor was built by neither of vLLM's model runners "

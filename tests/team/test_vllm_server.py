@@ -61,7 +61,10 @@ def _post(port: int, path: str, body: dict) -> dict:
 class Server:
     """One ``vllm`` OpenAI-compatible server process (its own process group)."""
 
-    def __init__(self, model: Path, log: Path, plugin: bool) -> None:
+    def __init__(self, model: Path, log: Path, plugin: bool,
+                 env: dict[str, str] | None = None) -> None:
+        """``env``: variables for the server on top of the test's (a ``PYTHONPATH`` there
+        comes before the repository's)."""
         self.port = _free_port()
         common = ["--host", "127.0.0.1", "--port", str(self.port), "--max-model-len", "1024"]
         engine = ["--dtype", "float32", "--enforce-eager", "--max-num-seqs", "8", "--seed", "0",
@@ -72,8 +75,10 @@ class Server:
         else:
             args = [str(TEAM_PYTHON), "-m", "vllm.entrypoints.openai.api_server",
                     "--model", str(model), *common, *engine]
-        env = dict(os.environ, PYTHONPATH=str(REPO), VLLM_CPU_KVCACHE_SPACE="1",
-                   VLLM_CPU_OMP_THREADS_BIND="nobind")
+        extra = dict(env or {})
+        path = os.pathsep.join(filter(None, [extra.pop("PYTHONPATH", ""), str(REPO)]))
+        env = dict(os.environ, PYTHONPATH=path, VLLM_CPU_KVCACHE_SPACE="1",
+                   VLLM_CPU_OMP_THREADS_BIND="nobind", **extra)
         self.log = log
         started = time.monotonic()
         with open(log, "wb") as out:
