@@ -100,8 +100,7 @@ class TeamServer:
             raise SystemExit(f"{self.team_python} does not exist: run scripts/setup_team.sh, "
                              "or pass --team-python")
         env = dict(os.environ, PYTHONPATH=str(ROOT), VLLM_CPU_KVCACHE_SPACE=str(
-            self.kv_cache_gib), VLLM_CPU_OMP_THREADS_BIND="nobind",
-            VLLM_USE_V2_MODEL_RUNNER="0", **self.env)
+            self.kv_cache_gib), VLLM_CPU_OMP_THREADS_BIND="nobind", **self.env)
         try:  # another server on the port would answer the readiness probe for ours
             socket.create_connection(("127.0.0.1", self.port), timeout=2).close()
         except OSError:

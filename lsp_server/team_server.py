@@ -14,8 +14,9 @@ It is the same as running, yourself::
         --logits-processors fim.vllm.processor:SeamLogitsProcessor --host H --port P \\
         --enable-prompt-tokens-details
 
-(with ``VLLM_USE_V2_MODEL_RUNNER=0`` where vLLM would pick its V2 model runner: the plugin
-implements the V1 runner's interface, the one vLLM uses on a CPU).  The last flag makes vLLM
+vLLM picks its model runner itself (V2 where Triton runs, so on CUDA; V1 on a CPU), and the
+plugin implements both runners' interfaces, so the choice is left to vLLM
+(``VLLM_USE_V2_MODEL_RUNNER`` set in the environment still decides).  The last flag makes vLLM
 put ``prompt_tokens_details.cached_tokens`` in each answer's usage: how many prompt tokens its
 prefix cache served, which Seam's client reports (``seam/status``) instead of its estimate.
 The API key, if any, is read from ``SEAM_VLLM_API_KEY`` (never a command-line argument, which
@@ -132,7 +133,6 @@ def team_server(argv: list[str]) -> int:
     except (ValueError, RuntimeError) as err:
         return cli_args.fail("seam team-server", str(err))
     env = dict(os.environ)
-    env.setdefault("VLLM_USE_V2_MODEL_RUNNER", "0")  # the plugin is a V1-runner processor
     extra = list(args.vllm_args)
     if env.get(KEY_ENV):
         env["VLLM_API_KEY"] = env[KEY_ENV]  # vLLM reads its key from there too
