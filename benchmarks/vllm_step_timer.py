@@ -35,13 +35,14 @@ from fim.vllm.processor import SeamLogitsProcessor, SeamRows
 
 LOG_ENV = "SEAM_STEP_LOG"
 #: The counters ``count_checks`` keeps (reset by the caller after each step).
-COUNTERS = ("checked", "check", "masked", "left")
+COUNTERS = ("checked", "check", "masked", "left", "added")
 
 
 def count_checks(rows: SeamRows, tally: dict[str, float]) -> None:
     """Make ``rows`` count into ``tally`` (keys ``COUNTERS``): every viability check of a
-    constrained row added from now on (``checked``) and the seconds it took (``check``), and
-    every row masked (``masked``) with the number of ids it left (``left``).  Decisions are
+    constrained row added from now on (``checked``) and the seconds it took (``check``), every
+    row masked (``masked``) with the number of ids it left (``left``), and every constrained
+    row admitted (``added``: its language is built then, inside the step).  Decisions are
     unchanged: the wrappers call the originals and return what they return."""
     for key in COUNTERS:
         tally.setdefault(key, 0)
@@ -50,6 +51,7 @@ def count_checks(rows: SeamRows, tally: dict[str, float]) -> None:
     def counted_add(index, params, prompt, output) -> bool:
         constrained = add(index, params, prompt, output)
         if constrained:
+            tally["added"] += 1
             constraint = rows.rows[index].constraint
             constraint.viable = _counted_viable(constraint.viable, tally)
         return constrained

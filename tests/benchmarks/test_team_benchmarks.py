@@ -201,3 +201,38 @@ def test_sampled_projection_splits_checks_from_array_work():
                         (SAMPLING_MODES["t0.8"], {16: []}, {})], 20.0)
     assert both.count("under the GIL") == 1
     assert "No steady steps were measured with temperature" in both
+
+
+def _phase(rows: list[int], added: list[int], update_s: float, apply_s: float) -> list[Step]:
+    return [Step(t=k, update=update_s if a else 0.0, advance=apply_s / 2, mask=apply_s / 2,
+                 apply=apply_s, rows=r, batch=r, added=a)
+            for k, (r, a) in enumerate(zip(rows, added, strict=True))]
+
+
+def test_whole_phase_table_counts_admissions_and_every_step():
+    from benchmarks.bench_vllm_step import SAMPLING_MODES, whole_phase_table
+
+    # 4 rows join in the first step (0.2 s of building, 0.05 s a request), 2 more later
+    # (0.2 s: 0.1 s a request); an empty step is not a step of the phase's rows.
+    steps = _phase([4, 4, 4, 6, 6, 0], [4, 0, 0, 2, 0, 0], update_s=0.2, apply_s=0.004)
+    text = whole_phase_table([(SAMPLING_MODES["greedy"], {4: steps})])
+    line = text.splitlines()[2]
+    tokens = 4 + 4 + 4 + 6 + 6
+    mean = (0.4 + 5 * 0.004) / tokens * 1e3  # every step's processor time over the tokens
+    assert f"| 5 / {tokens / 5:.1f} |" in line
+    assert f"{mean:.2f} ({0.4 / tokens * 1e3:.2f})" in line
+    assert "| 75.0 / 100.0 |" in line  # per request: median of 50 and 100 ms, and the max
+    assert line.endswith(f"| {(0.2 + 0.004) * 1e3:.1f} |")
+
+
+def test_admissions_paragraph_compares_admitting_with_masking():
+    from benchmarks.bench_vllm_step import admissions
+
+    slow = _phase([2, 2, 2], [2, 0, 0], update_s=0.2, apply_s=0.001)
+    text = admissions([slow], gpu_step_ms=20.0)
+    assert "100.0 ms median and 100.0 ms at most over 1 admissions" in text
+    assert "adds 5.0 steps' worth" in text
+    assert "admitting took 0.20 s, more than the 0.00 s" in text
+    fast = _phase([2, 2, 2], [2, 0, 0], update_s=0.001, apply_s=0.01)
+    assert "less than the 0.03 s" in admissions([fast], gpu_step_ms=20.0)
+    assert "no figure" in admissions([_phase([1], [0], 0.0, 0.001)], gpu_step_ms=20.0)

@@ -52,6 +52,7 @@ def test_counts_checks_and_rows_without_changing_the_masks(table):
     plain.mask(theirs)
     assert torch.equal(torch.isfinite(mine), torch.isfinite(theirs))  # same decisions
     assert torch.equal(mine[torch.isfinite(mine)], theirs[torch.isfinite(theirs)])
+    assert tally["added"] == 2  # admitted: the two constrained rows, not the plain one
     assert tally["masked"] == 2  # the two constrained rows, not the plain one
     assert tally["left"] == int(torch.isfinite(mine[[0, 2]]).sum())
     assert tally["checked"] == calls >= 2 * 3  # top-k 3: at least three checks per row
