@@ -139,7 +139,18 @@ def command_line() -> str:
         run = [str(relative if relative is not None else script)]
     # Paths inside the repository are shown relative to it, as they would be typed there.
     args = [a.replace(f"{ROOT}/", "") for a in sys.argv[1:]]
-    return shlex.join([".venv/bin/python", *run, *args])
+    return shlex.join([interpreter(), *run, *args])
+
+
+def interpreter() -> str:
+    """The interpreter running this, as typed from the repository root: a benchmark that
+    needs vLLM runs under ``.venv-team``'s, not ``.venv``'s; one outside the repository is
+    shown as the project's usual ``.venv/bin/python``."""
+    exe = Path(sys.executable)  # not resolved: a venv's python is a link to the base one
+    try:
+        return str(exe.relative_to(ROOT))
+    except ValueError:
+        return ".venv/bin/python"
 
 
 def write_section(path: Path, name: str, body: str) -> None:
