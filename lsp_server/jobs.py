@@ -366,6 +366,12 @@ class JobScheduler:
             job.started_at = time.perf_counter()
             try:
                 out = pending.work(job.cancel)
+            except ConnectionError as exc:
+                # A model server down or unreachable: the work has told the model host, which
+                # shows it in the editor; a traceback for every prefetch and warm-up while it
+                # is down would only bury the log.
+                log.warning("background work on %s failed: %s", job.uri, exc)
+                out = None
             except Exception:
                 log.exception("background work on %s failed", job.uri)
                 out = None

@@ -377,3 +377,39 @@ def test_warming_another_document_stops_an_answered_early_decode() -> None:
     finals, log = asyncio.run(main())
     assert finals and finals[0].stop == "cancelled" and finals[0].tokens < 40
     assert log == ["warm b", "same doc"]  # after the stopped block; the newest first
+
+
+def test_a_server_gone_is_one_log_line_and_a_bug_is_a_traceback(caplog) -> None:
+    """Background work failing because the model server is unreachable (a ``ConnectionError``,
+    as the vLLM client raises) is logged as one line per job; any other failure keeps its
+    traceback, and the scheduler goes on after both."""
+    import logging
+
+    async def main():
+        dec = JobScheduler()
+        done = []
+
+        def gone(cancel):
+            raise ConnectionError("vLLM server at http://127.0.0.1:9 refused the connection")
+
+        def bug(cancel):
+            raise ValueError("a bug")
+
+        try:
+            dec.background("u", "prefetch", gone)
+            dec.background("v", "warm", bug)
+            dec.background("w", "after", lambda c: done.append("after"))
+            while not dec.idle() or not done:
+                await asyncio.sleep(0.02)
+        finally:
+            dec.shutdown()
+        return done
+
+    with caplog.at_level(logging.WARNING, logger="lsp_server.jobs"):
+        assert asyncio.run(main()) == ["after"]
+    records = {r.getMessage().split(":")[0]: r for r in caplog.records}
+    gone = records["background work on u failed"]
+    assert gone.levelno == logging.WARNING and gone.exc_info is None
+    assert "refused the connection" in gone.getMessage()
+    bug = records["background work on v failed"]
+    assert bug.levelno == logging.ERROR and bug.exc_info is not None
