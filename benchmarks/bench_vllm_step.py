@@ -335,18 +335,22 @@ def whole_phase_table(blocks: list[tuple[SamplingMode, dict[int, list[Step]]]]) 
 def admissions(phases: list[list[Step]], gpu_step_ms: float) -> str:
     """The written paragraph on admitting requests, from every step of ``phases`` (one mode's)."""
     steps = [s for p in phases for s in p]
+    # A step's admitting time over the requests it admitted (a step admits several at once
+    # and times them together): per request, one value per admitting step.
     admits = [s.update / s.added for s in steps if s.added]
     if not admits:
         return "No request was admitted in a logged step: no figure for admissions.\n"
     med, top = statistics.median(admits) * 1e3, max(admits) * 1e3
+    requests = sum(s.added for s in steps)
     admitting = sum(s.update for s in steps)
     rest = sum(s.apply for s in steps)
     larger = ("more than" if admitting > rest else "less than")
     return (
         f"**Admitting a request.** Building a joining request's language (the whole file's "
         f"text left and right of its cursor lexed, the right quotient started: the "
-        f"constraint is that the whole file parses) took {med:.1f} ms median and {top:.1f} "
-        f"ms at most over {len(admits)} admissions in this mode, inside the engine step, so "
+        f"constraint is that the whole file parses) took {med:.1f} ms per request median and "
+        f"{top:.1f} ms at most ({requests} requests admitted in {len(admits)} steps of this "
+        f"mode; a step's admitting time over the requests it admitted), inside the step, so "
         f"every row of the batch waits for it: on a GPU whose step takes {gpu_step_ms:.0f} "
         f"ms, a median admission adds {med / gpu_step_ms:.1f} steps' worth to the step it "
         f"happens in. Over all of this mode's steps, admitting took {admitting:.2f} s, "

@@ -230,7 +230,8 @@ def test_admissions_paragraph_compares_admitting_with_masking():
 
     slow = _phase([2, 2, 2], [2, 0, 0], update_s=0.2, apply_s=0.001)
     text = admissions([slow], gpu_step_ms=20.0)
-    assert "100.0 ms median and 100.0 ms at most over 1 admissions" in text
+    assert "100.0 ms per request median and 100.0 ms at most (2 requests admitted in 1 " \
+        "steps" in text
     assert "adds 5.0 steps' worth" in text
     assert "admitting took 0.20 s, more than the 0.00 s" in text
     fast = _phase([2, 2, 2], [2, 0, 0], update_s=0.001, apply_s=0.01)
