@@ -301,13 +301,41 @@ def test_token_healing_runs_end_to_end(servers):
     assert answered >= len(CASES) // 2, (healed, answered)
 
 
+def sampled_constrained(port: int, name: str, stops: list[int], cases: list[tuple],
+                        settings: list[dict], max_tokens: int) -> int:
+    """Send every case with every sampling setting and Seam's arguments (seeded); an answer
+    that stopped where the processor allowed a stop must parse with its suffix.  How many
+    stopped and parsed."""
+    from fim.vllm.rows import SeamArgs
+
+    stopped = 0
+    for k, (left, right, scope) in enumerate(cases):
+        prompt = "<fim-prefix>" + left + "<fim-suffix>" + right + "<fim-middle>"
+        for n, extra in enumerate(settings):
+            body = {"model": name, "prompt": prompt, "max_tokens": max_tokens,
+                    "seed": 10 * k + n, "stop_token_ids": stops, "skip_special_tokens": True,
+                    "vllm_xargs": SeamArgs(left, right, scope).to_extra_args(), **extra}
+            choice = _post(port, "/v1/completions", body)["choices"][0]
+            if choice["finish_reason"] == "stop":
+                try:
+                    ast.parse(left + choice["text"] + right)
+                except SyntaxError:
+                    # The one inexactness python_language documents (python.lark, NAME): a
+                    # combining mark may start a name; the client's final check cuts it.
+                    assert any(unicodedata.category(c) in ("Mn", "Mc")
+                               for c in choice["text"]), choice["text"]
+                    continue
+                stopped += 1
+    return stopped
+
+
 def test_no_sampling_setting_lets_an_unviable_token_through(servers):
     """Top-k, top-p, min-p and penalties, in the real engine: no row ends *dead* (the state a
     sampled token the constraint refused leaves, logged per row), and a middle that stopped
     where the processor allowed a stop parses with its suffix."""
     from transformers import AutoTokenizer
 
-    from fim.vllm.rows import SeamArgs, TokenTable
+    from fim.vllm.rows import TokenTable
 
     seam, name, _ = servers
     tok = AutoTokenizer.from_pretrained(str(seam.log.parent / "tiny-qwen"))
@@ -319,24 +347,7 @@ def test_no_sampling_setting_lets_an_unviable_token_through(servers):
                 dict(temperature=1.0, top_k=20, top_p=0.95, repetition_penalty=1.3,
                      frequency_penalty=0.5, presence_penalty=0.5),
                 dict(temperature=0.0, repetition_penalty=1.5)]
-    stopped = 0
-    for k, (left, right, scope) in enumerate(CASES):
-        prompt = "<fim-prefix>" + left + "<fim-suffix>" + right + "<fim-middle>"
-        for n, extra in enumerate(settings):
-            body = {"model": name, "prompt": prompt, "max_tokens": 32, "seed": 10 * k + n,
-                    "stop_token_ids": stops, "skip_special_tokens": True,
-                    "vllm_xargs": SeamArgs(left, right, scope).to_extra_args(), **extra}
-            choice = _post(seam.port, "/v1/completions", body)["choices"][0]
-            if choice["finish_reason"] == "stop":
-                try:
-                    ast.parse(left + choice["text"] + right)
-                except SyntaxError:
-                    # The one inexactness python_language documents (python.lark, NAME): a
-                    # combining mark may start a name; the client's final check cuts it.
-                    assert any(unicodedata.category(c) in ("Mn", "Mc")
-                               for c in choice["text"]), choice["text"]
-                    continue
-                stopped += 1
+    stopped = sampled_constrained(seam.port, name, stops, CASES, settings, max_tokens=32)
     time.sleep(1)  # the engine logs a row when the next batch update drops it
     _post(seam.port, "/v1/completions", {"model": name, "prompt": "x", "max_tokens": 1})
     dead = done.findall(seam.log.read_text(errors="replace"))[before:]

@@ -20,12 +20,18 @@ from __future__ import annotations
 import ast
 import re
 import time
-import unicodedata
 
 import pytest
 
 from tests.support.team import need_team_python
-from tests.team.test_vllm_server import CASES, Server, _answers, _plain_requests, _post
+from tests.team.test_vllm_server import (
+    CASES,
+    Server,
+    _answers,
+    _plain_requests,
+    _post,
+    sampled_constrained,
+)
 
 pytestmark = pytest.mark.slow
 V2_LOG = "Using V2 Model Runner"
@@ -109,7 +115,7 @@ def test_no_sampling_setting_lets_an_unviable_token_through_under_v2(v2_servers)
     V1's real sampler in ``test_sampling_exact.py`` and over the real V1 server."""
     from transformers import AutoTokenizer
 
-    from fim.vllm.rows import SeamArgs, TokenTable
+    from fim.vllm.rows import TokenTable
 
     seam, name, _, _ = v2_servers
     tok = AutoTokenizer.from_pretrained(str(seam.log.parent / "tiny-qwen"))
@@ -120,21 +126,7 @@ def test_no_sampling_setting_lets_an_unviable_token_through_under_v2(v2_servers)
                 dict(temperature=1.0, repetition_penalty=1.3, frequency_penalty=0.5,
                      presence_penalty=0.5)]
     cases = CASES[:3]
-    for k, (left, right, scope) in enumerate(cases):
-        prompt = "<fim-prefix>" + left + "<fim-suffix>" + right + "<fim-middle>"
-        for n, extra in enumerate(settings):
-            body = {"model": name, "prompt": prompt, "max_tokens": 24, "seed": 10 * k + n,
-                    "stop_token_ids": stops, "skip_special_tokens": True,
-                    "vllm_xargs": SeamArgs(left, right, scope).to_extra_args(), **extra}
-            choice = _post(seam.port, "/v1/completions", body)["choices"][0]
-            if choice["finish_reason"] == "stop":
-                try:
-                    ast.parse(left + choice["text"] + right)
-                except SyntaxError:
-                    # python_language's one documented inexactness (a combining mark may
-                    # start a name), as in the V1 test; the client's final check cuts it.
-                    assert any(unicodedata.category(c) in ("Mn", "Mc")
-                               for c in choice["text"]), choice["text"]
+    sampled_constrained(seam.port, name, stops, cases, settings, max_tokens=24)
     time.sleep(1)
     _flush_finished_rows(seam.port, name)
     dead = done.findall(seam.log.read_text(errors="replace"))[before:]
