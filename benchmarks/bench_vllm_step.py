@@ -303,6 +303,13 @@ def table(blocks: list[Block]) -> str:
     return "\n".join(rows) + "\n"
 
 
+def admission_times(steps: list[Step]) -> list[float]:
+    """Seconds per admitted request, one value per step that admitted any: a step admits
+    several requests at once and times their languages' builds together (with any row it
+    drops, which costs next to nothing), so its time over its requests is one value."""
+    return [s.update / s.added for s in steps if s.added]
+
+
 def whole_phase_table(blocks: list[tuple[SamplingMode, dict[int, list[Step]]]]) -> str:
     """Every step of each N-client phase, admissions included: what the steady table leaves
     out.  A request's row is admitted inside the engine step (its language is built in
@@ -319,9 +326,7 @@ def whole_phase_table(blocks: list[tuple[SamplingMode, dict[int, list[Step]]]]) 
             if not tokens:
                 rows.append(f"| {mode.label} | {n} | 0 / – | – | – | – |")
                 continue
-            # A step that admits rows times their languages' builds together (and any row
-            # it drops, which costs next to nothing): per admitted row, one admission.
-            admits = [s.update / s.added for s in steps if s.added]
+            admits = admission_times(steps)
             admit = (f"{statistics.median(admits) * 1e3:.1f} / {max(admits) * 1e3:.1f}"
                      if admits else "–")
             rows.append(
@@ -335,9 +340,7 @@ def whole_phase_table(blocks: list[tuple[SamplingMode, dict[int, list[Step]]]]) 
 def admissions(phases: list[list[Step]], gpu_step_ms: float) -> str:
     """The written paragraph on admitting requests, from every step of ``phases`` (one mode's)."""
     steps = [s for p in phases for s in p]
-    # A step's admitting time over the requests it admitted (a step admits several at once
-    # and times them together): per request, one value per admitting step.
-    admits = [s.update / s.added for s in steps if s.added]
+    admits = admission_times(steps)
     if not admits:
         return "No request was admitted in a logged step: no figure for admissions.\n"
     med, top = statistics.median(admits) * 1e3, max(admits) * 1e3
