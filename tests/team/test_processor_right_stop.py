@@ -25,7 +25,7 @@ from fim.api import CompletionRequest, Engine  # noqa: E402
 from fim.engines.step_model import StepModel  # noqa: E402
 from fim.engines.transformers_engine import backend_from_loaded, load_model  # noqa: E402
 from fim.options import StopReason  # noqa: E402
-from fim.vllm.client import _right_context_end  # noqa: E402
+from fim.vllm.answers import right_context_end  # noqa: E402
 from fim.vllm.processor import SeamRows  # noqa: E402
 from fim.vllm.rows import SeamArgs, SeamArgsError  # noqa: E402
 
@@ -142,7 +142,7 @@ def test_the_processor_and_the_in_process_decoder_end_at_the_same_token(
     # likeliest token at the stop) is the in-process middle, also where the cut falls inside
     # the last token or inside the wanted one.
     decode = random_tokenizer.decode
-    middle = _right_context_end(req, decode(out[:-1]), decode(out[-2:-1]),
+    middle = right_context_end(req, decode(out[:-1]), decode(out[-2:-1]),
                                 decode(script[taken:taken + 1]))
     assert middle == res.middle
 

@@ -12,7 +12,9 @@ import pytest
 
 from fim.api import CompletionRequest
 from fim.options import StopReason
-from fim.vllm.client import VllmEngine, VllmError, _finish, _Streamed
+from fim.vllm.answers import finish
+from fim.vllm.client import VllmEngine, VllmError
+from fim.vllm.stream import Streamed
 
 
 def _closed_port() -> int:
@@ -69,11 +71,11 @@ def test_bad_urls(url):
 
 def test_finish_keeps_cuts_or_gives_up():
     req = CompletionRequest("x = (1 +", ")\n")
-    assert _finish(req, _Streamed(" 2", "stop")) == (" 2", StopReason.EOS, True)
+    assert finish(req, Streamed(" 2", "stop")) == (" 2", StopReason.EOS, True)
     # Out of tokens: cut back to the longest prefix with which the file parses.
-    assert _finish(req, _Streamed(" 2 + (", "length")) == (" 2 ", StopReason.BEST_COMPLETE,
+    assert finish(req, Streamed(" 2 + (", "length")) == (" 2 ", StopReason.BEST_COMPLETE,
                                                             True)
-    assert _finish(req, _Streamed("", None, StopReason.CANCELLED))[1] is StopReason.CANCELLED
-    assert _finish(req, _Streamed(" (", "length")) == (None, StopReason.NO_CANDIDATE, False)
+    assert finish(req, Streamed("", None, StopReason.CANCELLED))[1] is StopReason.CANCELLED
+    assert finish(req, Streamed(" (", "length")) == (None, StopReason.NO_CANDIDATE, False)
     line = CompletionRequest("x = [1,", "]\n", line_stop=True)
-    assert _finish(line, _Streamed(" 2\n, 3", "stop")) == (" 2", StopReason.LINE_END, True)
+    assert finish(line, Streamed(" 2\n, 3", "stop")) == (" 2", StopReason.LINE_END, True)

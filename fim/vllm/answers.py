@@ -1,0 +1,110 @@
+"""A streamed answer made into a middle, as the in-process engine makes one: kept whole after a
+stop token when the file parses with it, cut at the right-context stop, at the best-ranked
+stop point when the budget or the clock cut it off, or back to its longest parsing prefix.
+"""
+
+from __future__ import annotations
+
+import math
+
+from fim import decoding
+from fim.api import CompletionRequest
+from fim.options import Mode, StopReason
+from fim.stopping import RIGHT_PROBE_CHARS, right_rewrite_cut, wrapped_right
+from fim.vllm.stream import Streamed
+
+
+def after_heal(text: str, healed: str) -> str | None:
+    """The generated text after the characters token healing backed off (the processor
+    makes the first tokens re-type them); ``None`` when the answer ended before it had."""
+    return text[len(healed):] if text.startswith(healed) else None
+
+
+def best_stop(req: CompletionRequest, text: str, stop_logps: list[tuple[int, float | None]],
+               healed: int) -> str | None:
+    """The middle a constrained answer cut off before its stop (by the budget or the clock)
+    ends with, ranked as the in-process decoder ranks its complete points
+    (``fim.stopping.best_stopping_point``): a token boundary scores the log-probability of a
+    stop there plus ``log(1 + length)``, the end of the answer borrows the last step's, and
+    the best boundary with which the file parses wins.  The server's log-probabilities are the
+    raw model's, not renormalised over the viable ids as the in-process decoder's are, and a
+    step whose top ids hold no stop token is not a candidate (its stop is less likely than
+    all of them); ``None`` when no candidate parses (the caller then keeps the longest
+    parsing prefix)."""
+    if not stop_logps:
+        return None
+    points = [(at - healed, lp) for at, lp in stop_logps if at >= healed]
+    points.append((len(text), stop_logps[-1][1]))
+    ranked = sorted(((lp + math.log1p(at), at) for at, lp in points
+                     if lp is not None and at <= len(text)), reverse=True)
+    for _, at in ranked:
+        if decoding.parses(req.left + text[:at] + req.right):
+            return text[:at]
+    return None
+
+
+def asks_right_stop(req: CompletionRequest) -> bool:
+    """Whether the server's row ends at the right-context stop (``seam_right_stop``): a greedy
+    constrained request that asked for it (see ``fim.vllm.processor``)."""
+    return req.mode == Mode.CONSTRAINED and req.stop_at_right and req.temperature <= 0
+
+
+def right_context_end(req: CompletionRequest, text: str, last: str, wanted: str
+                       ) -> str | None:
+    """The middle when the server's row ended because the model's next token, ``wanted``,
+    would re-write the right context (``None`` when it would not): the in-process decoder's
+    rule (``fim.stopping.right_rewrite_cut``) over the last token (``last``, the end of
+    ``text``) and ``wanted``, with a parse of the file as the complete point.  A cut inside
+    the last token drops its end; one inside ``wanted`` keeps its first characters."""
+    if not wanted or "\ufffd" in wanted:
+        return None
+    base = max(0, len(text) - len(last)) if text.endswith(last) else len(text)
+    right = req.right[:RIGHT_PROBE_CHARS]
+    piece = text[base:] + wanted
+
+    def complete_at(c: int) -> bool:
+        return decoding.parses(req.left + text[:base] + piece[:c] + req.right)
+
+    c = right_rewrite_cut(piece, text[base - 1] if base else "", right,
+                          wrapped_right(right, req.right_wraps), complete_at)
+    return None if c is None else text[:base] + piece[:c]
+
+
+def finish(req: CompletionRequest, got: Streamed, healed: str = ""
+            ) -> tuple[str | None, StopReason, bool | None]:
+    """The middle, the stop reason and whether the file parses with it, as ``Engine`` does:
+    kept whole after a stop token when it parses, else cut back to the longest prefix with
+    which the file parses (``best_complete``), or none."""
+    if got.stop is StopReason.CANCELLED:
+        return None, StopReason.CANCELLED, None
+    stop = StopReason.EOS if got.finish == "stop" else (got.stop or StopReason.BUDGET)
+    after = after_heal(got.text, healed)
+    if after is None:  # ended while still re-typing the healed characters: no middle
+        return None, stop, None
+    text = after.replace("\ufffd", "") if got.finish != "stop" else after
+    if req.mode == Mode.UNCONSTRAINED:
+        return text, stop, decoding.parses(req.left + text + req.right)
+    end = None  # the right-context stop's middle (the row was ended there)
+    # Only a request that asked for the stop: a sampled row's last top token differs from the
+    # token drawn there as a matter of course, and it was no reason the row ended.
+    if asks_right_stop(req) and got.finish == "stop" and got.wanted is not None:
+        end = right_context_end(req, text, got.last_piece, got.wanted)
+    if req.line_stop or req.mode == Mode.CONSTRAINED:
+        for k, ch in enumerate(text[:len(end)] if end is not None else text):
+            if ch == "\n" and req.line_stop and decoding.parses(req.left + text[:k] + req.right):
+                return text[:k], StopReason.LINE_END, True  # a line end came first
+        if end is not None:
+            return end, StopReason.RIGHT_CONTEXT, True
+        if stop == StopReason.EOS and decoding.parses(req.left + text + req.right):
+            return text, stop, True
+    if req.mode == Mode.CONSTRAINED and stop != StopReason.EOS and "\ufffd" not in after:
+        # (An incomplete character was dropped from ``text``: the steps' places would not
+        # match it.)
+        best = best_stop(req, text, got.stop_logps, len(healed))
+        if best is not None:
+            return best, (StopReason.TIME if stop is StopReason.TIME
+                          else StopReason.BEST_COMPLETE), True
+    middle, cut_stop = decoding.checked_cut(req.left, text, req.right, stop)
+    if stop is StopReason.TIME:  # out of time, not out of answers: asking again may help
+        cut_stop = StopReason.TIME
+    return middle, cut_stop, middle is not None
