@@ -36,10 +36,11 @@ session to what such a CPU serves and says so in the figures: ``contextTokens: 2
 (a prompt of at most 256 tokens less the middle's, instead of about 2,000), project context off,
 ``maxTokens: 16``, ``timeBudgetMs: 120000`` (a request queued behind N-1 others still
 finishes) and ``suggestions: 1`` (the vLLM engine decodes no alternatives anyway:
-``VllmEngine.ranks_alternatives`` is false).  It keeps the whole session: every session is a
-real ``seam serve`` with its cursor warming, prefetch and suggestion cache, over LSP, against
-one real vLLM server.  ``--setting KEY=JSON`` overrides a profile's setting, ``--no-follow``
-asks only at the two places per file (no typing through or accepting), for a CPU slower still.
+``VllmEngine.features.ranks_alternatives`` is false).  It keeps the whole session: every
+session is a real ``seam serve`` with its cursor warming, prefetch and suggestion cache, over
+LSP, against one real vLLM server.  ``--setting KEY=JSON`` overrides a profile's setting,
+``--no-follow`` asks only at the two places per file (no typing through or accepting), for a CPU
+slower still.
 
 On this 2-core CPU (the recommended run; a GPU server runs ``--profile default``)::
 

@@ -331,7 +331,7 @@ class CompletionService:
         """How many suggestions a place offers: the setting, for constrained requests on an
         engine that ranks alternatives (``fim.alternatives``; not a vLLM server); else 1."""
         if (engine is None or not self.settings.constrained
-                or not getattr(engine, "ranks_alternatives", False)):
+                or not engine.features.ranks_alternatives):
             return 1
         return self.settings.suggestions
 
@@ -516,7 +516,7 @@ class CompletionService:
                      setup_ms=res.setup_ms, model_ms=res.model_ms,
                      constraint_ms=res.constraint_ms, tokens=res.tokens,
                      resume_ms=resume_ms, mode=res.mode, scope=policy.scope,
-                     prompt_tokens=res.prompt_tokens, cached_tokens=engine.step_model.reused,
+                     prompt_tokens=res.prompt_tokens, cached_tokens=engine.cached_tokens,
                      context_tokens=res.project_tokens, **context)
         self._check_slow(res)
         if not res.middle or res.stop == StopReason.CANCELLED:

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fim.api import CompletionRequest, CompletionResult
+from fim.engine_interface import EngineFeatures, Runtime
 from fim.engines.model_specs import EngineKind
 from fim.options import Mode, StopReason
 from fim.templates import TEMPLATES, ContextIds, FimTemplate, build_prompt
@@ -153,8 +154,22 @@ class _RemoteIds:
 class VllmEngine:
     """Completes :class:`~fim.api.CompletionRequest` through a vLLM server (see the module)."""
 
-    #: One middle per request: ``CompletionRequest.alternatives`` is not ranked here.
-    ranks_alternatives = False
+    @property
+    def features(self) -> EngineFeatures:
+        """One middle per request (``CompletionRequest.alternatives`` is not ranked here), no
+        partial lines; exact token counts when the served model's tokenizer is at hand."""
+        return EngineFeatures(ranks_alternatives=False, reports_progress=False,
+                              exact_tokens=self.exact_tokens)
+
+    @property
+    def runtime(self) -> Runtime:
+        backend = self.backend
+        return Runtime(backend.engine, backend.device, backend.description)
+
+    @property
+    def cached_tokens(self) -> int:
+        """Prompt tokens the last request took from vLLM's prefix cache (``RemoteCache``)."""
+        return self.step_model.reused
 
     def __init__(self, server: str, api_key: str | None = None, *, timeout: float = 10.0,
                  template: str | None = None, left_share: float = 0.75,
