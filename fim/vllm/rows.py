@@ -25,8 +25,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from fim.decoding import FeedCache, HealIndex, _Sequence
+from fim.decoding import FeedCache
 from fim.engines.vocab import Vocabulary, build_vocabulary
+from fim.healing import GeneratedBytes, HealIndex
 from fim.options import SCOPES, Scope
 from fim.stopping import RIGHT_PROBE_CHARS, rewrite_cut_after, wrapped_right
 from fim.templates import detect_template, stop_ids
@@ -291,7 +292,7 @@ class RowConstraint:
         self.table = table
         self.cache = language.cache
         self.state: ConstraintState | None = language.initial
-        self.seq = _Sequence(heal=args.heal.encode("utf-8"))
+        self.seq = GeneratedBytes(heal=args.heal.encode("utf-8"))
         self.seen = 0  # output tokens fed so far
         self.finished = False  # a stop token was generated
         self.masked_top = 0  # steps whose likeliest token was not viable

@@ -28,8 +28,8 @@ def test_split_utf8():
 
 
 def test_vocabulary_file_round_trip_and_rejects_stale_or_damaged(random_loaded, tmp_path):
-    from fim.decoding import HealIndex
     from fim.engines.vocab import load_vocabulary, save_vocabulary
+    from fim.healing import HealIndex
 
     size = random_loaded.model.config.vocab_size + 2  # ids past the tokenizer: None
     vocab = build_vocabulary(random_loaded.tokenizer, size)
@@ -66,13 +66,13 @@ def test_engine_reads_and_writes_the_vocabulary_file(random_loaded, tmp_path):
 def test_a_vocabulary_read_before_the_model_is_used_only_if_its_size_matches(random_loaded,
                                                                             tmp_path):
     # The llama.cpp engine reads the file while the model loads, before it knows the size.
-    from fim.decoding import HealIndex
     from fim.engines.vocab import (
         VOCABULARY_FILE,
         cached_vocabulary,
         read_cached_vocabulary,
         save_vocabulary,
     )
+    from fim.healing import HealIndex
 
     size = random_loaded.model.config.vocab_size
     vocab = build_vocabulary(random_loaded.tokenizer, size)
