@@ -183,7 +183,7 @@ def dev_markdown(report: dict, args: argparse.Namespace, record: RunRecord) -> s
              f"{_count(args.corruptions, 'random corruption')} (insert, delete, replace a "
              "character, an extra closing bracket):")
 
-    def pct(x: float) -> str:
+    def percent(x: float) -> str:
         return f"{100 * x:.2f}%"
 
     def both(fn) -> str:
@@ -194,13 +194,13 @@ def dev_markdown(report: dict, args: argparse.Namespace, record: RunRecord) -> s
 
     rows = [
         ("completeness: true middle accepted at every character and complete at its end",
-         both(lambda d: f"{d['complete']}/{d['cases']} ({pct(d['completeness'])})"), "≥ 99.9%"),
+         both(lambda d: f"{d['complete']}/{d['cases']} ({percent(d['completeness'])})"), "≥ 99.9%"),
         ("soundness: `ast.parse` accepts the file, among middles `is_complete()` accepts",
-         both(lambda d: f"{pct(d['precision'])} of {d['accepted_middles']:,}"), "≥ 99.9%"),
+         both(lambda d: f"{percent(d['precision'])} of {d['accepted_middles']:,}"), "≥ 99.9%"),
         ("agreement with `ast.parse` both ways (all checked middles)",
-         both(lambda d: f"{pct(d['agreement'])} of {d['checked_middles']:,}"), "—"),
+         both(lambda d: f"{percent(d['agreement'])} of {d['checked_middles']:,}"), "—"),
         ("invalid corruptions rejected",
-         both(lambda d: f"{pct(d['invalid_rejected'])} of {d['invalid_corruptions']:,}"),
+         both(lambda d: f"{percent(d['invalid_rejected'])} of {d['invalid_corruptions']:,}"),
          "≥ 99.5%"),
         ("setup (`for_python` + `initial`), median",
          both(lambda d: f"{d['setup_ms_median']:.1f} ms (CPU {d['setup_cpu_ms_median']:.1f})"),

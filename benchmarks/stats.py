@@ -38,6 +38,13 @@ def percentile(values: Iterable[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
+def median_p90(values: Sequence[float], fmt: str, scale: float = 1.0) -> str:
+    """"median / p90" of ``values`` times ``scale``, each written with format spec ``fmt``
+    (``".2f"``, ``".2%"``): how the tables put a distribution in one cell."""
+    return (f"{percentile(values, 0.5) * scale:{fmt}} / "
+            f"{percentile(values, 0.9) * scale:{fmt}}")
+
+
 def summary(values: Sequence[float], digits: int = 3) -> dict[str, float]:
     """``n``, ``median``, ``p90`` and ``max`` of ``values``, rounded to ``digits``."""
     return {"n": len(values), "median": round(percentile(values, 0.5), digits),

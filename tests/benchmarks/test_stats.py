@@ -8,7 +8,7 @@ import statistics
 import numpy as np
 import pytest
 
-from benchmarks.stats import paired_interval, percentile, summary, won_lost
+from benchmarks.stats import median_p90, paired_interval, percentile, summary, won_lost
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 10, 11, 97])
@@ -24,6 +24,12 @@ def test_p90_interpolates_between_ranks() -> None:
     # rank 0.9 * 9 = 8.1: a tenth of the way from the 9th value to the 10th
     assert percentile(range(1, 11), 0.9) == pytest.approx(9.1)
     assert summary([3.0, 1.0, 2.0]) == {"n": 3, "median": 2.0, "p90": 2.8, "max": 3.0}
+
+
+def test_median_p90_writes_both_points_of_the_one_percentile_scaled() -> None:
+    seconds = [0.001 * k for k in range(1, 11)]  # p90 at rank 8.1: 9.1 ms
+    assert median_p90(seconds, ".2f", scale=1e3) == "5.50 / 9.10"
+    assert median_p90([0.1, 0.3], ".1%") == "20.0% / 28.0%"
 
 
 def test_percentile_refuses_no_values_and_q_outside_0_1() -> None:

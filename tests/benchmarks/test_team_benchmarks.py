@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from benchmarks.bench_team import session_files
-from benchmarks.bench_vllm_step import Step, projection, read_steps, steady
+from benchmarks.vllm_step_log import Step, read_steps, steady
+from benchmarks.vllm_step_report import projection
 
 
 def _log(tmp_path: Path, rows: list[int], apply_s: float = 0.002, step_s: float = 0.5) -> Path:
@@ -104,7 +105,7 @@ def test_projection_is_judged_at_p90():
 
 
 def test_steady_steps_are_pooled_over_phases(tmp_path):
-    from benchmarks.bench_vllm_step import pooled
+    from benchmarks.vllm_step_log import pooled
 
     a = read_steps(_log(tmp_path, [4, 4, 4, 3, 3, 3, 3]), 0)
     b = read_steps(_log(tmp_path, [1, 3, 3, 3, 2]), 0)
@@ -114,7 +115,7 @@ def test_steady_steps_are_pooled_over_phases(tmp_path):
 
 
 def test_sampling_modes_are_read_in_order_once_and_unknown_ones_named():
-    from benchmarks.bench_vllm_step import SAMPLING_MODES, sampling_modes
+    from benchmarks.vllm_step_log import SAMPLING_MODES, sampling_modes
 
     got = sampling_modes("topp0.95, greedy,topp0.95")
     assert [m.name for m in got] == ["topp0.95", "greedy"]
@@ -130,7 +131,8 @@ def test_sampling_modes_are_read_in_order_once_and_unknown_ones_named():
 
 
 def test_sampled_client_sends_the_modes_settings_and_no_seed():
-    from benchmarks.bench_vllm_step import SAMPLING_MODES, sampled_client
+    from benchmarks.bench_vllm_step import sampled_client
+    from benchmarks.vllm_step_log import SAMPLING_MODES
     from fim.api import CompletionRequest
     from fim.vllm.client import RemotePrompt, ServerInfo
 
@@ -152,7 +154,7 @@ def test_sampled_client_sends_the_modes_settings_and_no_seed():
 
 
 def test_counted_steps_give_checks_and_ids_left_per_row(tmp_path):
-    from benchmarks.bench_vllm_step import checks_per_row, left_per_row
+    from benchmarks.vllm_step_report import checks_per_row, left_per_row
 
     path = tmp_path / "steps.jsonl"
     lines = [{"t": k, "apply": 0.001, "update": 0.0, "advance": 0.0, "mask": 0.001,
@@ -169,7 +171,8 @@ def test_counted_steps_give_checks_and_ids_left_per_row(tmp_path):
 
 
 def test_table_has_one_block_per_sampling_mode():
-    from benchmarks.bench_vllm_step import SAMPLING_MODES, table
+    from benchmarks.vllm_step_log import SAMPLING_MODES
+    from benchmarks.vllm_step_report import table
 
     answers = {4: [{"parses": True, "middle": "x"}] * 3}
     blocks = [(SAMPLING_MODES["greedy"], {4: _steps(4, 2.0, 0.5)}, answers),
@@ -183,7 +186,8 @@ def test_table_has_one_block_per_sampling_mode():
 
 
 def test_sampled_projection_splits_checks_from_array_work():
-    from benchmarks.bench_vllm_step import SAMPLING_MODES, projection, projections
+    from benchmarks.vllm_step_log import SAMPLING_MODES
+    from benchmarks.vllm_step_report import projection, projections
 
     steps = [Step(t=k, update=0.0, advance=0.001, mask=0.010, apply=0.011, rows=16, batch=16,
                   checked=16 * 40, check=0.008, masked=16, left=16 * 40, length=0.4)
@@ -210,7 +214,8 @@ def _phase(rows: list[int], added: list[int], update_s: float, apply_s: float) -
 
 
 def test_whole_phase_table_counts_admissions_and_every_step():
-    from benchmarks.bench_vllm_step import SAMPLING_MODES, whole_phase_table
+    from benchmarks.vllm_step_log import SAMPLING_MODES
+    from benchmarks.vllm_step_report import whole_phase_table
 
     # 4 rows join in the first step (0.2 s of building, 0.05 s a request), 2 more later
     # (0.2 s: 0.1 s a request); an empty step is not a step of the phase's rows.
@@ -226,7 +231,7 @@ def test_whole_phase_table_counts_admissions_and_every_step():
 
 
 def test_admissions_paragraph_compares_admitting_with_masking():
-    from benchmarks.bench_vllm_step import admissions
+    from benchmarks.vllm_step_report import admissions
 
     slow = _phase([2, 2, 2], [2, 0, 0], update_s=0.2, apply_s=0.001)
     text = admissions([slow], gpu_step_ms=20.0)
