@@ -225,7 +225,8 @@ def server_table(teams: list[Team]) -> str:
     return "\n".join(rows) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, with the sessions' settings (``args.settings``) read."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_server_options(p, max_num_seqs=8, port=18761)
     p.add_argument("--teams", default="1,2,4,8",
@@ -258,6 +259,53 @@ def main(argv: list[str] | None = None) -> int:
             args.settings[key] = json.loads(value)
         except ValueError:
             p.error(f"--setting {item}: the value must be JSON (a number, true, \"text\")")
+    return args
+
+
+def _write_up(args: argparse.Namespace, teams: list[Team], rows: list[dict],
+              started: bool) -> str:
+    """The section's text: the setup, the sessions' table and the server's (``started``: this
+    script started the vLLM server, so the machine recorded is the server's)."""
+    chosen = ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in args.settings.items())
+    cached_by = ("the counts vLLM reported (`seam team-server` runs it with "
+                 "`--enable-prompt-tokens-details`)" if started else
+                 "vLLM's counts if the server at `--server` runs with "
+                 "`--enable-prompt-tokens-details`, else the client's estimate")
+    # The machine recorded below is this one: the server's only when this script started it.
+    where = (f"**This is what a {os.cpu_count()}-core CPU shared with other work serves, not a "
+             "GPU server.**" if started else
+             "**The vLLM server was the one at `--server`: its machine is not the one recorded "
+             "below, nor necessarily its vLLM version (`--team-python`'s).**")
+    session = ("bench_latency's session" if args.follow
+               else "bench_latency's session asking only at its two places (`--no-follow`)")
+    body = (f"Each session: `seam serve` with `engine: \"vllm\"` and "
+            f"{'the default settings but ' + chosen if chosen else 'the default settings'} "
+            f"(profile `{args.profile}`), replaying {args.files_per_session} file(s) of "
+            f"{session} (pause {args.pause} s, keystroke {args.keystroke} s, think "
+            f"{args.think} s); one vLLM server (`{args.model_dir.name}`, bfloat16, "
+            f"`--max-num-seqs {args.max_num_seqs}`, `--max-model-len {args.max_model_len}`) "
+            f"for all.  Answers / s counts every answered request, suggestions / s the "
+            f"non-empty ones, over the replay's wall time.  Model answers (`seam/status`, "
+            f"prefetches included) end finished, out of time (what the session had when its "
+            f"time budget ran out), failed (an error) or cancelled (given up for a newer "
+            f"request).  {where}\n\n" + table(teams)
+            + "\nThe server's side, from vLLM's `/metrics` before and after each team and "
+            f"sampled every {args.sample_s:g} s during it; the model answers' cached tokens "
+            f"are {cached_by}; vLLM's requests include the sessions' "
+            "warm-ups (one token) and prefetches; the hit rate is the share of queried prompt "
+            "tokens vLLM's prefix cache held; \"running together\" is "
+            "`vllm:num_requests_running` over the samples where it was not 0.\n\n"
+            + server_table(teams))
+    if rows:
+        body += (f"\nvLLM's processor finished {len(rows)} constrained requests "
+                 f"({sum(r['tokens'] for r in rows)} tokens; likeliest token refused at "
+                 f"{sum(r['masked_top'] for r in rows)} of {sum(r['steps'] for r in rows)} "
+                 "steps).\n")
+    return body
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
     # What bench_latency's replay reads besides the pauses.
     args.workspace, args.progress = False, False
     stdlib = Path(sysconfig.get_paths()["stdlib"])
@@ -292,41 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         if server is not None:
             server.stop()
     record.finish()
-    chosen = ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in args.settings.items())
-    cached_by = ("the counts vLLM reported (`seam team-server` runs it with "
-                 "`--enable-prompt-tokens-details`)" if server is not None else
-                 "vLLM's counts if the server at `--server` runs with "
-                 "`--enable-prompt-tokens-details`, else the client's estimate")
-    # The machine recorded below is this one: the server's only when this script started it.
-    where = (f"**This is what a {os.cpu_count()}-core CPU shared with other work serves, not a "
-             "GPU server.**" if server is not None else
-             "**The vLLM server was the one at `--server`: its machine is not the one recorded "
-             "below, nor necessarily its vLLM version (`--team-python`'s).**")
-    session = ("bench_latency's session" if args.follow
-               else "bench_latency's session asking only at its two places (`--no-follow`)")
-    body = (f"Each session: `seam serve` with `engine: \"vllm\"` and "
-            f"{'the default settings but ' + chosen if chosen else 'the default settings'} "
-            f"(profile `{args.profile}`), replaying {args.files_per_session} file(s) of "
-            f"{session} (pause {args.pause} s, keystroke {args.keystroke} s, think "
-            f"{args.think} s); one vLLM server (`{args.model_dir.name}`, bfloat16, "
-            f"`--max-num-seqs {args.max_num_seqs}`, `--max-model-len {args.max_model_len}`) "
-            f"for all.  Answers / s counts every answered request, suggestions / s the "
-            f"non-empty ones, over the replay's wall time.  Model answers (`seam/status`, "
-            f"prefetches included) end finished, out of time (what the session had when its "
-            f"time budget ran out), failed (an error) or cancelled (given up for a newer "
-            f"request).  {where}\n\n" + table(teams)
-            + "\nThe server's side, from vLLM's `/metrics` before and after each team and "
-            f"sampled every {args.sample_s:g} s during it; the model answers' cached tokens "
-            f"are {cached_by}; vLLM's requests include the sessions' "
-            "warm-ups (one token) and prefetches; the hit rate is the share of queried prompt "
-            "tokens vLLM's prefix cache held; \"running together\" is "
-            "`vllm:num_requests_running` over the samples where it was not 0.\n\n"
-            + server_table(teams))
-    if rows:
-        body += (f"\nvLLM's processor finished {len(rows)} constrained requests "
-                 f"({sum(r['tokens'] for r in rows)} tokens; likeliest token refused at "
-                 f"{sum(r['masked_top'] for r in rows)} of {sum(r['steps'] for r in rows)} "
-                 "steps).\n")
+    body = _write_up(args, teams, rows, server is not None)
     publish(body, record, args.figures, args.section)
     return 0
 

@@ -148,7 +148,8 @@ def timing(runs: list[dict], wall: dict[str, list[float]], full_cases: int) -> s
     return "\n".join(f"- {x}" for x in lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The command line."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_server_options(p, max_num_seqs=4)
     p.add_argument("--cases", type=int, default=100, help="cases per dataset (default: 100)")
@@ -177,6 +178,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--figures", type=Path, default=None)
     p.add_argument("--section", default="vllm-quality")
     args = p.parse_args(argv)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
     if args.prompt == "client" and args.server is None:
         args.max_model_len = args.context_tokens  # the client cuts its prompt to the window
     args.out.mkdir(parents=True, exist_ok=True)
