@@ -9,10 +9,11 @@ res.middle, res.stop, res.tokens, res.setup_ms, res.model_ms, res.constraint_ms,
 ``complete`` is serialised by a lock (one model, one request at a time) and may be called from
 any thread.  ``cancel`` is polled before every model step.
 
-The engine keeps the last few constraint languages keyed by ``(left, right, scope)``.  A request
-whose left context extends a cached one by typed text (same right context and scope) reuses that
-language: its state is ``cached_initial.feed(typed)`` instead of a rebuild, which is what keeps
-as-you-type completion in the editor cheap.
+The engine keeps the last few constraint languages (``fim.language_cache``, the cache the vLLM
+server's processor keeps too): a request whose left text extends a cached one's by typed text
+(same right text and scope) reuses that language, its state ``feed(typed)`` from the cached
+initial one instead of a rebuild, which is what keeps as-you-type completion in the editor
+cheap.
 """
 
 from __future__ import annotations
@@ -22,17 +23,17 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from fim import decoding
 from fim.alternatives import Alternative, search
-from fim.decoding import DecodeHooks, DecodeSetup, FeedCache, HealIndex
+from fim.decoding import DecodeHooks, DecodeSetup, HealIndex
 from fim.engine_interface import EngineFeatures, Runtime
 from fim.engines.backend import Backend
 from fim.engines.loading import load_backend
 from fim.engines.model_specs import EngineKind
 from fim.engines.step_model import StepModel
-from fim.options import Dtype, Mode, Scope, StopReason
+from fim.language_cache import CachedLanguage, LanguageCache, LanguageFactory
+from fim.options import Dtype, Mode, StopReason
 from fim.request import CompletionRequest, CompletionResult
 from fim.templates import (
     ContextIds,
@@ -44,37 +45,12 @@ from fim.templates import (
     stop_ids,
 )
 from fim.tokenizer import TextTokenizer
-from quotient.constraint import Constraint, ConstraintState, LanguageMode
+from quotient.constraint import ConstraintState, LanguageMode
 
 log = logging.getLogger(__name__)
 
 # Language modes in which the constraint is weaker than "the file parses" near the cursor.
 DEGRADED_MODES = (LanguageMode.PREFIX, LanguageMode.NONE)
-
-#: Builds the constraint for ``(left, right, scope)``; ``python_language`` by default.
-LanguageFactory = Callable[[str, str, Scope], Constraint]
-
-
-def python_language(left: str, right: str, scope: Scope | str) -> Constraint:
-    """The Python FIM language (``python_language``) for these contexts."""
-    # Imported on first use, for startup speed: the lexer and grammar modules (``regex``
-    # included) take tens of milliseconds that ``seam serve`` would otherwise spend before
-    # answering ``initialize``; the server imports them on its grammar thread while the
-    # model loads.
-    from python_language import FimLanguage
-
-    return FimLanguage.for_python(left, right, scope=scope)
-
-
-@dataclass
-class _LanguageEntry:
-    left: str
-    right: str
-    scope: Scope
-    language: Constraint
-    initial: ConstraintState
-    cache: FeedCache = field(default_factory=FeedCache)
-
 
 class Engine:
     """A loaded model with its FIM template, ready to complete requests."""
@@ -101,8 +77,6 @@ class Engine:
         self.heal = heal
         full = backend.window
         self.window = min(window, full) if window else full
-        self.language_factory = language_factory or python_language
-        self.language_cache_size = language_cache_size
         vocab = backend.vocab
         stops = frozenset(i for i in stop_ids(tok, self.template) if i < vocab.size)
         self._setup = DecodeSetup(
@@ -112,7 +86,7 @@ class Engine:
             disallowed=vocab.disallowed_mask(set(stops)),
             heal_index=HealIndex(vocab, backend.heal_order) if heal else None,
         )
-        self._languages: list[_LanguageEntry] = []
+        self.languages = LanguageCache(language_cache_size, language_factory)
         self._contexts = ContextIds()
         self._lock = threading.Lock()
 
@@ -153,24 +127,6 @@ class Engine:
         """Prompt tokens the last request took from the model's cache."""
         return self.step_model.reused
 
-    def _language(self, left: str, right: str, scope: Scope
-                  ) -> tuple[_LanguageEntry, ConstraintState]:
-        """A language entry and the state after ``left``, reusing cached languages."""
-        for entry in reversed(self._languages):
-            if entry.right != right or entry.scope != scope or not left.startswith(entry.left):
-                continue
-            typed = left[len(entry.left):]
-            state = entry.cache.feed(entry.initial, typed)
-            if state is not None:
-                self._languages.remove(entry)
-                self._languages.append(entry)
-                return entry, state
-        language = self.language_factory(left, right, scope)
-        entry = _LanguageEntry(left, right, scope, language, language.initial())
-        self._languages.append(entry)
-        del self._languages[: -self.language_cache_size]
-        return entry, entry.initial
-
     def complete(
         self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,
         on_partial: Callable[[str], None] | None = None,
@@ -197,13 +153,14 @@ class Engine:
             return self._complete(req, cancel, on_partial, progress, prompt)
 
     def _prepare(self, req: CompletionRequest, prompt: Prompt | None = None) -> tuple[
-            _LanguageEntry | None, ConstraintState | None, LanguageMode, Prompt]:
+            CachedLanguage | None, ConstraintState | None, LanguageMode, Prompt]:
         """The constraint language (cached by contexts), its state after the left context, its
         mode, and the prompt (``prompt`` when the caller built it)."""
         state = entry = None
         lang_mode = LanguageMode.NONE
         if req.mode == Mode.CONSTRAINED:
-            entry, state = self._language(req.left, req.right, req.scope)
+            hit = self.languages.get(req.left, req.right, req.scope)
+            entry, state = hit.language, hit.state
             lang_mode = LanguageMode(entry.language.mode)
         return entry, state, lang_mode, prompt if prompt is not None else self.prompt_for(req)
 
@@ -250,7 +207,7 @@ class Engine:
                                                   keep_cached=keep_cached) is not None
 
     @staticmethod
-    def _contexts_to_check(req: CompletionRequest, entry: _LanguageEntry | None
+    def _contexts_to_check(req: CompletionRequest, entry: CachedLanguage | None
                            ) -> tuple[str, str] | None:
         """The parts of the contexts that decide whether a middle makes the file parse: the
         constraint's check region where it has one (a 5 MB file is not re-read per middle),
@@ -266,7 +223,7 @@ class Engine:
             return req.left, req.right
         return req.left[region[0]:], req.right[:region[1]]
 
-    def _partial_sink(self, req: CompletionRequest, entry: _LanguageEntry | None,
+    def _partial_sink(self, req: CompletionRequest, entry: CachedLanguage | None,
                       on_partial: Callable[[str], None]) -> Callable[[str], None]:
         """Pass on only partial middles with which the file parses (the same final check
         every returned middle gets)."""
@@ -352,7 +309,7 @@ class Engine:
         return middle, stop, parses, error
 
     def _alternatives(self, req: CompletionRequest, prompt: Prompt,
-                      state: ConstraintState | None, entry: _LanguageEntry | None,
+                      state: ConstraintState | None, entry: CachedLanguage | None,
                       lang_mode: LanguageMode, contexts: tuple[str, str] | None,
                       deadline: float | None, cancel: Callable[[], bool] | None,
                       first: decoding.Decoded

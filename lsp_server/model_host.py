@@ -72,7 +72,7 @@ def _build_language() -> None:
     """Build the Python language's tables once (the first constrained request would)."""
     t0 = time.perf_counter()
     try:
-        from fim.api import python_language
+        from fim.language_cache import python_language
 
         python_language(WARM_LEFT, WARM_RIGHT, Scope.STATEMENT)
     except Exception:  # only a speed-up: the warm-up and requests report real failures

@@ -59,6 +59,7 @@ from vllm.v1.sample.logits_processor import LogitsProcessor as V1LogitsProcessor
 from vllm.v1.worker.gpu.sample.logits_processor import LogitsContext, LogitsProcRequestState
 from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as V2LogitsProcessor
 
+from fim.language_cache import LanguageCache
 from fim.vllm.masking import (
     Mode,
     Sampling,
@@ -68,13 +69,17 @@ from fim.vllm.masking import (
     penalised,
 )
 from fim.vllm.rows import (
-    LanguageCache,
     RowConstraint,
     SeamArgs,
     SeamArgsError,
     TokenTable,
     warm_completions,
 )
+
+#: Languages the rows keep built (``fim.language_cache``): a preempted request that comes back,
+#: the same question asked twice, or a request typed on from an earlier one's left text takes
+#: a kept one instead of a rebuild.
+ROW_LANGUAGES = 16
 
 # A child of vLLM's logger, so lines reach the server's log in the engine process too.
 log = logging.getLogger("vllm.seam")
@@ -113,7 +118,7 @@ class SeamRows:
     def __init__(self, table: TokenTable, languages: LanguageCache | None = None,
                  penalties_after: bool = True) -> None:
         self.table = table
-        self.languages = languages or LanguageCache()
+        self.languages = languages or LanguageCache(ROW_LANGUAGES)
         self.penalties_after = penalties_after
         self.rows: dict[int, _Row] = {}
         self.finished: list[RowConstraint] = []  # rows removed since the last drain
@@ -126,7 +131,8 @@ class SeamRows:
         args = SeamArgs.from_extra_args(params.extra_args) if params else None
         if args is None:
             return False
-        constraint = RowConstraint(args, self.languages.get(args), self.table)
+        language = self.languages.get(args.left, args.right, args.scope)
+        constraint = RowConstraint(args, language, self.table)
         penalties = self.penalties_after and Sampling.from_params(params).penalties
         prompt_ids = (np.unique(np.asarray(prompt, dtype=np.int64))
                       if penalties and prompt is not None else _NO_IDS)

@@ -18,20 +18,19 @@ engine adapter's business (``fim.vllm.processor``).  This module holds what ever
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 
-from fim.decoding import FeedCache
 from fim.engines.vocab import Vocabulary, build_vocabulary
 from fim.healing import GeneratedBytes, HealIndex
+from fim.language_cache import LanguageHit
 from fim.options import SCOPES, Scope
 from fim.stopping import RIGHT_PROBE_CHARS, rewrite_cut_after, wrapped_right
 from fim.templates import detect_template, stop_ids
-from quotient.constraint import Constraint, ConstraintState
+from quotient.constraint import ConstraintState
 
 #: The keys of a request's extra arguments that Seam reads.
 LEFT_KEY, RIGHT_KEY, SCOPE_KEY, HEAL_KEY = "seam_left", "seam_right", "seam_scope", "seam_heal"
@@ -185,41 +184,6 @@ class _TokenIds:
         return int(tid)
 
 
-@dataclass
-class _Language:
-    """A built language with its initial state and the memo of its feeds."""
-
-    language: Constraint
-    initial: ConstraintState
-    cache: FeedCache = field(default_factory=FeedCache)
-
-
-class LanguageCache:
-    """The last few languages by ``(left, right, scope)``: a preempted request that comes back,
-    or the same question asked twice, does not rebuild its language."""
-
-    def __init__(self, size: int = 16) -> None:
-        self.size = size
-        self.built = 0  # languages built (tests count them)
-        self._entries: OrderedDict[tuple[str, str, Scope], _Language] = OrderedDict()
-
-    def get(self, args: SeamArgs) -> _Language:
-        key = (args.left, args.right, args.scope)
-        hit = self._entries.get(key)
-        if hit is not None:
-            self._entries.move_to_end(key)
-            return hit
-        from python_language import FimLanguage
-
-        language = FimLanguage.for_python(args.left, args.right, scope=args.scope)
-        entry = _Language(language, language.initial())
-        self.built += 1
-        self._entries[key] = entry
-        while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
-        return entry
-
-
 #: Non-ASCII characters some line-splitting code treats as line ends (or a BOM): each is a class
 #: of its own, checked as itself.
 _SPECIAL_CHARS = frozenset("\x85\xa0\u2028\u2029\ufeff")
@@ -287,11 +251,11 @@ class RowConstraint:
     tokens are allowed, so the request ends and the client cuts the middle back.
     """
 
-    def __init__(self, args: SeamArgs, language: _Language, table: TokenTable) -> None:
+    def __init__(self, args: SeamArgs, language: LanguageHit, table: TokenTable) -> None:
         self.args = args
         self.table = table
-        self.cache = language.cache
-        self.state: ConstraintState | None = language.initial
+        self.cache = language.language.cache
+        self.state: ConstraintState | None = language.state
         self.seq = GeneratedBytes(heal=args.heal.encode("utf-8"))
         self.seen = 0  # output tokens fed so far
         self.finished = False  # a stop token was generated

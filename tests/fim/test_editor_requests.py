@@ -165,7 +165,7 @@ def test_line_stop_also_when_the_constraint_forbids_the_newline(random_loaded):
         def check_region(self):
             return None
 
-    engine.language_factory = Language
+    engine.languages.factory = Language
     res = engine.complete(CompletionRequest("x = ", "\n", max_tokens=20, scope="statement",
                                             line_stop=True))
     assert (res.middle, res.stop) == ("12", "line_end")

@@ -97,6 +97,20 @@ def test_preempted_request_is_replayed_without_rebuilding_its_language(table, ra
     assert rows.languages.built == 1
 
 
+def test_a_request_typed_on_from_anothers_left_text_takes_its_language(table,
+                                                                    random_tokenizer):
+    # The rows keep their languages in the engine's cache (``fim.language_cache``): a request
+    # whose left text extends a kept one's starts from the state after the typed text.
+    rows = SeamRows(table)
+    rows.update(_update(1, added=[(0, _params(True, left=LEFT), [1], [])]))
+    typed = LEFT + " b"
+    rows.update(_update(2, added=[(1, _params(True, left=typed), [1], [])]))
+    first, second = rows.rows[0].constraint, rows.rows[1].constraint
+    assert rows.languages.built == 1 and second.cache is first.cache
+    # ``total = a +`` needs more; ``total = a + b`` is complete: the state is after " b"
+    assert not first.complete() and second.complete() and parses(typed + RIGHT)
+
+
 def test_plain_sampling_draws_from_the_viable_tokens_distribution(table, random_tokenizer):
     """Gumbel-max over the viable ids: an unviable favourite is never drawn, and two viable
     ids with logits log(3) apart are drawn about 3:1."""

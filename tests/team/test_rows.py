@@ -8,8 +8,8 @@ import ast
 import numpy as np
 import pytest
 
+from fim.language_cache import LanguageCache
 from fim.vllm.rows import (
-    LanguageCache,
     RowConstraint,
     SeamArgs,
     SeamArgsError,
@@ -19,7 +19,7 @@ from fim.vllm.rows import (
 
 def _row(table, left, right, scope="statement", heal=""):
     args = SeamArgs(left, right, scope, heal)
-    return RowConstraint(args, LanguageCache().get(args), table)
+    return RowConstraint(args, LanguageCache().get(left, right, scope), table)
 
 
 def _ids(tokenizer, text):
