@@ -41,6 +41,7 @@ from benchmarks.report import RunRecord, command_line, model_packages, publish  
 from fim.api import CompletionRequest, Engine  # noqa: E402
 from fim.editor_policy import editor_request  # noqa: E402
 from fim.engines.cpu_load import LoadMonitor, read_sample, window_load  # noqa: E402
+from fim.engines.llama_engine import LlamaStepModel  # noqa: E402
 
 SETTINGS = ("2", "1", "auto")
 
@@ -84,13 +85,16 @@ class Batch:
 def run_batch(engine: Engine, requests: list[CompletionRequest], setting: str,
               phase: str) -> Batch:
     batch = Batch(setting, phase)
-    engine.step_model.reset()
+    step = engine.step_model
+    if not isinstance(step, LlamaStepModel):  # loaded with engine="llama.cpp" below
+        raise TypeError(f"the thread benchmark needs llama.cpp's step model, not {step!r}")
+    step.reset()
     before = read_sample()
     t0 = time.perf_counter()
     for req in requests:
         result = engine.complete(req)
         batch.tokens += result.tokens
-        choice = getattr(engine.step_model, "last_threads", None)
+        choice = step.last_threads
         batch.threads[choice.threads if choice else 0] += 1
     batch.seconds = time.perf_counter() - t0
     batch.others_load = window_load([before, read_sample()],

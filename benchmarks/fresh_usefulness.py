@@ -72,6 +72,7 @@ from benchmarks.usefulness import (  # noqa: E402
 )
 from fim.api import Engine  # noqa: E402
 from fim.editor_policy import LEFT_FIRST_TOKENS  # noqa: E402
+from fim.engine_interface import CompletionEngine  # noqa: E402
 from fim.engines import bundled  # noqa: E402
 from fim.engines.llama_engine import default_threads  # noqa: E402
 from fim.options import Mode  # noqa: E402
@@ -187,7 +188,7 @@ def ask_llama_vim(client: LlamaVimClient, cur: Cursor) -> dict:
             "truncated": a.truncated}
 
 
-def ask_ranked(engine: Engine, request, early: bool, pause: float) -> dict:
+def ask_ranked(engine: CompletionEngine, request, early: bool, pause: float) -> dict:
     """``usefulness.ask`` for a ranked configuration: rest, then the whole search (the
     early answer is the first complete line end, ``line_stop``)."""
     until = time.perf_counter() + pause

@@ -93,6 +93,7 @@ from benchmarks.usefulness_tables import (  # noqa: E402
 )
 from fim.api import CompletionRequest, Engine  # noqa: E402
 from fim.editor_policy import LEFT_FIRST_TOKENS  # noqa: E402
+from fim.engine_interface import CompletionEngine  # noqa: E402
 from fim.eval.evaluation import edit_similarity  # noqa: E402
 from lsp_server.project.sources import ContextCollector, OpenDocument  # noqa: E402
 from lsp_server.request_plan import RequestPlanner  # noqa: E402
@@ -121,7 +122,7 @@ def accepted_whole(shown: str | None, truth: str) -> bool:
     return rest is not None and (rest == "" or rest.startswith("\n"))
 
 
-def ask(engine: Engine, request: CompletionRequest, kind: str, pause: float) -> dict:
+def ask(engine: CompletionEngine, request: CompletionRequest, kind: str, pause: float) -> dict:
     """Rest ``pause`` seconds (the server warms the prompt), then request as the server does:
     mid-line, the whole middle; on an empty line, the first line end where the file parses."""
     until = time.perf_counter() + pause
@@ -143,13 +144,13 @@ def ask(engine: Engine, request: CompletionRequest, kind: str, pause: float) -> 
         return {"middle": first["middle"], "seconds": first["at"] - t0, "stop": "early",
                 "parses": True, "error": None, "tokens": res.tokens,
                 "prompt_tokens": res.prompt_tokens, "context_tokens": res.project_tokens,
-                "cached_tokens": engine.step_model.reused}
+                "cached_tokens": engine.cached_tokens}
     return {"middle": res.middle, "seconds": t1 - t0, "stop": res.stop, "parses": res.parses,
             "error": res.error, "tokens": res.tokens, "prompt_tokens": res.prompt_tokens,
-            "context_tokens": res.project_tokens, "cached_tokens": engine.step_model.reused}
+            "context_tokens": res.project_tokens, "cached_tokens": engine.cached_tokens}
 
 
-def plan_case(engine: Engine, planner: RequestPlanner, config: Config, fc: FileCases,
+def plan_case(engine: CompletionEngine, planner: RequestPlanner, config: Config, fc: FileCases,
               case: Case, args):
     """The request the server would make at the case's cursor under ``config``."""
     settings = settings_for(config, args)
@@ -176,7 +177,7 @@ def _has_word(text: str, word: str) -> bool:
     return re.search(rf"\b{re.escape(word)}\b", text) is not None
 
 
-def context_flags(engine: Engine, fc: FileCases, case: Case, args) -> dict:
+def context_flags(engine: CompletionEngine, fc: FileCases, case: Case, args) -> dict:
     """Whether the truth names something the file's prompt window does not show
     (``outside``: only context could tell the model), and whether the project context (all
     sources, the run's budget) holds one of those names (``in_context``)."""

@@ -41,7 +41,8 @@ from fim.templates import PromptTooLong
 if TYPE_CHECKING:
     # Imported where an engine is needed (numpy and the decoder take a second on a busy
     # machine): a bad path or position is refused before that.
-    from fim.api import CompletionRequest, Engine
+    from fim.api import CompletionRequest
+    from fim.engine_interface import CompletionEngine
 
 __all__ = ["UsageError", "add_commands", "build_parser", "main", "offset_of",
            "parse_position", "read_source", "run"]
@@ -210,7 +211,8 @@ def _decode_progress(quiet: bool):
     return progress, bar.close
 
 
-def load_engine(args) -> Engine:
+def load_engine(args: argparse.Namespace) -> CompletionEngine:
+    """The engine the command line names: a vLLM server's client, or a model loaded here."""
     from fim.api import Engine
 
     if EngineKind.parse(args.engine) is EngineKind.VLLM:

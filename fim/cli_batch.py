@@ -28,7 +28,8 @@ from fim.cli_args import UsageError
 from fim.cli_files import MAX_JSONL_BYTES, read_regular_file
 
 if TYPE_CHECKING:  # the engine's modules load only once the input has been read
-    from fim.api import CompletionRequest, CompletionResult, Engine
+    from fim.api import CompletionRequest, CompletionResult
+    from fim.engine_interface import CompletionEngine
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def complete_jsonl(args: Any, load: Callable[[], Engine],
+def complete_jsonl(args: Any, load: Callable[[], CompletionEngine],
                    request: Callable[[str, str], CompletionRequest],
                    emit: Callable[[str, TextIO], None]) -> int:
     """Complete every line of ``args.jsonl`` into ``args.out`` (or stdout) with the engine
@@ -172,7 +173,7 @@ def complete_jsonl(args: Any, load: Callable[[], Engine],
     return 2 if refused else 0
 
 
-def _run(args: Any, engine: Engine, items: list[BatchItem],
+def _run(args: Any, engine: CompletionEngine, items: list[BatchItem],
          request: Callable[[str, str], CompletionRequest],
          emit: Callable[[str, TextIO], None], out: TextIO) -> int:
     """Complete the items, writing a row each; the number refused."""

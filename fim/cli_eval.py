@@ -18,10 +18,10 @@ from fim.cli_args import UsageError
 from fim.eval import datasets
 
 if TYPE_CHECKING:  # the engine's modules load only once there is work for them
-    from fim.api import Engine
+    from fim.engine_interface import CompletionEngine
 
 
-def cmd_eval(args: Any, load: Callable[[], Engine]) -> int:
+def cmd_eval(args: Any, load: Callable[[], CompletionEngine]) -> int:
     """Build the cases, run them with the engine ``load()`` returns (or read ``--records``),
     write the report and print the tables; 130 when interrupted."""
     from fim.eval import evaluation
@@ -62,8 +62,8 @@ def eval_cases(args: Any) -> list[dict]:
     return cases
 
 
-def _eval_records(args: Any, cases: list[dict], load: Callable[[], Engine],
-                  ) -> tuple[list[dict], Engine | None, bool]:
+def _eval_records(args: Any, cases: list[dict], load: Callable[[], CompletionEngine],
+                  ) -> tuple[list[dict], CompletionEngine | None, bool]:
     """``(records, engine, interrupted)``: the records of ``--records`` alone
     (``--report-only``: no engine), or of running the cases with a loaded engine."""
     from tqdm import tqdm
@@ -91,7 +91,8 @@ def _eval_records(args: Any, cases: list[dict], load: Callable[[], Engine],
     return records, engine, False
 
 
-def _eval_report(args: Any, summary: dict, records: list[dict], engine: Engine | None,
+def _eval_report(args: Any, summary: dict, records: list[dict],
+                 engine: CompletionEngine | None,
                  seconds: float, interrupted: bool) -> dict:
     """The JSON report: the run's configuration and provenance, the summary, the records."""
     from fim.eval import evaluation
@@ -109,8 +110,8 @@ def _eval_report(args: Any, summary: dict, records: list[dict], engine: Engine |
     }
     if engine is not None:
         config.update({
-            "engine": str(engine.backend.engine), "device": engine.backend.device,
-            "runtime": engine.backend.description,
+            "engine": str(engine.runtime.engine), "device": engine.runtime.device,
+            "runtime": engine.runtime.description,
             "template": engine.template.name, "context_tokens": engine.window,
         })
     return {"config": config, "summary": summary, "records": records}

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # types only: this module runs whatever engine it is handed
-    from fim.api import CompletionRequest, CompletionResult, Engine
-    from fim.templates import Prompt
+    from fim.engine_interface import CompletionEngine, EnginePrompt
+    from fim.request import CompletionRequest, CompletionResult
 
 log = logging.getLogger(__name__)
 
@@ -193,18 +193,18 @@ class JobScheduler:
             if job.answered:
                 job.request_cancel()
 
-    async def run(self, uri: str, engine: Engine, request: CompletionRequest,
+    async def run(self, uri: str, engine: CompletionEngine, request: CompletionRequest,
                   share_key: Hashable | None = None, *, early: bool = False,
                   on_partial: Callable[[str], None] | None = None,
                   on_final: Callable[[CompletionResult], None] | None = None,
-                  prompt: Prompt | None = None) -> Outcome:
+                  prompt: EnginePrompt | None = None) -> Outcome:
         """Decode ``request`` with ``engine``; a newer call on the same ``uri`` cancels this one,
         unless it has an equal, non-``None`` ``share_key``: then both await one decode.
 
         ``early``: answer with the first partial middle (a line end where the file parses)
         and let the decode go on; every partial middle, the first included, goes to
         ``on_partial`` and the final result to ``on_final``, both called on the event loop.
-        ``prompt``: the request's prompt when the caller built it (``Engine.complete``).
+        ``prompt``: the request's prompt when the caller built it (``CompletionEngine.complete``).
 
         Raises ``asyncio.CancelledError`` when the awaiting task is cancelled, after raising the
         job's flag (if no other request waits on it) so the worker stops within one model step.
@@ -245,11 +245,11 @@ class JobScheduler:
         finally:
             job.waiters -= 1
 
-    def _submit(self, uri: str, share_key: Hashable | None, engine: Engine,
+    def _submit(self, uri: str, share_key: Hashable | None, engine: CompletionEngine,
                 request: CompletionRequest, early: bool,
                 on_partial: Callable[[str], None] | None,
                 on_final: Callable[[CompletionResult], None] | None,
-                loop: asyncio.AbstractEventLoop, prompt: Prompt | None = None) -> Job:
+                loop: asyncio.AbstractEventLoop, prompt: EnginePrompt | None = None) -> Job:
         job = Job(uri, share_key)
         self._inflight[uri] = job
         self._foreground += 1
@@ -283,8 +283,8 @@ class JobScheduler:
         job.future.add_done_callback(done)
         return job
 
-    def _work(self, job: Job, engine: Engine, request: CompletionRequest,
-              on_partial: Callable[[str], None] | None, prompt: Prompt | None = None
+    def _work(self, job: Job, engine: CompletionEngine, request: CompletionRequest,
+              on_partial: Callable[[str], None] | None, prompt: EnginePrompt | None = None
               ) -> Outcome:
         job.started_at = time.perf_counter()
         queue_ms = (job.started_at - job.queued_at) * 1000.0

@@ -43,7 +43,9 @@ from fim.engines.model_specs import EngineKind
 from fim.options import Dtype, Mode, Scope
 
 if TYPE_CHECKING:  # fim.api is imported when a load starts (it brings numpy and more)
-    from fim.api import Engine
+    from fim.engine_interface import CompletionEngine
+    from fim.engines.cpu_load import ThreadGovernor
+    from fim.vllm.client import VllmEngine
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +145,8 @@ def _hint_for(exc: BaseException, model: str) -> str:
 
 
 class ModelHost:
-    """Owns the current ``fim.api.Engine`` and its background loading."""
+    """Owns the current engine (a ``fim.engine_interface.CompletionEngine``: the in-process
+    ``fim.api.Engine`` or a vLLM server's client) and its background loading."""
 
     def __init__(self, on_state: StateFn | None = None,
                  on_progress: ProgressFn | None = None, *, slow_after_s: float = SLOW_AFTER_S,
@@ -151,7 +154,11 @@ class ModelHost:
                  reconnect_max_s: float = RECONNECT_MAX_S) -> None:
         self._lock = threading.Lock()
         self._generation = 0
-        self._engine: Engine | None = None
+        self._engine: CompletionEngine | None = None
+        #: the engine again when it is a vLLM server's client (what the one-token check asks)
+        self._server: VllmEngine | None = None
+        #: the in-process engine's CPU thread governor (``None``: no CPU threads of its own)
+        self._governor: ThreadGovernor | None = None
         self._key: tuple | None = None
         self._state = HostState(LoadState.IDLE)
         self._on_state = on_state
@@ -174,19 +181,22 @@ class ModelHost:
         loaded engine from its next request on and for every engine loaded later; engines
         without CPU threads of their own ignore it."""
         self._thread_count = threads
-        engine = self.engine
-        if engine is not None:
-            self._apply_threads(engine)
+        self._apply_threads(self._governor)
 
     def set_slow_after(self, seconds: float) -> None:
         """How long the vLLM server may take to answer the one-token question before it is
         reported slow, from the next check on (no reconnect: the server is the same)."""
         self.slow_after_s = float(seconds)
 
-    def _apply_threads(self, engine: Any) -> None:
-        governor = getattr(getattr(engine, "backend", None), "threads", None)
+    def _apply_threads(self, governor: ThreadGovernor | None) -> None:
         if governor is not None:
             governor.pin(self._thread_count)
+
+    def _take(self, engine: CompletionEngine | None, server: VllmEngine | None = None,
+              governor: ThreadGovernor | None = None) -> None:
+        """The engine requests use from now on (``None``: none), with its typed handles
+        (called with the lock held)."""
+        self._engine, self._server, self._governor = engine, server, governor
 
     def set_listeners(self, on_state: StateFn | None, on_progress: ProgressFn | None,
                       owner: object | None = None) -> None:
@@ -205,7 +215,7 @@ class ModelHost:
         return self._state
 
     @property
-    def engine(self) -> Engine | None:
+    def engine(self) -> CompletionEngine | None:
         """The loaded engine, or ``None`` while none is ready."""
         return self._engine if self._state.state is LoadState.READY else None
 
@@ -242,7 +252,7 @@ class ModelHost:
             generation = self._generation
             self._key = key
             self._remote = remote
-            self._engine = None
+            self._take(None)
             self._set_state(HostState(LoadState.LOADING, model, f"loading {model}"))
 
         def progress(fraction: float, message: str) -> None:
@@ -260,20 +270,24 @@ class ModelHost:
             # llama.cpp reads the weights (its C code runs without the GIL).
             tables = threading.Thread(target=_build_language, name="seam-grammar", daemon=True)
             tables.start()
+            server: VllmEngine | None = None
+            governor: ThreadGovernor | None = None
             try:
                 if remote is not None:
                     from fim.vllm.client import VllmEngine
 
-                    engine: Any = VllmEngine.connect(*remote)
-                    engine.check(self.slow_after_s)  # a server too busy to answer is slow
+                    server = VllmEngine.connect(*remote)
+                    server.check(self.slow_after_s)  # a server too busy to answer is slow
+                    engine: CompletionEngine = server
                 else:
                     from fim.api import Engine
 
-                    engine = Engine.load(model, device=device, dtype=dtype,
-                                         trust_remote_code=trust_remote_code,
-                                         progress=progress, engine=runtime, slots=SLOTS,
-                                         window=window)
-                log.info("model runtime: %s", engine.backend.description)
+                    local = Engine.load(model, device=device, dtype=dtype,
+                                        trust_remote_code=trust_remote_code,
+                                        progress=progress, engine=runtime, slots=SLOTS,
+                                        window=window)
+                    engine, governor = local, local.backend.threads
+                log.info("model runtime: %s", engine.runtime.description)
             except BaseException as exc:  # any failure must leave the server up
                 with self._lock:
                     if generation != self._generation:
@@ -285,13 +299,13 @@ class ModelHost:
                         self._start_timer()
                 return
             tables.join()
-            self._apply_threads(engine)
+            self._apply_threads(governor)
             self._warm_up(engine, generation, progress)
             with self._lock:
                 if generation != self._generation:
                     log.info("dropping superseded model %s", model)
                     return
-                self._engine = engine
+                self._take(engine, server, governor)
                 log.info("model %s ready", model)
                 self._set_state(HostState(LoadState.READY, model, f"{model} ready"))
 
@@ -300,7 +314,7 @@ class ModelHost:
         thread.start()
         return thread
 
-    def _warm_up(self, engine: Engine, generation: int, progress: ProgressFn) -> None:
+    def _warm_up(self, engine: CompletionEngine, generation: int, progress: ProgressFn) -> None:
         """One one-token completion, so the user's first request runs at steady-state speed."""
         progress(0.99, "warming up")
         # One constrained completion runs the model once (llama.cpp's graph and threads) and the
@@ -332,7 +346,7 @@ class ModelHost:
     def _fail(self, exc: BaseException) -> None:
         """Into ``error`` because the vLLM server failed with ``exc``, and keep trying
         (called with the lock held, while ready)."""
-        self._engine = None
+        self._take(None)
         self._set_state(HostState(LoadState.ERROR, self._state.model,
                                   _hint_for(exc, self._state.model or "")))
         self._start_timer()
@@ -345,8 +359,8 @@ class ModelHost:
         or slow, not the prompt long, and the host goes into ``error`` saying so.  The
         thread, or ``None`` (no check needed: not a vLLM server, or not ready)."""
         with self._lock:
-            engine, generation = self._engine, self._generation
-            if self._remote is None or engine is None or \
+            server, generation = self._server, self._generation
+            if self._remote is None or server is None or \
                     self._state.state is not LoadState.READY:
                 return None
 
@@ -354,10 +368,10 @@ class ModelHost:
             if not self._attempting.acquire(blocking=False):
                 return  # an attempt to reach the server runs already
             try:
-                seconds = engine.check(self.slow_after_s)
+                seconds = server.check(self.slow_after_s)
             except Exception as exc:  # noqa: BLE001 - slow, down or garbage: all are errors
                 with self._lock:
-                    if generation == self._generation and self._engine is engine:
+                    if generation == self._generation and self._server is server:
                         log.warning("vLLM server %s: %s", self._remote[0], exc)
                         self._fail(exc)
                 return
@@ -400,17 +414,18 @@ class ModelHost:
                     return
             from fim.vllm.client import VllmEngine
 
+            server: VllmEngine | None
             try:
-                engine = VllmEngine.connect(*remote)
-                engine.check(self.slow_after_s)
+                server = VllmEngine.connect(*remote)
+                server.check(self.slow_after_s)
                 state = HostState(LoadState.READY, remote[0], f"{remote[0]} ready")
             except Exception as exc:  # any failure leaves the host in error, not dead
-                engine, state = None, HostState(LoadState.ERROR, remote[0],
+                server, state = None, HostState(LoadState.ERROR, remote[0],
                                                 _hint_for(exc, remote[0]))
             with self._lock:
                 if generation != self._generation or state == self._state:
                     return
-                self._engine = engine
+                self._take(server, server)
                 log.info("vLLM server %s: %s", remote[0], state.state)
                 self._set_state(state)
         finally:

@@ -20,8 +20,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from fim import decoding
-from fim.api import CompletionRequest, Engine
+from fim.api import CompletionRequest
 from fim.editor_policy import editor_request
+from fim.engine_interface import CompletionEngine
 from fim.options import Mode, Scope, StopReason
 from quotient.constraint import LanguageMode
 
@@ -109,7 +110,8 @@ def _record(case: dict, mode: Mode, middle: str | None, stop: StopReason, tokens
     }
 
 
-def run_case(engine: Engine, case: dict, *, max_tokens: int, top_k: int, scope: Scope | str,
+def run_case(engine: CompletionEngine, case: dict, *, max_tokens: int, top_k: int,
+             scope: Scope | str,
              cancel: Callable[[], bool] | None = None,
              modes: Iterable[Mode | str] = EVAL_MODES, policy: str = "paper",
              context_tokens: int | None = None) -> list[dict]:
@@ -165,7 +167,7 @@ def load_records(path: Path) -> list[dict]:
     return out
 
 
-def run(engine: Engine, cases: Iterable[dict], *, max_tokens: int, top_k: int,
+def run(engine: CompletionEngine, cases: Iterable[dict], *, max_tokens: int, top_k: int,
         scope: Scope | str,
         records_path: Path | None = None, progress=None, policy: str = "paper",
         context_tokens: int | None = None,

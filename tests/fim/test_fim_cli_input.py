@@ -178,7 +178,7 @@ def test_bundled_names_the_bundled_model_everywhere() -> None:
 
 
 def test_scopes_agree_with_the_engine() -> None:
-    from fim.api import SCOPES as ENGINE_SCOPES
+    from fim.options import SCOPES as ENGINE_SCOPES
 
     assert tuple(SCOPES) == tuple(ENGINE_SCOPES)
 
