@@ -67,14 +67,14 @@ def soundness(args) -> tuple[int, str]:
     started = time.time()
     for i, case in enumerate(cases):
         res = engine.complete(CompletionRequest(
-            case["prefix"], case["suffix"], mode="constrained", max_tokens=args.max_tokens,
+            case["left"], case["right"], mode="constrained", max_tokens=args.max_tokens,
             top_k=args.top_k, scope=args.scope))
         results.append(res)
         stops[str(res.stop)] = stops.get(str(res.stop), 0) + 1
         modes[str(res.mode)] = modes.get(str(res.mode), 0) + 1
         # Checked here on the whole file, as `seam eval` scores success: the result's own
         # ``parses`` is not a check in language mode ``window`` (always False there).
-        ok = res.middle is not None and parses(case["prefix"] + res.middle + case["suffix"])
+        ok = res.middle is not None and parses(case["left"] + res.middle + case["right"])
         if res.middle is not None and bool(res.parses) != ok:
             flag_wrong.append(f"{case['id']} ({res.mode}): parses={res.parses}, ast.parse: {ok}")
         # ``error``: the constraint accepted a middle Python rejects (the engine then falls
@@ -136,7 +136,7 @@ def overhead(args) -> tuple[int, str]:
     results = []
     for case in cases:
         results.append(engine.complete(CompletionRequest(
-            case["prefix"], case["suffix"], mode="constrained", max_tokens=args.max_tokens,
+            case["left"], case["right"], mode="constrained", max_tokens=args.max_tokens,
             top_k=args.top_k, scope=args.scope)))
     report = {"model": args.model, "cases": len(cases), **_per_token(results)}
     print(json.dumps(report, indent=1))

@@ -73,7 +73,7 @@ def cases(count: int, folder: Path | None) -> list[tuple[str, str]]:
     mixed = [c for pair in zip(*got, strict=False) for c in pair]
     if len(mixed) < count:
         raise SystemExit(f"the dev datasets gave {len(mixed)} cases, {count} needed")
-    return [(c["prefix"], c["suffix"]) for c in mixed[:count]]
+    return [(c["left"], c["right"]) for c in mixed[:count]]
 
 
 def sampled_client(mode: SamplingMode) -> type:

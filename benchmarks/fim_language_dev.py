@@ -7,7 +7,7 @@ reports, over all cases:
   its end;
 * soundness at the end — over the true middle and random corruptions of it (insert, delete or
   replace a character, an extra closing bracket), agreement of `is_complete()` with
-  `ast.parse(prefix + middle + suffix)` on the whole file, and the share of invalid
+  `ast.parse(left + middle + right)` on the whole file, and the share of invalid
   corruptions rejected;
 * setup time (`for_python` + `initial`) and feed time per character (with an `is_complete`
   call after each).
@@ -71,7 +71,7 @@ def run(cases: list[dict], corruptions: int, seed: int) -> dict:
     invalid = rejected = 0
     disagreements: list[str] = []
     for case in cases:
-        left, right, middle = case["prefix"], case["suffix"], case["middle"]
+        left, right, middle = case["left"], case["right"], case["middle"]
         t0, c0 = time.perf_counter(), time.process_time()
         lang = FimLanguage.for_python(left, right)
         st = lang.initial()

@@ -91,7 +91,7 @@ def run(args) -> dict:
     layouts = [x for x in args.layouts.split(",") if x]
     rows = []
     for n, case in enumerate(cases):
-        left, right = case["prefix"], case["suffix"]
+        left, right = case["left"], case["right"]
         kind = cursor_kind(left, right)
         for name in layouts:
             spec = dict(LAYOUTS[name])

@@ -87,7 +87,7 @@ class Engine:
             heal_index=HealIndex(vocab, backend.heal_order) if heal else None,
         )
         self.languages = LanguageCache(language_cache_size, language_factory)
-        self._contexts = ContextIds()
+        self._project_ids = ContextIds()
         self._lock = threading.Lock()
 
     @classmethod
@@ -105,9 +105,8 @@ class Engine:
         """Load ``model_spec`` (see ``fim.engines.model_specs``) with ``engine`` (an ``EngineKind``,
         or its name or alias as ``EngineKind.parse`` reads it); ``options`` go to
         ``Engine(...)``."""
-        context = options.get("window")
         backend = load_backend(model_spec, engine, device, dtype, trust_remote_code, progress,
-                               slots=slots, context=context)
+                               slots=slots, window=options.get("window"))
         return cls(backend, **options)
 
     @property
@@ -154,8 +153,8 @@ class Engine:
 
     def _prepare(self, req: CompletionRequest, prompt: Prompt | None = None) -> tuple[
             CachedLanguage | None, ConstraintState | None, LanguageMode, Prompt]:
-        """The constraint language (cached by contexts), its state after the left context, its
-        mode, and the prompt (``prompt`` when the caller built it)."""
+        """The constraint language (cached by the text at the cursor), its state after the left
+        text, its mode, and the prompt (``prompt`` when the caller built it)."""
         state = entry = None
         lang_mode = LanguageMode.NONE
         if req.mode == Mode.CONSTRAINED:
@@ -176,7 +175,7 @@ class Engine:
 
     def _context_ids(self, req: CompletionRequest) -> list[int]:
         """The project context's ids (``fim.templates.ContextIds``)."""
-        return self._contexts.get(self.tokenizer, self.template, req.context_files,
+        return self._project_ids.get(self.tokenizer, self.template, req.context_files,
                                   req.context_budget, req.repo, req.path)
 
     def uncached(self, req: CompletionRequest, prompt: Prompt | None = None) -> int:
@@ -207,13 +206,13 @@ class Engine:
                                                   keep_cached=keep_cached) is not None
 
     @staticmethod
-    def _contexts_to_check(req: CompletionRequest, entry: CachedLanguage | None
-                           ) -> tuple[str, str] | None:
-        """The parts of the contexts that decide whether a middle makes the file parse: the
-        constraint's check region where it has one (a 5 MB file is not re-read per middle),
-        else all of them; ``None`` in mode ``window``, where the text outside the windows is
-        broken, so the file cannot parse whatever the middle (the constraint is exact within
-        the windows)."""
+    def _texts_to_check(req: CompletionRequest, entry: CachedLanguage | None
+                        ) -> tuple[str, str] | None:
+        """The parts of the left and right text that decide whether a middle makes the file
+        parse: the constraint's check region where it has one (a 5 MB file is not re-read per
+        middle), else all of them; ``None`` in mode ``window``, where the text outside the
+        windows is broken, so the file cannot parse whatever the middle (the constraint is
+        exact within the windows)."""
         if entry is None:
             return req.left, req.right
         if entry.language.mode == LanguageMode.WINDOW:
@@ -227,11 +226,11 @@ class Engine:
                       on_partial: Callable[[str], None]) -> Callable[[str], None]:
         """Pass on only partial middles with which the file parses (the same final check
         every returned middle gets)."""
-        contexts = self._contexts_to_check(req, entry)
+        texts = self._texts_to_check(req, entry)
 
         def sink(middle: str) -> None:
-            if middle and (contexts is None
-                           or decoding.parses(contexts[0] + middle + contexts[1])):
+            if middle and (texts is None
+                           or decoding.parses(texts[0] + middle + texts[1])):
                 on_partial(middle)
         return sink
 
@@ -253,14 +252,14 @@ class Engine:
         out = decoding.decode(self._setup, prompt.ids, prompt.healed,
                               req.decode_options(deadline), state,
                               entry.cache if entry else None, hooks)
-        contexts = self._contexts_to_check(req, entry)
+        texts = self._texts_to_check(req, entry)
         t0 = time.perf_counter()
-        middle, stop, parses, error = self._check(req, lang_mode, contexts, out.middle, out.stop)
+        middle, stop, parses, error = self._check(req, lang_mode, texts, out.middle, out.stop)
         constraint_ms = out.constraint_ms + (time.perf_counter() - t0) * 1e3
         tokens, model_ms, alternatives = out.tokens, out.model_ms, ()
         if req.ranked and middle is not None and stop != StopReason.CANCELLED:
             alternatives, tokens, model_ms, constraint_ms = self._alternatives(
-                req, prompt, state, entry, lang_mode, contexts, deadline, cancel, out)
+                req, prompt, state, entry, lang_mode, texts, deadline, cancel, out)
             if alternatives:
                 middle, stop = alternatives[0].middle, alternatives[0].stop
         return CompletionResult(
@@ -275,7 +274,7 @@ class Engine:
 
     @staticmethod
     def _check(req: CompletionRequest, lang_mode: LanguageMode,
-               contexts: tuple[str, str] | None, middle: str | None, stop: StopReason
+               texts: tuple[str, str] | None, middle: str | None, stop: StopReason
                ) -> tuple[str | None, StopReason, bool | None, str | None]:
         """The final check every middle gets: ``(middle, stop, parses, error)``."""
         parses = None
@@ -285,7 +284,7 @@ class Engine:
         cut = (req.mode == Mode.CHECKED and middle is not None
                and stop != StopReason.CANCELLED)
         if req.mode != Mode.CHECKED and middle is not None:
-            parses = contexts is not None and decoding.parses(contexts[0] + middle + contexts[1])
+            parses = texts is not None and decoding.parses(texts[0] + middle + texts[1])
             if req.mode == Mode.CONSTRAINED and not parses:
                 if lang_mode == LanguageMode.EXACT:
                     # The constraint accepted a middle that Python rejects: a bug to surface
@@ -303,14 +302,14 @@ class Engine:
                 # parse whatever the middle; ``parses`` reports that as it is.
                 cut = lang_mode == LanguageMode.EXACT or lang_mode in DEGRADED_MODES
         if cut:
-            check_left, check_right = contexts or (req.left, req.right)
+            check_left, check_right = texts or (req.left, req.right)
             middle, stop = decoding.checked_cut(check_left, middle, check_right, stop)
             parses = middle is not None
         return middle, stop, parses, error
 
     def _alternatives(self, req: CompletionRequest, prompt: Prompt,
                       state: ConstraintState | None, entry: CachedLanguage | None,
-                      lang_mode: LanguageMode, contexts: tuple[str, str] | None,
+                      lang_mode: LanguageMode, texts: tuple[str, str] | None,
                       deadline: float | None, cancel: Callable[[], bool] | None,
                       first: decoding.Decoded
                       ) -> tuple[list[Alternative], int, float, float]:
@@ -328,10 +327,10 @@ class Engine:
             return out
 
         def check(middle: str, stop: StopReason) -> tuple[str, StopReason] | None:
-            checked, stop, parses, _ = self._check(req, lang_mode, contexts, middle, stop)
+            checked, stop, parses, _ = self._check(req, lang_mode, texts, middle, stop)
             # Only what the user could be shown: a middle the final check keeps as it is.
             return (checked, stop) if checked is not None and (
-                parses or contexts is None) else None
+                parses or texts is None) else None
 
         found, tokens = search(run, first, req.alternatives, check, req.ranking, deadline,
                                cancel)

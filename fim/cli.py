@@ -2,7 +2,7 @@
 
 ``seam complete FILE:LINE:COL`` prints the middle for the cursor at 1-based LINE and COL
 (``len(line) + 1`` is the end of the line).  ``seam complete --jsonl IN
---out OUT`` reads ``{"id", "prefix", "suffix"}`` lines and writes one result line each; a line
+--out OUT`` reads ``{"id", "left", "right"}`` lines and writes one result line each; a line
 that cannot be completed gets an error row and a line on stderr, and the batch goes on.
 ``seam eval`` rebuilds Stack-Boundary and Stack-RandSpan from a folder of Python files and runs
 the paper's experiment (see ``fim.eval.evaluation``).
@@ -112,7 +112,9 @@ def add_commands(sub: Any) -> None:
                    help="FILE:LINE:COL, 1-based line and column (default: none; "
                         "give this or --jsonl)")
     c.add_argument("--jsonl", type=cli_args.readable_file("JSONL file"),
-                   help="input JSONL with id, prefix, suffix per line (default: none)")
+                   help="input JSONL with id, left, right per line (the text left and right of "
+                        "the cursor; prefix and suffix, their older names, are read too) "
+                        "(default: none)")
     c.add_argument("--out", type=cli_args.writable_file("output file"),
                    help="output JSONL, with --jsonl (default: stdout)")
     c.add_argument("--mode", choices=MODES, default=Mode.CONSTRAINED,

@@ -1,6 +1,8 @@
 """``seam complete --jsonl IN [--out OUT]``: a batch of completions, one result row per line.
 
-Each input line is ``{"id", "prefix", "suffix"}``; a line that cannot be completed gets an
+Each input line is ``{"id", "left", "right"}``, the text left and right of the cursor (or, by
+their older names, ``"prefix"`` and ``"suffix"``, which files written for earlier versions
+use); a line that cannot be completed gets an
 error row and a line on stderr, and the batch goes on (exit code 2 if any line was refused).
 
 OUT is never emptied before there is something to put in it. The rows go to a temporary file
@@ -38,8 +40,8 @@ class BatchItem:
 
     line: int
     id: Any
-    prefix: str = ""
-    suffix: str = ""
+    left: str = ""
+    right: str = ""
     problem: str | None = None
 
 
@@ -54,6 +56,22 @@ def _text_problem(name: str, value: Any) -> str | None:
         return (f"{name!r} holds a lone surrogate (\\u{ord(m.group()):04x}) at character "
                 f"{m.start()}: not Unicode text")
     return None
+
+
+#: The input fields of the text at the cursor, and the older names each may go by.
+TEXT_FIELDS = (("left", "prefix"), ("right", "suffix"))
+
+
+def _text_field(item: dict, name: str, older: str) -> tuple[str | None, str | None]:
+    """``(text, problem)`` of one text field, read by its name or its older one (not both)."""
+    if name in item and older in item:
+        return None, f"gives both {name!r} and its older name {older!r}: give one"
+    if name not in item and older not in item:
+        return None, f"needs a string field {name!r} (or {older!r}, its older name)"
+    key = name if name in item else older
+    value = item[key]
+    problem = _text_problem(key, value)
+    return (None, problem) if problem else (value, None)
 
 
 def read_jsonl(path: Path) -> list[BatchItem]:
@@ -75,12 +93,13 @@ def read_jsonl(path: Path) -> list[BatchItem]:
             items.append(BatchItem(n, n, problem="not a JSON object"))
             continue
         ident = item.get("id", n)
-        problem = _text_problem("prefix", item.get("prefix")) or \
-            _text_problem("suffix", item.get("suffix"))
-        if problem:
+        (left, left_problem), (right, right_problem) = (
+            _text_field(item, name, older) for name, older in TEXT_FIELDS)
+        problem = left_problem or right_problem
+        if problem or left is None or right is None:
             items.append(BatchItem(n, ident, problem=problem))
         else:
-            items.append(BatchItem(n, ident, item["prefix"], item["suffix"]))
+            items.append(BatchItem(n, ident, left, right))
     return items
 
 
@@ -184,7 +203,7 @@ def _run(args: Any, engine: CompletionEngine, items: list[BatchItem],
         problem = item.problem
         if problem is None:
             try:
-                res = engine.complete(request(item.prefix, item.suffix))
+                res = engine.complete(request(item.left, item.right))
             except Exception as err:  # one bad item must not end the batch
                 problem = str(err).splitlines()[0] if str(err) else type(err).__name__
         if problem is not None:

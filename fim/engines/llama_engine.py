@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 #: on a CPU (``fim.editor_policy.CPU_CONTEXT_TOKENS``). llama.cpp allocates and clears the
 #: whole KV cache at load, so a larger default would cost load time and RAM that the server's
 #: requests never use (``slots + 1`` sequences of 4,096 positions: 0.5 s and 470 MB here,
-#: against ~0.3 s and 290 MB at 2,048); callers that want more pass ``context``.
+#: against ~0.3 s and 290 MB at 2,048); callers that want more pass ``window``.
 DEFAULT_CONTEXT = 2048
 #: Tokens per llama_decode call (and per micro-batch).
 BATCH = 256
@@ -437,7 +437,7 @@ def _version() -> str:
 
 
 def load_llama_backend(spec: str, kind: ModelKind, *, progress: Progress | None = None,
-                       slots: int = 4, context: int | None = None,
+                       slots: int = 4, window: int | None = None,
                        threads: int | None = None) -> Backend:
     """Load a GGUF model (``bundled:...``, a ``.gguf`` path, ``random:...``) with llama.cpp.
 
@@ -472,7 +472,7 @@ def load_llama_backend(spec: str, kind: ModelKind, *, progress: Progress | None 
         reading = ThreadPoolExecutor(1, thread_name_prefix="seam-vocab")
         read = reading.submit(read_cached_vocabulary, cache, path)
     try:
-        llama = LlamaModel(path, slots=slots, context=context or DEFAULT_CONTEXT,
+        llama = LlamaModel(path, slots=slots, context=window or DEFAULT_CONTEXT,
                            threads=threads or most)
     finally:
         if kind is ModelKind.RANDOM:  # a temporary export; llama.cpp holds what it needs

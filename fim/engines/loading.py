@@ -23,13 +23,14 @@ def load_backend(
     progress: Progress | None = None,
     *,
     slots: int = 4,
-    context: int | None = None,
+    window: int | None = None,
     threads: int | None = None,
 ) -> Backend:
     """Load ``spec`` with the chosen engine (see ``fim.engines.model_specs``).
 
-    ``slots`` is how many token sequences the step model keeps cached; ``context`` bounds the
-    positions per sequence (llama.cpp allocates ``(slots + 1) * context`` cells up front);
+    ``slots`` is how many token sequences the step model keeps cached; ``window`` bounds the
+    positions per sequence, the model's token window (llama.cpp allocates ``(slots + 1) *
+    window`` cells up front);
     ``threads`` is llama.cpp's thread count (default: the CPUs this process may use, at
     most 8).
     """
@@ -43,7 +44,7 @@ def load_backend(
         from fim.engines.llama_engine import load_llama_backend
 
         return load_llama_backend(spec, kind, progress=progress, slots=slots,
-                                  context=context, threads=threads)
+                                  window=window, threads=threads)
     # transformers dequantizes GGUF weights (the bundled model: once, into a safetensors cache).
     from fim.engines.transformers_engine import load_transformers_backend
 

@@ -11,7 +11,7 @@ Two datasets, both seeded and reproducible:
   middle of symbols, strings and comments.
 
 Only files that ``ast.parse`` accepts are used (as in the paper).  A case is a plain dict
-``{"id", "prefix", "suffix", "middle", "file"}`` with ``prefix + middle + suffix`` equal to the
+``{"id", "left", "right", "middle", "file"}`` with ``left + middle + right`` equal to the
 file's text (read with universal newlines).
 
 Randomness is derived per file from ``(seed, dataset, relative path)``, so a file's cases do
@@ -140,7 +140,7 @@ def _partner_ranges(symbols: list[tuple[int, int, int]]) -> tuple[dict, list[tup
 
 
 def boundary_cases(text: str, rng: random.Random, n: int) -> list[tuple[str, str, str]]:
-    """Up to ``n`` Stack-Boundary cuts of ``text`` as ``(prefix, middle, suffix)``."""
+    """Up to ``n`` Stack-Boundary cuts of ``text`` as ``(left, middle, right)``."""
     try:
         symbols = _symbols(text)
     except (tokenize.TokenError, SyntaxError, IndentationError):
@@ -161,7 +161,7 @@ def boundary_cases(text: str, rng: random.Random, n: int) -> list[tuple[str, str
 
 
 def randspan_cases(text: str, rng: random.Random, n: int) -> list[tuple[str, str, str]]:
-    """``n`` Stack-RandSpan cuts of ``text`` as ``(prefix, middle, suffix)``."""
+    """``n`` Stack-RandSpan cuts of ``text`` as ``(left, middle, right)``."""
     size = len(text)
     if size == 0:
         return []
@@ -196,11 +196,11 @@ def iter_cases(
             continue
         rel = path.relative_to(folder).as_posix()
         rng = random.Random(f"{seed}:{dataset}:{rel}")
-        for k, (prefix, middle, suffix) in enumerate(make(text, rng, per_file)):
+        for k, (left, middle, right) in enumerate(make(text, rng, per_file)):
             yield {
                 "id": f"{dataset}/{rel}#{k}",
-                "prefix": prefix,
-                "suffix": suffix,
+                "left": left,
+                "right": right,
                 "middle": middle,
                 "file": str(path),
             }

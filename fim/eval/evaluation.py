@@ -3,7 +3,7 @@
 For each case the engine runs ``unconstrained`` and ``constrained`` decoding; ``checked`` is
 derived from the unconstrained output (the same greedy tokens, cut to the longest parsing
 prefix), which is exactly what a separate checked run would produce and saves a third of the
-model time.  A mode succeeds on a case when ``ast.parse(prefix + middle + suffix)`` succeeds.
+model time.  A mode succeeds on a case when ``ast.parse(left + middle + right)`` succeeds.
 
 The summary has the paper's Table I/II layout (rows: unconstrained ✓, unconstrained ✗ but
 checked ✓, checked ✗; columns: constrained ✓ / ✗ / total), plus per mode the success rate,
@@ -91,7 +91,7 @@ def edit_similarity(pred: str | None, ref: str) -> float:
 def _record(case: dict, mode: Mode, middle: str | None, stop: StopReason, tokens: int,
             setup_ms: float, model_ms: float, constraint_ms: float, lang_mode: LanguageMode,
             error: str | None = None) -> dict:
-    ok = middle is not None and decoding.parses(case["prefix"] + middle + case["suffix"])
+    ok = middle is not None and decoding.parses(case["left"] + middle + case["right"])
     return {
         "id": case["id"],
         "dataset": case["id"].split("/", 1)[0],
@@ -122,7 +122,7 @@ def run_case(engine: CompletionEngine, case: dict, *, max_tokens: int, top_k: in
     ``context_tokens``; ``max_tokens`` and ``scope`` are then the policy's).
     """
     modes = set(modes)
-    left, right = case["prefix"], case["suffix"]
+    left, right = case["left"], case["right"]
     out = []
 
     def request(mode: Mode) -> CompletionRequest:

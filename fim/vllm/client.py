@@ -99,7 +99,8 @@ class ServerInfo:
 @dataclass(frozen=True)
 class RemotePrompt:
     """What a request sends: the prompt's ids (the model's, or the estimate's when ``text``
-    is set: then the text is sent), how the contexts were cut, and token healing."""
+    is set: then the text is sent), how the left and right text were cut, and token
+    healing."""
 
     ids: list[int]
     text: str | None
@@ -184,7 +185,7 @@ class VllmEngine:
         self.tokenizer: LocalTokenizer | EstimatedTokenizer = EstimatedTokenizer()
         self.step_model = RemoteCache()
         self.prefixes = PrefixRecord()
-        self._contexts = ContextIds()
+        self._project_ids = ContextIds()
 
     @classmethod
     def connect(cls, server: str | None, api_key: str | None = None, **options) -> VllmEngine:
@@ -229,7 +230,7 @@ class VllmEngine:
         stops = tuple(sorted({specials[s] for s in template.stops if s in specials}))
         local = self._local_tokenizer(model, specials)
         self.tokenizer = local if local is not None else EstimatedTokenizer(specials)
-        self._contexts.clear()
+        self._project_ids.clear()
         return ServerInfo(self.http.url, model, int(window) if isinstance(window, int)
                           else 2048, template, stops,
                           local.path if local is not None else None)
@@ -262,7 +263,7 @@ class VllmEngine:
 
     @property
     def window(self) -> int:
-        """The server's context window in tokens."""
+        """The server's window in tokens (its ``max_model_len``)."""
         return self.info.max_model_len
 
     @property
@@ -309,7 +310,7 @@ class VllmEngine:
 
     def _context_ids(self, req: CompletionRequest) -> list[int]:
         """The project context's ids (``fim.templates.ContextIds``, as ``fim.api.Engine``)."""
-        return self._contexts.get(self.tokenizer, self.info.template, req.context_files,
+        return self._project_ids.get(self.tokenizer, self.info.template, req.context_files,
                                   req.context_budget, req.repo, req.path)
 
     def uncached(self, req: CompletionRequest, prompt: RemotePrompt | None = None) -> int:

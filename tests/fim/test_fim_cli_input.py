@@ -129,6 +129,24 @@ def test_a_bad_batch_line_is_reported_and_the_batch_goes_on(tmp_path, capsys) ->
     assert len(err) == 5 and all(line.startswith(f"seam: {inp}:") for line in err), err
 
 
+def test_batch_lines_name_the_text_left_and_right_or_by_the_older_names(tmp_path) -> None:
+    from fim.cli_batch import read_jsonl
+
+    inp = tmp_path / "in.jsonl"
+    inp.write_text("\n".join(json.dumps(x) for x in (
+        {"id": "new", "left": "x = ", "right": "\n"},
+        {"id": "old", "prefix": "y = ", "suffix": "\n"},
+        {"id": "mixed", "left": "z = ", "suffix": "\n"},
+        {"id": "both", "left": "a = ", "prefix": "a = ", "right": "\n"},
+        {"id": "none", "left": "b = "},
+    )) + "\n")
+    items = {i.id: i for i in read_jsonl(inp)}
+    assert [(items[k].left, items[k].right, items[k].problem) for k in ("new", "old", "mixed")] \
+        == [("x = ", "\n", None), ("y = ", "\n", None), ("z = ", "\n", None)]
+    assert "both 'left' and its older name 'prefix'" in items["both"].problem
+    assert items["none"].problem == "needs a string field 'right' (or 'suffix', its older name)"
+
+
 def test_help_lists_every_command_and_nothing_else(capsys) -> None:
     assert seam_main(["--help"]) == 0
     out = capsys.readouterr().out

@@ -48,8 +48,8 @@ def test_stdlib_cases(engine):
     assert len(cases) == 12
     returned = 0
     for case in cases:
-        res = engine.complete(CompletionRequest(case["prefix"], case["suffix"], max_tokens=12,
+        res = engine.complete(CompletionRequest(case["left"], case["right"], max_tokens=12,
                                                 scope="free"))
-        _check(res, case["prefix"], case["suffix"])
+        _check(res, case["left"], case["right"])
         returned += res.middle is not None
     assert returned > 0

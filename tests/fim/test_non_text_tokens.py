@@ -58,7 +58,7 @@ def _llama_backend_with_marked_ids(tmp_path, marked: dict[int, int]):
 
     model, tokenizer = build_random_santacoder()
     path = write_santacoder_gguf(model, tokenizer, tmp_path / "marked.gguf", marked)
-    return load_llama_backend(str(path), ModelKind.GGUF, slots=1, context=512), tokenizer
+    return load_llama_backend(str(path), ModelKind.GGUF, slots=1, window=512), tokenizer
 
 
 @needs_llama
@@ -112,7 +112,7 @@ def test_the_transformers_vocabulary_reads_non_text_ids_from_a_gguf(tmp_path):
 def test_bundled_padding_ids_and_control_tokens_are_never_text():
     from fim.engines.loading import load_backend
 
-    backend = load_backend("bundled", "llama.cpp", slots=1, context=512)
+    backend = load_backend("bundled", "llama.cpp", slots=1, window=512)
     table = backend.vocab.token_bytes
     assert all(table[i] is None for i in range(151665, 151936))
     assert table[128247] is None  # "</s>", a control token in the GGUF

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.engine_contract import CHECKS
 from tests.support.team import REPO, TEAM_PYTHON, need_team_python
 
 pytestmark = pytest.mark.slow
@@ -267,6 +268,28 @@ def test_bad_seam_arguments_are_a_request_error(servers):
     assert info.value.code == 400 and "min_tokens" in info.value.read().decode()
     del fighting["vllm_xargs"]
     assert _post(seam.port, "/v1/completions", fighting)["choices"][0]["finish_reason"]
+
+
+#: A file long enough to fill whole blocks of vLLM's prefix cache (the contract's cache checks
+#: need a hit to count), ending where the empty middle does not parse.
+CONTRACT_LEFT = "".join(f"value_{k} = compute(value_{k - 1}, {k})\n" for k in range(1, 40)) \
+    + "total = value_39 +"
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=[c.__name__ for c in CHECKS])
+def test_the_engine_contract_holds_against_vllm(servers, check):
+    """The contract every engine keeps (``tests/support/engine_contract.py``), by Seam's
+    client against the real server; each check's prompt starts with its own line, so no
+    check finds another's prompt in the server's prefix cache."""
+    from fim.api import CompletionRequest
+    from fim.options import Mode
+    from fim.vllm.client import VllmEngine
+
+    seam, _, _ = servers
+    engine = VllmEngine.connect(f"http://127.0.0.1:{seam.port}", timeout=120.0)
+    req = CompletionRequest(f"# {check.__name__}\n" + CONTRACT_LEFT, "\nprint(total)\n",
+                            mode=Mode.CONSTRAINED, max_tokens=12)
+    check(engine, req)
 
 
 def test_token_healing_runs_end_to_end(servers):

@@ -41,7 +41,7 @@ class _Replayed:
 def backend():
     from fim.engines.loading import load_backend
 
-    return load_backend("random:santacoder", engine="llama.cpp", slots=2, context=256)
+    return load_backend("random:santacoder", engine="llama.cpp", slots=2, window=256)
 
 
 def test_the_engine_applies_the_count_it_chose_between_requests_only(backend) -> None:
@@ -78,7 +78,7 @@ def test_the_engine_applies_the_count_it_chose_between_requests_only(backend) ->
 def test_a_fixed_count_is_pinned_from_the_start() -> None:
     from fim.engines.loading import load_backend
 
-    pinned = load_backend("random:santacoder", engine="llama.cpp", slots=1, context=128,
+    pinned = load_backend("random:santacoder", engine="llama.cpp", slots=1, window=128,
                           threads=1)
     assert pinned.threads is not None and pinned.threads.pinned == 1
     pinned.step_model.prefill(pinned.tokenizer.encode("x = 1\n"))

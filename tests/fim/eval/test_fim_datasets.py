@@ -52,9 +52,9 @@ def test_cases_reassemble_the_file(folder):
         assert cases
         for c in cases:
             text = open(c["file"]).read()
-            assert c["prefix"] + c["middle"] + c["suffix"] == text
+            assert c["left"] + c["middle"] + c["right"] == text
             assert c["middle"]
-            assert set(c) == {"id", "prefix", "suffix", "middle", "file"}
+            assert set(c) == {"id", "left", "right", "middle", "file"}
 
 
 def test_only_parseable_utf8_files_outside_site_packages(folder):
@@ -95,17 +95,17 @@ def test_boundary_cuts_inside_a_token_and_stops_at_a_token_start():
     toks = _symbol_spans(SOURCE)
     starts = {offset(*t.start) for t in toks}
     spans = [(offset(*t.start), offset(*t.end)) for t in toks]
-    for prefix, middle, _ in boundary_cases(SOURCE, random.Random(0), 50):
-        cut, stop = len(prefix), len(prefix) + len(middle)
+    for left, middle, _ in boundary_cases(SOURCE, random.Random(0), 50):
+        cut, stop = len(left), len(left) + len(middle)
         assert stop in starts
         assert any(s <= cut < e for s, e in spans)
 
 
 def test_randspan_lengths():
     text = "a = 1\n" * 200  # 1200 characters: the 100-character cap applies
-    for prefix, middle, _ in randspan_cases(text, random.Random(0), 50):
-        assert len(prefix) <= 0.9 * len(text)
-        assert len(middle) == min(100, len(text) - len(prefix))
+    for left, middle, _ in randspan_cases(text, random.Random(0), 50):
+        assert len(left) <= 0.9 * len(text)
+        assert len(middle) == min(100, len(text) - len(left))
     small = "b = 2\n" * 5  # 30 characters: 20% of the file is 6
     for _, middle, _ in randspan_cases(small, random.Random(0), 20):
         assert 1 <= len(middle) <= 6

@@ -51,7 +51,7 @@ def test_summary_table_layout():
 def test_run_case_records(random_loaded):
     engine = Engine(backend_from_loaded(random_loaded),
                     language_factory=ReferenceLanguage.for_python)
-    case = {"id": "randspan/a.py#0", "prefix": "x = ", "suffix": "\n", "middle": "1"}
+    case = {"id": "randspan/a.py#0", "left": "x = ", "right": "\n", "middle": "1"}
     recs = evaluation.run_case(engine, case, max_tokens=3, top_k=5, scope="free")
     assert [r["mode"] for r in recs] == ["unconstrained", "checked", "constrained"]
     for r in recs:
@@ -66,7 +66,7 @@ def test_run_resumes_and_fills_only_missing_modes(random_loaded, tmp_path):
 
     engine = Engine(backend_from_loaded(random_loaded),
                     language_factory=ReferenceLanguage.for_python)
-    case = {"id": "boundary/a.py#0", "prefix": "x = ", "suffix": "\n", "middle": "1"}
+    case = {"id": "boundary/a.py#0", "left": "x = ", "right": "\n", "middle": "1"}
     path = tmp_path / "records.jsonl"
     first = evaluation.run_case(engine, case, max_tokens=2, top_k=5, scope="free",
                                 modes=["unconstrained"])
@@ -85,7 +85,7 @@ def test_run_in_chosen_modes_decodes_only_those(random_loaded, tmp_path):
     asked = []
     real = engine.complete
     engine.complete = lambda req, cancel=None: asked.append(req.mode) or real(req, cancel)
-    case = {"id": "boundary/a.py#0", "prefix": "x = ", "suffix": "\n", "middle": "1"}
+    case = {"id": "boundary/a.py#0", "left": "x = ", "right": "\n", "middle": "1"}
     path = tmp_path / "records.jsonl"
     records = evaluation.run(engine, [case], max_tokens=2, top_k=5, scope="free",
                              records_path=path, modes=["constrained"])
@@ -104,8 +104,8 @@ def test_ide_policy_asks_what_the_editor_asks(random_loaded):
     asked = []
     real = engine.complete
     engine.complete = lambda req, cancel=None: asked.append(req) or real(req, cancel)
-    mid = {"id": "boundary/a.py#0", "prefix": "x = foo(", "suffix": ")\n", "middle": "1"}
-    empty = {"id": "boundary/b.py#0", "prefix": "def f():\n    ", "suffix": "\n    return 1\n",
+    mid = {"id": "boundary/a.py#0", "left": "x = foo(", "right": ")\n", "middle": "1"}
+    empty = {"id": "boundary/b.py#0", "left": "def f():\n    ", "right": "\n    return 1\n",
              "middle": "y = 2"}
     for case in (mid, empty):
         recs = evaluation.run_case(engine, case, max_tokens=7, top_k=5, scope="free",
