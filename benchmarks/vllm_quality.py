@@ -41,6 +41,7 @@ from benchmarks import engine_quality  # noqa: E402
 from benchmarks.report import RunRecord, command_line, model_packages, publish  # noqa: E402
 from benchmarks.vllm_server import TeamServer, add_server_options, vllm_version  # noqa: E402
 from fim.api import CompletionRequest, Engine  # noqa: E402
+from fim.engine_interface import CompletionEngine  # noqa: E402
 from fim.eval import datasets, evaluation  # noqa: E402
 from fim.options import Mode  # noqa: E402
 from fim.vllm.client import RemotePrompt, VllmEngine  # noqa: E402
@@ -54,7 +55,7 @@ class SamePromptVllm(VllmEngine):
     same tokens; everything else (Seam's arguments, streaming, the middle's checks) is the
     client's own."""
 
-    local: Engine
+    local: CompletionEngine
 
     def prompt_for(self, req: CompletionRequest) -> RemotePrompt:
         ids = self.local.prompt_for(req)
@@ -88,7 +89,7 @@ def interleaved(names: list[str], per_dataset: int, folder: Path | None) -> list
     return out
 
 
-def run_pair(engines: dict[str, object], cases: list[dict], out: Path, args
+def run_pair(engines: dict[str, CompletionEngine], cases: list[dict], out: Path, args
              ) -> dict[str, list[float]]:
     """Each case on each engine in turn; seconds per case per engine (resumed cases: none)."""
     seconds: dict[str, list[float]] = {n: [] for n in engines}
@@ -193,9 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     pending = [] if args.report_only else [c for c in cases if any(
         c["id"] not in {r["id"] for r in evaluation.load_records(args.out / f"{n}.jsonl")}
         for n in NAMES)]
-    local: Engine | None = Engine.load(args.gguf_model, engine="llama.cpp", slots=1,
-                        window=args.context_tokens,
-                        heal=args.prompt == "client") if pending else None
+    local: CompletionEngine | None = Engine.load(
+        args.gguf_model, engine="llama.cpp", slots=1, window=args.context_tokens,
+        heal=args.prompt == "client") if pending else None
     # A finished run (resumed to publish its table) needs no server.
     server = None if args.server or not pending else TeamServer.from_args(args, "quality")
     rows: list[dict] = []

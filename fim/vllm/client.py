@@ -27,13 +27,13 @@ tells the processor which characters the middle must start by re-typing; they ar
 the answer here).  Without it the counts are an estimate (three characters per token), the
 prompt goes as text and healing is off.
 
-``seam serve`` uses the same engine (``engine: "vllm"``): the editor-side service asks it
-for what it asks of the in-process ``fim.api.Engine`` (``prompt_for``, ``uncached``,
-``warm``, ``tokenizer``, ``window``, ``step_model.reused``, ``backend``).  What a request will
-find cached is the client's estimate (``tokens.PrefixRecord``: the prompts it ran lately, in
-whole blocks); what it found (``step_model.reused``, ``seam/status``'s ``cached_tokens``) is
-the server's own count when vLLM reports it (``--enable-prompt-tokens-details``, which ``seam
-team-server`` passes), else that estimate.  A warm-up is a one-token unconstrained request
+``seam serve`` uses the same engine (``engine: "vllm"``): it is a
+``fim.engine_interface.CompletionEngine`` like the in-process ``fim.api.Engine``, held to the
+same contract (``tests/support/engine_contract.py``).  What a request will find cached is the
+client's estimate (``tokens.PrefixRecord``: the prompts it ran lately, in whole blocks); what it
+found (``cached_tokens``, ``seam/status``'s ``cached_tokens``) is the server's own count when
+vLLM reports it (``--enable-prompt-tokens-details``, which ``seam team-server`` passes), else
+that estimate.  A warm-up is a one-token unconstrained request
 with the prompt, which leaves the prompt in vLLM's automatic prefix cache for the request that
 follows.
 
