@@ -91,10 +91,11 @@ def test_a_viable_id_tied_at_the_boundary_is_not_skipped(table, seed):
     # Ten unviable ids score 6; thirty more and one viable id tie at 5, the viable one among
     # the lowest ids of the tie, so it is one of the 16 best.  Greedy must leave it (the full
     # mask's argmax), and top-k 1 too, not a viable id scoring 3 further down.
-    from fim.vllm.rows import LanguageCache, RowConstraint, SeamArgs
+    from fim.language_cache import LanguageCache
+    from fim.vllm.rows import RowConstraint, SeamArgs
 
     args = SeamArgs("x = (", "\n")
-    language = LanguageCache().get(args)
+    language = LanguageCache().get(args.left, args.right, args.scope)
     probe = RowConstraint(args, language, table)
     width = table.size
     ok = np.array([probe.viable(i) for i in range(width)])
