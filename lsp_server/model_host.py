@@ -144,6 +144,17 @@ def _hint_for(exc: BaseException, model: str) -> str:
             "`seam.device` and `seam.dtype` settings and the server log.")
 
 
+@dataclass(frozen=True)
+class _Opened:
+    """An engine the host opened, with the typed handles it keeps beside it."""
+
+    engine: CompletionEngine
+    #: the engine again when it is a vLLM server's client (what the one-token check asks)
+    server: VllmEngine | None = None
+    #: the in-process engine's CPU thread governor (``None``: no CPU threads of its own)
+    governor: ThreadGovernor | None = None
+
+
 class ModelHost:
     """Owns the current engine (a ``fim.engine_interface.CompletionEngine``: the in-process
     ``fim.api.Engine`` or a vLLM server's client) and its background loading."""
@@ -270,15 +281,9 @@ class ModelHost:
             # llama.cpp reads the weights (its C code runs without the GIL).
             tables = threading.Thread(target=_build_language, name="seam-grammar", daemon=True)
             tables.start()
-            server: VllmEngine | None = None
-            governor: ThreadGovernor | None = None
             try:
                 if remote is not None:
-                    from fim.vllm.client import VllmEngine
-
-                    server = VllmEngine.connect(*remote)
-                    server.check(self.slow_after_s)  # a server too busy to answer is slow
-                    engine: CompletionEngine = server
+                    opened = self._connect(remote)
                 else:
                     from fim.api import Engine
 
@@ -286,8 +291,8 @@ class ModelHost:
                                         trust_remote_code=trust_remote_code,
                                         progress=progress, engine=runtime, slots=SLOTS,
                                         window=window)
-                    engine, governor = local, local.backend.threads
-                log.info("model runtime: %s", engine.runtime.description)
+                    opened = _Opened(local, governor=local.backend.threads)
+                log.info("model runtime: %s", opened.engine.runtime.description)
             except BaseException as exc:  # any failure must leave the server up
                 with self._lock:
                     if generation != self._generation:
@@ -299,13 +304,13 @@ class ModelHost:
                         self._start_timer()
                 return
             tables.join()
-            self._apply_threads(governor)
-            self._warm_up(engine, generation, progress)
+            self._apply_threads(opened.governor)
+            self._warm_up(opened.engine, generation, progress)
             with self._lock:
                 if generation != self._generation:
                     log.info("dropping superseded model %s", model)
                     return
-                self._take(engine, server, governor)
+                self._take(opened.engine, opened.server, opened.governor)
                 log.info("model %s ready", model)
                 self._set_state(HostState(LoadState.READY, model, f"{model} ready"))
 
@@ -313,6 +318,15 @@ class ModelHost:
         self._threads = [t for t in self._threads if t.is_alive()] + [thread]
         thread.start()
         return thread
+
+    def _connect(self, remote: tuple[str, str]) -> _Opened:
+        """The vLLM server's client, once it answered the one-token question in time (a
+        server too busy to answer is slow: ``VllmError``)."""
+        from fim.vllm.client import VllmEngine
+
+        server = VllmEngine.connect(*remote)
+        server.check(self.slow_after_s)
+        return _Opened(server, server=server)
 
     def _warm_up(self, engine: CompletionEngine, generation: int, progress: ProgressFn) -> None:
         """One one-token completion, so the user's first request runs at steady-state speed."""
@@ -412,20 +426,20 @@ class ModelHost:
                 if remote is None or generation != self._generation or \
                         self._state.state is not LoadState.ERROR:
                     return
-            from fim.vllm.client import VllmEngine
-
-            server: VllmEngine | None
+            opened: _Opened | None
             try:
-                server = VllmEngine.connect(*remote)
-                server.check(self.slow_after_s)
+                opened = self._connect(remote)
                 state = HostState(LoadState.READY, remote[0], f"{remote[0]} ready")
             except Exception as exc:  # any failure leaves the host in error, not dead
-                server, state = None, HostState(LoadState.ERROR, remote[0],
+                opened, state = None, HostState(LoadState.ERROR, remote[0],
                                                 _hint_for(exc, remote[0]))
             with self._lock:
                 if generation != self._generation or state == self._state:
                     return
-                self._take(server, server)
+                if opened is None:
+                    self._take(None)
+                else:
+                    self._take(opened.engine, opened.server, opened.governor)
                 log.info("vLLM server %s: %s", remote[0], state.state)
                 self._set_state(state)
         finally:
