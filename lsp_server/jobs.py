@@ -14,12 +14,15 @@ share the same cores and both be late).  Two kinds of jobs share it:
   accepted, warming the prompt where the cursor rests, the shown place's other suggestions,
   running the project context into the cache, in that order of :class:`Priority` (what the user
   is likeliest to ask next first; the newest first among equals).  It runs only when no request
-  is waiting, one job per key (a newer one replaces it); any request raises its cancel flag, and
-  so does newer background work of a higher priority: llama.cpp stops within a micro-batch, so a
-  request waits at most that long.  A request whose ``share_key`` equals the running background
-  job's adopts that job instead (the prefetch the user is now asking for is not thrown away),
-  or, when that job only *prepares* it (runs its prompt into the cache), waits for it: the work
-  is the request's own, and stopping it inside a llama.cpp batch would lose the batch.
+  is waiting, one job per key (a newer one replaces it); a request drops what is queued, except
+  another document's alternatives (``KEPT_ACROSS_DOCUMENTS``: queued again even when the request
+  stopped them running, so a shown place keeps its suggestions); any request raises its cancel
+  flag, and so does newer background work of a higher priority: llama.cpp stops within a micro-
+  batch, so a request waits at most that long.  A request whose ``share_key`` equals the running
+  background job's adopts that job instead (the prefetch the user is now asking for is not
+  thrown away), or, when that job only *prepares* it (runs its prompt into the cache), waits for
+  it: the work is the request's own, and stopping it inside a llama.cpp batch would lose the
+  batch.
 
 An ``early`` request that has been answered and decodes on (the rest of a block, for the
 user's next keystrokes) is work nobody waits for: any newer request, on any document, stops
@@ -60,6 +63,16 @@ class Priority(enum.IntEnum):
     ALTERNATIVES = 1
     WARM = 2  # the prompt where the cursor rests
     PREFETCH = 3  # the suggestion after the shown one is accepted
+
+
+#: Background work a request in *another* document does not make moot: a shown place's
+#: alternatives stay due there (the user comes back to cycle through them), so they are kept
+#: in the queue, or queued again when the request stopped them running. Warm-ups and
+#: prefetches follow the cursor, which the request says has moved: they are dropped.
+KEPT_ACROSS_DOCUMENTS = frozenset({Priority.ALTERNATIVES})
+#: Background work stopped for more urgent background work that is queued again (nothing else
+#: would ask for it again; see ``JobScheduler.background``).
+STILL_DUE = frozenset({Priority.CONTEXT, Priority.ALTERNATIVES})
 
 
 @dataclass
@@ -181,17 +194,34 @@ class JobScheduler:
         if job is not None:
             job.request_cancel()
 
-    def _yield_background(self, share_key: Hashable | None = None) -> None:
-        """Make room for a request: stop background work (unless it prepares this very
-        request) and answered early decodes, and forget what was queued."""
-        self._pending.clear()
+    def _drop_pending(self, uri: str) -> None:
+        """A request on ``uri``: forget the queued background work it makes moot (all but
+        other documents' work of a kind in ``KEPT_ACROSS_DOCUMENTS``)."""
+        for key, pending in list(self._pending.items()):
+            if pending.uri == uri or pending.priority not in KEPT_ACROSS_DOCUMENTS:
+                del self._pending[key]
+
+    def _yield_background(self, uri: str, share_key: Hashable | None = None) -> None:
+        """Make room for a request on ``uri``: stop background work (unless it prepares this
+        very request) and answered early decodes, and forget what was queued (see
+        ``_drop_pending``); another document's work that stays due is queued again."""
+        self._drop_pending(uri)
         bg = self._background
         if bg is not None and not (bg.prepares and share_key is not None
                                    and bg.share_key == share_key):
             bg.request_cancel()
+            if bg.uri != uri and bg.priority in KEPT_ACROSS_DOCUMENTS:
+                self._queue_again()
         for job in self._inflight.values():
             if job.answered:
                 job.request_cancel()
+
+    def _queue_again(self) -> None:
+        """Queue the running background work again (it was stopped and is still due), unless
+        newer work of its key is queued."""
+        if self._background_work is not None:
+            again_key, again = self._background_work
+            self._pending.setdefault(again_key, again)
 
     async def run(self, uri: str, engine: Engine, request: CompletionRequest,
                   share_key: Hashable | None = None, *, early: bool = False,
@@ -218,9 +248,9 @@ class JobScheduler:
                 and bg.share_key == share_key and not bg.cancel.is_set()
                 and bg.future is not None and not bg.future.done()):
             job = bg  # the prefetch the user now asks for: adopt it
-            self._pending.clear()
+            self._drop_pending(uri)
         else:
-            self._yield_background(share_key)
+            self._yield_background(uri, share_key)
             job = self._inflight.get(uri)
             if (job is None or share_key is None or job.share_key != share_key
                     or job.cancel.is_set()):
@@ -336,11 +366,11 @@ class JobScheduler:
         if running is not None and running.priority < priority:
             running.request_cancel()
             # Project context stopped before it ran into the cache is still wanted (a request
-            # defers it until it is cached, and nothing else asks for it again): it goes back
-            # in the queue, unless a newer one replaced it, and runs once the worker is free.
-            if running.priority == Priority.CONTEXT and self._background_work is not None:
-                again_key, again = self._background_work
-                self._pending.setdefault(again_key, again)
+            # defers it until it is cached, and nothing else asks for it again), and so are a
+            # shown place's alternatives: it goes back in the queue, unless a newer one
+            # replaced it, and runs once the worker is free.
+            if running.priority in STILL_DUE:
+                self._queue_again()
         if prepares:
             # The user rests the cursor in another document: the rest of a block answered
             # in this one is no longer what they will ask for next.
