@@ -43,15 +43,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # types only: this module runs whatever engine it is handed
-    from fim.api import CompletionRequest, CompletionResult, Engine
-    from fim.templates import Prompt
+if TYPE_CHECKING:  # types only: this module runs the work it is handed, never an engine
+    from fim.request import CompletionResult
 
 log = logging.getLogger(__name__)
 
 #: Background work: given its cancel flag, it returns what a request may adopt (a
 #: prefetch's result), or ``None``.
 Work = Callable[[threading.Event], "CompletionResult | None"]
+#: A request's decode (``engine_work.Decode``): given the cancel flag's test and where partial
+#: middles go (``None``: nowhere), the result.
+DecodeWork = Callable[[Callable[[], bool], "Callable[[str], None] | None"], "CompletionResult"]
 
 
 class Priority(enum.IntEnum):
@@ -223,18 +225,16 @@ class JobScheduler:
             again_key, again = self._background_work
             self._pending.setdefault(again_key, again)
 
-    async def run(self, uri: str, engine: Engine, request: CompletionRequest,
+    async def run(self, uri: str, decode: DecodeWork,
                   share_key: Hashable | None = None, *, early: bool = False,
                   on_partial: Callable[[str], None] | None = None,
-                  on_final: Callable[[CompletionResult], None] | None = None,
-                  prompt: Prompt | None = None) -> Outcome:
-        """Decode ``request`` with ``engine``; a newer call on the same ``uri`` cancels this one,
+                  on_final: Callable[[CompletionResult], None] | None = None) -> Outcome:
+        """Run ``decode`` on the worker; a newer call on the same ``uri`` cancels this one,
         unless it has an equal, non-``None`` ``share_key``: then both await one decode.
 
         ``early``: answer with the first partial middle (a line end where the file parses)
         and let the decode go on; every partial middle, the first included, goes to
         ``on_partial`` and the final result to ``on_final``, both called on the event loop.
-        ``prompt``: the request's prompt when the caller built it (``Engine.complete``).
 
         Raises ``asyncio.CancelledError`` when the awaiting task is cancelled, after raising the
         job's flag (if no other request waits on it) so the worker stops within one model step.
@@ -255,8 +255,7 @@ class JobScheduler:
             if (job is None or share_key is None or job.share_key != share_key
                     or job.cancel.is_set()):
                 self.supersede(uri)
-                job = self._submit(uri, share_key, engine, request, early, on_partial,
-                                   on_final, loop, prompt)
+                job = self._submit(uri, share_key, decode, early, on_partial, on_final, loop)
         job.waiters += 1
         try:
             if job.first_partial is not None:
@@ -275,11 +274,10 @@ class JobScheduler:
         finally:
             job.waiters -= 1
 
-    def _submit(self, uri: str, share_key: Hashable | None, engine: Engine,
-                request: CompletionRequest, early: bool,
+    def _submit(self, uri: str, share_key: Hashable | None, decode: DecodeWork, early: bool,
                 on_partial: Callable[[str], None] | None,
                 on_final: Callable[[CompletionResult], None] | None,
-                loop: asyncio.AbstractEventLoop, prompt: Prompt | None = None) -> Job:
+                loop: asyncio.AbstractEventLoop) -> Job:
         job = Job(uri, share_key)
         self._inflight[uri] = job
         self._foreground += 1
@@ -295,8 +293,7 @@ class JobScheduler:
             loop.call_soon_threadsafe(deliver)
 
         hook = partial if (early or on_partial is not None) else None
-        job.future = loop.run_in_executor(self._executor, self._work, job, engine, request, hook,
-                                          prompt)
+        job.future = loop.run_in_executor(self._executor, self._work, job, decode, hook)
 
         def done(f: asyncio.Future[Outcome]) -> None:
             self._foreground -= 1
@@ -313,22 +310,15 @@ class JobScheduler:
         job.future.add_done_callback(done)
         return job
 
-    def _work(self, job: Job, engine: Engine, request: CompletionRequest,
-              on_partial: Callable[[str], None] | None, prompt: Prompt | None = None
+    def _work(self, job: Job, decode: DecodeWork, on_partial: Callable[[str], None] | None
               ) -> Outcome:
         job.started_at = time.perf_counter()
         queue_ms = (job.started_at - job.queued_at) * 1000.0
         if job.cancel.is_set():
             self.finished.append(DecodeRecord(job.uri, DecodeOutcome.SKIPPED, tokens=0))
             return Outcome(None, queue_ms, True, time.perf_counter())
-        # Only what is given: stand-in engines in tests take no more than they use.
-        extra: dict[str, Any] = {}
-        if on_partial is not None:
-            extra["on_partial"] = on_partial
-        if prompt is not None:
-            extra["prompt"] = prompt
         try:
-            result = engine.complete(request, cancel=job.cancel.is_set, **extra)
+            result = decode(job.cancel.is_set, on_partial)
         except Exception as exc:
             self.finished.append(DecodeRecord(job.uri, DecodeOutcome.ERROR, error=repr(exc)))
             raise

@@ -18,12 +18,11 @@ from lsp_server.project.sources import (
     OpenDocument,
 )
 from lsp_server.project.workspace import Workspace
-from lsp_server.request_plan import RequestPlanner, context_budget
+from lsp_server.request_plan import RequestPlanner, project_budget, project_sources
 from lsp_server.settings import (
     CONTEXT_BUDGET_TOKENS,
     GPU_CONTEXT_BUDGET_TOKENS,
     Settings,
-    context_sources,
     merge,
 )
 
@@ -198,14 +197,14 @@ def test_the_context_comes_out_of_the_left_share_so_the_prompt_start_holds(engin
     assert prompt.project_tokens > 0
     # Nothing beyond the planned start was cut to make room for the context.
     assert prompt.left_chars_dropped == req.left_start
-    budget = context_budget(planned.policy, ContextSources(budget=10**6))
+    budget = project_budget(planned.policy, ContextSources(budget=10**6))
     room = 2048 - 96 - planned.policy.right_tokens - 4
     assert budget == room - LEFT_FIRST_TOKENS
     # A window too small to spare the context's minimum gets none.
     small = dataclasses.replace(
         planned.policy,
         context_tokens=96 + planned.policy.right_tokens + 4 + LEFT_FIRST_TOKENS + 40)
-    assert context_budget(small, ContextSources(budget=512)) == 0
+    assert project_budget(small, ContextSources(budget=512)) == 0
 
 
 def test_the_context_is_planned_without_a_workspace_too(engine, project):
@@ -222,18 +221,18 @@ def test_context_settings_are_validated():
     s, problems = merge(Settings(), {"contextBudgetTokens": 300, "contextDefinitions": False,
                                      "contextOpenFiles": True, "contextRecentEdits": False})
     assert not problems and s.context_budget == 300 and not s.context_definitions
-    assert context_sources(s).enabled() == ("open_files", "similar_code")
+    assert project_sources(s).enabled() == ("open_files", "similar_code")
     s, problems = merge(s, {"contextSimilarCode": False})
-    assert not problems and context_sources(s).enabled() == ("open_files",)
+    assert not problems and project_sources(s).enabled() == ("open_files",)
     for bad in (-5, 10, 1 << 20, "lots", True):
         kept, problems = merge(s, {"contextBudgetTokens": bad})
         assert problems and kept.context_budget == 300
     kept, problems = merge(s, {"contextRecentEdits": "yes"})
     assert problems and kept.context_recent_edits is False
     auto, _ = merge(s, {"contextBudgetTokens": "auto"})
-    assert context_sources(auto, "cpu").budget == CONTEXT_BUDGET_TOKENS
-    assert context_sources(auto, "cuda").budget == GPU_CONTEXT_BUDGET_TOKENS
-    assert not dataclasses.replace(context_sources(auto), definitions=False,
+    assert project_sources(auto, "cpu").budget == CONTEXT_BUDGET_TOKENS
+    assert project_sources(auto, "cuda").budget == GPU_CONTEXT_BUDGET_TOKENS
+    assert not dataclasses.replace(project_sources(auto), definitions=False,
                                    open_files=False, recent_edits=False).active
 
 
