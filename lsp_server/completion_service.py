@@ -332,12 +332,12 @@ class CompletionService:
         document's), with its timings recorded; ``None`` when there is none to show."""
         uri, t0, policy = ask.uri, ask.t0, planned.policy
         # What the project context held (the planned one, also when it was deferred).
-        context = {"context_files": tuple(f.path for f in planned.request.context_files),
-                   "context_sources": dict(planned.context.tokens),
+        project = {"context_files": tuple(f.path for f in planned.request.context_files),
+                   "context_sources": dict(planned.project.tokens),
                    "context_deferred": deferred}
         if outcome.partial is not None:
             self._record(uri, t0, CompletionSource.EARLY, "line", queue_ms=outcome.queue_ms,
-                         resume_ms=resume_ms, scope=policy.scope, **context)
+                         resume_ms=resume_ms, scope=policy.scope, **project)
             return outcome.partial
         res = outcome.result
         if res is None:
@@ -349,7 +349,7 @@ class CompletionService:
                      constraint_ms=res.constraint_ms, tokens=res.tokens,
                      resume_ms=resume_ms, mode=res.mode, scope=policy.scope,
                      prompt_tokens=res.prompt_tokens, cached_tokens=engine.cached_tokens,
-                     context_tokens=res.project_tokens, **context)
+                     context_tokens=res.project_tokens, **project)
         check_slow(self.host, res)
         if not res.middle or res.stop == StopReason.CANCELLED:
             if res.stop not in (StopReason.CANCELLED, StopReason.TIME):

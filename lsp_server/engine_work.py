@@ -58,7 +58,7 @@ def runnable(engine: CompletionEngine, planned: Planned, alternatives: int = 1) 
     prompt = engine.prompt_for(request)
     uncached = engine.uncached(request, prompt)
     if uncached > CONTEXT_SLACK_TOKENS:
-        bare = ranked(planned.without_context(), alternatives)
+        bare = ranked(planned.without_project(), alternatives)
         bare_prompt = engine.prompt_for(bare)
         if uncached > engine.uncached(bare, bare_prompt) + CONTEXT_SLACK_TOKENS:
             return Runnable(bare, bare_prompt, request, prompt)

@@ -54,21 +54,22 @@ from lsp_server.settings import (
 )
 from lsp_server.suggestions import digest
 
-#: Places whose plan is kept (the cursor's, the prefetched next one, the widened one...).
-PLANS_KEPT = 16
+#: Places whose plan is kept: the cursor's, its widened prompt's, the prefetched next one,
+#: and one to spare (each plan holds its request's text: a few, not many, for large files).
+PLANS_KEPT = 4
 
 
 @dataclass(frozen=True)
 class Planned:
     """A planned request, its policy, the key under which identical requests share one
-    decode, and the project context it carries."""
+    decode, and the project context it carries (``project``)."""
 
     request: CompletionRequest
     policy: EditorPolicy
     share_key: tuple
-    context: ProjectContext
+    project: ProjectContext
 
-    def without_context(self) -> CompletionRequest:
+    def without_project(self) -> CompletionRequest:
         """The same request with no project context (the prompt's start stays)."""
         return dataclasses.replace(self.request, context_files=(), context_budget=0,
                                    repo="", path=None)
@@ -275,7 +276,10 @@ class RequestPlanner:
         warmed); by default it is the document's anchor.
         """
         elsewhere = sum(self._changes.values()) - self._changes[uri]
-        key = (uri, text, offset, left_start, elsewhere, id(settings), id(engine))
+        # The text by its length and hash (cached on the string: the document's text is hashed
+        # once per edit), so that no old text is kept alive by the key.
+        key = (uri, len(text), hash(text), offset, left_start, elsewhere, id(settings),
+               id(engine))
         kept = self._plans.get(key)
         if kept is not None and kept[0] is settings and kept[1] is engine:
             self._plans.move_to_end(key)
@@ -302,19 +306,19 @@ class RequestPlanner:
         anchors = self.anchors(engine, policy, extra)
         if left_start is None:
             left_start = anchors.left_start(uri, left, len(left)) if anchors is not None else 0
-        context = ProjectContext()
+        project = ProjectContext()
         if self.collector is not None:
             def widest_line() -> int:  # where the server would widen this prompt to
                 if anchors is None:
                     return 0
                 return left.count("\n", 0, anchors.fit(left, len(left), anchors.left_max))
 
-            context = self.collector.collect(
+            project = self.collector.collect(
                 uri, text, left.count("\n", 0, left_start),
                 dataclasses.replace(sources, budget=extra), documents,
                 self._count_with(engine), cursor=offset, widest_line=widest_line)
         request = policy.request(
-            left, right, left_start=left_start, context_files=context.files,
-            context_budget=context.budget if extra else 0, repo=context.repo,
-            path=context.path)
-        return Planned(request, policy, (uri, digest(left), digest(right), policy), context)
+            left, right, left_start=left_start, context_files=project.files,
+            context_budget=project.budget if extra else 0, repo=project.repo,
+            path=project.path)
+        return Planned(request, policy, (uri, digest(left), digest(right), policy), project)

@@ -328,8 +328,8 @@ class SeamServer(LanguageServer):
     ) -> types.InlineCompletionList:
         # Asked for explicitly (VS Code asks again so for the next suggestion when it has
         # one): the answer waits for the place's ranked alternatives.
-        context = params.context
-        invoked = (context is not None and context.trigger_kind
+        trigger = params.context  # the LSP's name for how the request was triggered
+        invoked = (trigger is not None and trigger.trigger_kind
                    == types.InlineCompletionTriggerKind.Invoked)
         found = await self.service.suggest(params.text_document.uri, params.position,
                                            invoked=invoked)

@@ -16,7 +16,7 @@ the model has loaded.
 mid-line a short single-statement completion, on an empty line a longer one that may fill a
 whole block; "auto" context is small on a CPU and the model's whole window on a GPU.
 Project context (``project_context``): ``contextBudgetTokens`` is its budget ("auto": 512 on
-a CPU), taken out of the left context's share of ``contextTokens``; ``contextDefinitions``,
+a CPU), taken out of the left text's share of ``contextTokens``; ``contextDefinitions``,
 ``contextOpenFiles`` and ``contextRecentEdits`` turn each source on or off. ``suggestions``
 is how many suggestions a place offers to cycle through (1: one).
 ``threads`` is llama.cpp's thread count: "auto" (the default) chooses it before each request
@@ -63,7 +63,7 @@ SECTION = "seam"
 # for the prompt: `fim.editor_policy.auto_policy`, shared with `seam eval --policy ide`) is
 # the planner's (`request_plan.policy_for`, `request_plan.project_sources`).
 
-#: "auto" project context (``contextBudgetTokens``) in tokens, out of the left context's
+#: "auto" project context (``contextBudgetTokens``) in tokens, out of the left text's
 #: share of the window: chosen by benchmarks/usefulness.py (docs/usefulness.md).  On a GPU,
 #: whose window is the model's whole window, "auto" is ``GPU_CONTEXT_BUDGET_TOKENS``
 #: (not measured here: no GPU on the project's machine).

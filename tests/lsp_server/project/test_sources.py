@@ -114,9 +114,9 @@ def test_each_source_can_be_turned_off(engine, project, source):
     collector.ring.record(project["uris"]["notes"], NOTES, 6, 7, 7)
     on = plan(engine, project, planner=RequestPlanner(collector))
     off = plan(engine, project, planner=RequestPlanner(collector), **{source: False})
-    got = dict(off.context.tokens)
+    got = dict(off.project.tokens)
     assert source not in got and all(got.values())
-    assert dict(on.context.tokens)[source] > 0
+    assert dict(on.project.tokens)[source] > 0
     none = plan(engine, project, definitions=False, open_files=False, recent_edits=False,
                 similar_code=False)
     assert none.request.context_files == () and none.request.context_budget == 0
@@ -135,7 +135,7 @@ def test_budgets_hold_for_each_source_and_in_total(engine, project):
     text += "".join(f"helper_{i}(1, 2, 3)\n" for i in range(80))
     planned = plan(engine, project, text=text, offset=text.index("    return total"),
                    planner=RequestPlanner(collector))
-    used = dict(planned.context.tokens)
+    used = dict(planned.project.tokens)
     assert sum(used.values()) <= 256
     assert used["definitions"] <= 0.5 * 256 + 1  # its share, the later sources' kept
     prompt = engine.prompt_for(planned.request)
@@ -173,11 +173,11 @@ def test_edits_in_the_prompt_window_stay_out_and_edits_above_it_come_in(engine, 
     assert anchor_line > 10
     collector.ring.record(uri, MAIN, anchor_line + 5, anchor_line + 6, anchor_line + 6)
     inside = plan(engine, project, offset=cursor, planner=planner, similar_code=False)
-    assert "recent_edits" not in dict(inside.context.tokens) or \
-        dict(inside.context.tokens)["recent_edits"] == 0
+    assert "recent_edits" not in dict(inside.project.tokens) or \
+        dict(inside.project.tokens)["recent_edits"] == 0
     collector.ring.record(uri, MAIN, 5, 6, 6)
     above = plan(engine, project, offset=cursor, planner=planner, similar_code=False)
-    assert dict(above.context.tokens)["recent_edits"] > 0
+    assert dict(above.project.tokens)["recent_edits"] > 0
     assert "total = total + scale(0, 1)" in above.request.context_files[-1].text
 
 
@@ -242,4 +242,4 @@ def test_a_ring_put_in_place_later_is_the_one_the_edits_come_from(engine, projec
     ring.record(project["uris"]["notes"], NOTES, 6, 7, 7)
     collector.ring = ring  # as benchmarks/usefulness.py does
     planned = plan(engine, project, planner=RequestPlanner(collector))
-    assert dict(planned.context.tokens)["recent_edits"] > 0
+    assert dict(planned.project.tokens)["recent_edits"] > 0
