@@ -2,9 +2,11 @@
 in front of the completion service.
 
 ``SeamServer`` is pygls's ``LanguageServer`` with Seam's handlers. What a completion is made
-of (planning, cursor warming, widening, prefetch, decode, answer) is
-:class:`~lsp_server.completion_service.CompletionService`, which this class creates and
-delegates to; it never imports the server, and posts to it through ``call_in_loop``.
+of is :class:`~lsp_server.completion_service.CompletionService` (the answer), with the planner
+(``request_plan``), the background work (``background``) and the one module that calls the
+engine (``engine_work``); this class creates it and delegates to it; it never imports the
+server, and posts to it through ``call_in_loop``. The settings' arrival, validation and
+refusals are ``session_settings``'.
 
 Requests never wait for the model to load and never fail on odd input: a document that is not
 open, not in an enabled language, a position outside the text or inside a UTF-16 surrogate pair

@@ -423,3 +423,46 @@ def test_a_server_gone_is_one_log_line_and_a_bug_is_a_traceback(caplog) -> None:
     assert "refused the connection" in gone.getMessage()
     bug = records["background work on v failed"]
     assert bug.levelno == logging.ERROR and bug.exc_info is not None
+
+
+def test_another_documents_alternatives_survive_a_request_queued_or_running() -> None:
+    """Issue 28, finding 6, in the scheduler: a request in "b" drops "b"'s queued work, but
+    the alternatives of other documents, queued ("c") or stopped while running ("a"), run
+    after it."""
+    import threading
+
+    from lsp_server.jobs import Priority
+
+    async def main():
+        dec = JobScheduler()
+        log = []
+        begun = threading.Event()
+
+        def running_rank(cancel):
+            if not begun.is_set():
+                begun.set()
+                cancel.wait(5)
+                log.append("rank a stopped" if cancel.is_set() else "rank a ran out")
+            else:
+                log.append("rank a again")
+
+        try:
+            dec.background("a", ("ranked", "a"), running_rank, priority=Priority.ALTERNATIVES)
+            await asyncio.to_thread(begun.wait, 5)
+            dec.background("c", ("ranked", "c"), lambda c: log.append("rank c"),
+                           priority=Priority.ALTERNATIVES)
+            dec.background("b", ("ranked", "b"), lambda c: log.append("rank b"),
+                           priority=Priority.ALTERNATIVES)
+            out = await dec.run("b", decode(LineByLine(["y = 2"], 0.01), None))
+            for _ in range(500):
+                if dec.idle():
+                    break
+                await asyncio.sleep(0.01)
+            return out, log
+        finally:
+            dec.shutdown()
+
+    out, log = asyncio.run(main())
+    assert out.result.middle == "y = 2"
+    assert log[0] == "rank a stopped"
+    assert sorted(log[1:]) == ["rank a again", "rank c"]  # not b's: the request made it moot
