@@ -265,6 +265,14 @@ class RequestPlanner:
 
     # ----- plans -----------------------------------------------------------------------------
 
+    def _elsewhere(self, uri: str) -> int:
+        """Changes to what a plan in ``uri`` reads of other documents (opened, closed, edited,
+        visited, their recent edits): a kept plan is reused only while this stays."""
+        counts = [self._changes]
+        if self.collector is not None:
+            counts += [self.collector.changes, self.collector.ring.changes]
+        return sum(c.total() - c[uri] for c in counts)
+
     def plan(self, engine: CompletionEngine, settings: Settings, uri: str, text: str,
              offset: int, documents: Documents = (), *, left_start: int | None = None
              ) -> Planned:
@@ -275,7 +283,7 @@ class RequestPlanner:
         were opened.  ``left_start`` overrides the prompt's start (a widened anchor being
         warmed); by default it is the document's anchor.
         """
-        elsewhere = sum(self._changes.values()) - self._changes[uri]
+        elsewhere = self._elsewhere(uri)
         # The text by its length and hash (cached on the string: the document's text is hashed
         # once per edit), so that no old text is kept alive by the key.
         key = (uri, len(text), hash(text), offset, left_start, elsewhere, id(settings),

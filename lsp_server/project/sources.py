@@ -32,6 +32,7 @@ the open documents and edits that lie in a removed folder are left out (``Worksp
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -247,6 +248,9 @@ class ContextCollector:
             Similar(workspace, self.similar))
         self._removals = workspace.removals
         workspace.subscribe(self.rescope)
+        #: how often each document's visits changed (the open-files source of other
+        #: documents' requests): with the ring's ``changes``, what a kept plan depends on
+        self.changes: Counter[str] = Counter()
 
     @property
     def ring(self) -> EditRing:
@@ -260,6 +264,7 @@ class ContextCollector:
     def visit(self, uri: str, line: int) -> None:
         """The user was at ``line`` of ``uri`` (a request, a cursor rest or an edit)."""
         self.open_files.visit(uri, line)
+        self.changes[uri] += 1
 
     def forget(self, uri: str) -> None:
         """``uri`` was closed: its visits, outline and place go (its edits stay in the ring)."""

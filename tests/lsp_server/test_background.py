@@ -137,3 +137,31 @@ def test_a_place_is_planned_once_for_cursor_request_and_prefetch(host: ModelHost
     assert built[(TEXT, 4)] == 1  # the cursor's plan, reused by the request
     assert built[("x = 1\n", 5)] == 1  # the prefetch's plan, reused by the request there
     assert set(built.values()) == {1}, built
+
+
+def test_a_kept_plan_is_made_again_when_other_documents_change(host: ModelHost) -> None:
+    """What a plan reads of other documents (open, edited, visited) is part of its place: a
+    change there makes it again; the same place with nothing changed reuses it."""
+    from lsp_server.project.sources import ContextCollector, OpenDocument
+    from lsp_server.project.workspace import Workspace
+
+    planner = RequestPlanner(ContextCollector(Workspace()))
+    other = [OpenDocument("file:///b.py", "y = 2\n")]
+
+    def plan() -> None:
+        planner.plan(host.engine, SETTINGS, URI, TEXT, 4, other)
+
+    plan()
+    plan()
+    assert planner.builds == 1
+    planner.collector.ring.record("file:///b.py", "y = 3\n", 0, 1, 1)
+    plan()
+    assert planner.builds == 2
+    planner.collector.visit("file:///b.py", 0)
+    plan()
+    planner.changed("file:///b.py")  # opened, closed or edited
+    plan()
+    assert planner.builds == 4
+    planner.collector.visit(URI, 0)  # its own document: the place says it all
+    plan()
+    assert planner.builds == 4
