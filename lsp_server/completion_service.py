@@ -49,7 +49,7 @@ from lsp_server.model_host import ModelHost
 from lsp_server.project.recent_edits import EditRing
 from lsp_server.project.sources import ContextCollector
 from lsp_server.project.workspace import Workspace
-from lsp_server.request_plan import Planned, RequestPlanner, Widening, open_documents
+from lsp_server.request_plan import OpenDocuments, Planned, RequestPlanner, Widening
 from lsp_server.settings import Settings
 from lsp_server.suggestions import Cached, SuggestionCache
 
@@ -164,8 +164,7 @@ class CompletionService:
         place's kept plan when there is one)."""
         return self.planner.plan(
             engine, self.settings, uri, text, offset,
-            lambda: open_documents(self.documents.all(), self.settings.languages),
-            left_start=left_start)
+            OpenDocuments(self.documents, self.settings.languages), left_start=left_start)
 
     # ----- the cursor rests: warm and widen --------------------------------------------------
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from fim.editor_policy import (
@@ -36,14 +36,14 @@ from fim.engine_interface import CompletionEngine
 from fim.options import Mode, Scope
 from fim.request import CompletionRequest
 from lsp_server import text as model_text
-from lsp_server.documents import Document
+from lsp_server.documents import Document, DocumentStore
+from lsp_server.measures import TokenCount, TokenCounter, WidestLine
 from lsp_server.project.recent_edits import EditRing
 from lsp_server.project.sources import (
     ContextCollector,
     ContextSources,
     OpenDocument,
     ProjectContext,
-    TokenCounter,
 )
 from lsp_server.prompt_anchors import AnchorPlanner
 from lsp_server.settings import (
@@ -143,16 +143,27 @@ class Widening:
     start: int
 
 
-#: The open documents of the open-files source, or a function that lists them (called only
-#: when a plan is made, not when a kept one is reused).
-Documents = Sequence[OpenDocument] | Callable[[], Sequence[OpenDocument]]
-
-
 def open_documents(documents: Iterable[Document], languages: Sequence[str]
                    ) -> list[OpenDocument]:
     """The open documents of completed languages, as the model sees them, in their order."""
     return [OpenDocument(d.uri, model_text.for_model(d.text), d.language_id)
             for d in documents if d.language_id in languages]
+
+
+@dataclass(frozen=True)
+class OpenDocuments:
+    """A session's open documents of completed languages, listed (as the model sees them)
+    only when a plan is made, not when a kept one is reused."""
+
+    store: DocumentStore
+    languages: tuple[str, ...]
+
+    def listed(self) -> list[OpenDocument]:
+        return open_documents(self.store.all(), self.languages)
+
+
+#: The open documents of the open-files source, listed or to be listed.
+Documents = Sequence[OpenDocument] | OpenDocuments
 
 
 class RequestPlanner:
@@ -223,8 +234,7 @@ class RequestPlanner:
         budget = max(16, room - extra)
         key = (id(engine), budget)
         if self._anchors is None or self._anchors_for != key:
-            tokenizer = engine.tokenizer
-            self._anchors = AnchorPlanner(lambda t: len(tokenizer.encode(t)), budget,
+            self._anchors = AnchorPlanner(TokenCount(engine.tokenizer), budget,
                                            min(budget, self.left_first))
             self._anchors_for = key
         return self._anchors
@@ -232,8 +242,7 @@ class RequestPlanner:
     def _count_with(self, engine: CompletionEngine) -> TokenCounter:
         """The engine's token counter, with its memory of counted texts."""
         if self._counter is None or self._counter[0] != id(engine):
-            tokenizer = engine.tokenizer
-            self._counter = (id(engine), TokenCounter(lambda t: len(tokenizer.encode(t))))
+            self._counter = (id(engine), TokenCounter(TokenCount(engine.tokenizer)))
         return self._counter[1]
 
     def policy(self, engine: CompletionEngine, settings: Settings, text: str, offset: int
@@ -292,8 +301,8 @@ class RequestPlanner:
         if kept is not None and kept[0] is settings and kept[1] is engine:
             self._plans.move_to_end(key)
             return kept[2]
-        if callable(documents):
-            documents = documents()
+        if isinstance(documents, OpenDocuments):
+            documents = documents.listed()
         planned = self._build(engine, settings, uri, text, offset, documents, left_start)
         self._plans[key] = (settings, engine, planned)
         while len(self._plans) > PLANS_KEPT:
@@ -316,11 +325,9 @@ class RequestPlanner:
             left_start = anchors.left_start(uri, left, len(left)) if anchors is not None else 0
         project = ProjectContext()
         if self.collector is not None:
-            def widest_line() -> int:  # where the server would widen this prompt to
-                if anchors is None:
-                    return 0
-                return left.count("\n", 0, anchors.fit(left, len(left), anchors.left_max))
-
+            # Where the server would widen this prompt to (found only if a source asks).
+            widest_line = (WidestLine(anchors.fit, left, anchors.left_max)
+                           if anchors is not None else WidestLine(None, left, 0))
             project = self.collector.collect(
                 uri, text, left.count("\n", 0, left_start),
                 dataclasses.replace(sources, budget=extra), documents,

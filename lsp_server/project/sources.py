@@ -36,7 +36,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from fim.lru import LRU
 from fim.templates import ContextFile
 from lsp_server.project.context_source import (
     ContextQuery,
@@ -55,14 +54,12 @@ from lsp_server.project.workspace import Workspace, path_of_uri
 from lsp_server.text import for_model
 
 __all__ = ["SHARES", "SOURCES", "ContextCollector", "ContextSources", "OpenDocument",
-           "ProjectContext", "TokenCounter", "line_of"]
+           "ProjectContext", "line_of"]
 
 #: Shares of the budget when every source is on (a source that is off gives its share to the
 #: others in proportion), in the order the sources go into the prompt.
 SHARES = {"definitions": 0.35, "open_files": 0.2, "recent_edits": 0.15, "similar_code": 0.3}
 SOURCES = tuple(SHARES)
-#: Token counts remembered (by text): the same texts come back with every request.
-_COUNT_CACHE = 2048
 
 
 @dataclass(frozen=True)
@@ -97,21 +94,6 @@ class ProjectContext:
     budget: int = 0
     #: tokens each source used (as counted here; the prompt's own count may differ slightly)
     tokens: tuple[tuple[str, int], ...] = ()
-
-
-class TokenCounter:
-    """Token counts of texts, remembered (the same files come back with every request)."""
-
-    def __init__(self, count: Callable[[str], int]) -> None:
-        self._count = count
-        self._cache: LRU[str, int] = LRU(_COUNT_CACHE)
-
-    def __call__(self, text: str) -> int:
-        n = self._cache.get(text)
-        if n is None:
-            n = self._count(text)
-            self._cache.put(text, n)
-        return n
 
 
 # ----- the sources but open files (``open_files``) -------------------------------------------
