@@ -227,7 +227,7 @@ def run_project(engine: Engine, folder: Path, args, rows: list[dict]) -> None:
                     "accepted": accepted_whole(shown, truth),
                     "unparsable": out["middle"] is not None and out["parses"] is False,
                     "success": out["middle"] is not None and out["parses"] is not False,
-                    "context_by_source": dict(planned.context.tokens), **flags[case.id],
+                    "context_by_source": dict(planned.project.tokens), **flags[case.id],
                 })
                 if args.progress:
                     r = rows[-1]

@@ -58,8 +58,9 @@ class EditorPolicy:
     time budgets, how the decode stops, mode and context sizes.
 
     One record from the settings to the decoder: ``POLICIES`` holds the "auto" policy of each
-    kind of cursor, the server resolves its settings over it (``lsp_server.settings.
-    policy_for``), and :meth:`request` makes the :class:`CompletionRequest` the decoder runs.
+    kind of cursor, the server's planner resolves its settings over it (``lsp_server.
+    request_plan.policy_for``), and :meth:`request` makes the :class:`CompletionRequest` the
+    decoder runs.
     """
 
     scope: Scope
@@ -125,8 +126,8 @@ def auto_policy(line_before: str, line_after: str, *, device_type: str = "cpu",
                 context_tokens: int | None = None,
                 model_window: int | None = None) -> EditorPolicy:
     """The "auto" policy at a cursor whose line reads ``line_before|line_after``: the one
-    definition of "auto", which the server's settings resolve over (``lsp_server.settings.
-    policy_for``) and ``seam eval --policy ide`` runs as it is.
+    definition of "auto", which the server's planner resolves its settings over (``lsp_server.
+    request_plan.policy_for``) and ``seam eval --policy ide`` runs as it is.
 
     The kind of cursor picks the budgets (``POLICIES``); ``context_tokens`` is the context
     asked for (``None``: "auto" for ``device_type``). The token budget never crowds the

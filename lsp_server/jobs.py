@@ -14,12 +14,15 @@ share the same cores and both be late).  Two kinds of jobs share it:
   accepted, warming the prompt where the cursor rests, the shown place's other suggestions,
   running the project context into the cache, in that order of :class:`Priority` (what the user
   is likeliest to ask next first; the newest first among equals).  It runs only when no request
-  is waiting, one job per key (a newer one replaces it); any request raises its cancel flag, and
-  so does newer background work of a higher priority: llama.cpp stops within a micro-batch, so a
-  request waits at most that long.  A request whose ``share_key`` equals the running background
-  job's adopts that job instead (the prefetch the user is now asking for is not thrown away),
-  or, when that job only *prepares* it (runs its prompt into the cache), waits for it: the work
-  is the request's own, and stopping it inside a llama.cpp batch would lose the batch.
+  is waiting, one job per key (a newer one replaces it); a request drops what is queued, except
+  another document's alternatives (``KEPT_ACROSS_DOCUMENTS``: queued again even when the request
+  stopped them running, so a shown place keeps its suggestions); any request raises its cancel
+  flag, and so does newer background work of a higher priority: llama.cpp stops within a micro-
+  batch, so a request waits at most that long.  A request whose ``share_key`` equals the running
+  background job's adopts that job instead (the prefetch the user is now asking for is not
+  thrown away), or, when that job only *prepares* it (runs its prompt into the cache), waits for
+  it: the work is the request's own, and stopping it inside a llama.cpp batch would lose the
+  batch.
 
 An ``early`` request that has been answered and decodes on (the rest of a block, for the
 user's next keystrokes) is work nobody waits for: any newer request, on any document, stops
@@ -40,15 +43,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # types only: this module runs whatever engine it is handed
-    from fim.engine_interface import CompletionEngine, EnginePrompt
-    from fim.request import CompletionRequest, CompletionResult
+if TYPE_CHECKING:  # types only: this module runs the work it is handed, never an engine
+    from fim.request import CompletionResult
 
 log = logging.getLogger(__name__)
 
 #: Background work: given its cancel flag, it returns what a request may adopt (a
 #: prefetch's result), or ``None``.
 Work = Callable[[threading.Event], "CompletionResult | None"]
+#: A request's decode (``engine_work.Decode``): given the cancel flag's test and where partial
+#: middles go (``None``: nowhere), the result.
+DecodeWork = Callable[[Callable[[], bool], "Callable[[str], None] | None"], "CompletionResult"]
 
 
 class Priority(enum.IntEnum):
@@ -60,6 +65,16 @@ class Priority(enum.IntEnum):
     ALTERNATIVES = 1
     WARM = 2  # the prompt where the cursor rests
     PREFETCH = 3  # the suggestion after the shown one is accepted
+
+
+#: Background work a request in *another* document does not make moot: a shown place's
+#: alternatives stay due there (the user comes back to cycle through them), so they are kept
+#: in the queue, or queued again when the request stopped them running. Warm-ups and
+#: prefetches follow the cursor, which the request says has moved: they are dropped.
+KEPT_ACROSS_DOCUMENTS = frozenset({Priority.ALTERNATIVES})
+#: Background work stopped for more urgent background work that is queued again (nothing else
+#: would ask for it again; see ``JobScheduler.background``).
+STILL_DUE = frozenset({Priority.CONTEXT, Priority.ALTERNATIVES})
 
 
 @dataclass
@@ -181,30 +196,45 @@ class JobScheduler:
         if job is not None:
             job.request_cancel()
 
-    def _yield_background(self, share_key: Hashable | None = None) -> None:
-        """Make room for a request: stop background work (unless it prepares this very
-        request) and answered early decodes, and forget what was queued."""
-        self._pending.clear()
+    def _drop_pending(self, uri: str) -> None:
+        """A request on ``uri``: forget the queued background work it makes moot (all but
+        other documents' work of a kind in ``KEPT_ACROSS_DOCUMENTS``)."""
+        for key, pending in list(self._pending.items()):
+            if pending.uri == uri or pending.priority not in KEPT_ACROSS_DOCUMENTS:
+                del self._pending[key]
+
+    def _yield_background(self, uri: str, share_key: Hashable | None = None) -> None:
+        """Make room for a request on ``uri``: stop background work (unless it prepares this
+        very request) and answered early decodes, and forget what was queued (see
+        ``_drop_pending``); another document's work that stays due is queued again."""
+        self._drop_pending(uri)
         bg = self._background
         if bg is not None and not (bg.prepares and share_key is not None
                                    and bg.share_key == share_key):
             bg.request_cancel()
+            if bg.uri != uri and bg.priority in KEPT_ACROSS_DOCUMENTS:
+                self._queue_again()
         for job in self._inflight.values():
             if job.answered:
                 job.request_cancel()
 
-    async def run(self, uri: str, engine: CompletionEngine, request: CompletionRequest,
+    def _queue_again(self) -> None:
+        """Queue the running background work again (it was stopped and is still due), unless
+        newer work of its key is queued."""
+        if self._background_work is not None:
+            again_key, again = self._background_work
+            self._pending.setdefault(again_key, again)
+
+    async def run(self, uri: str, decode: DecodeWork,
                   share_key: Hashable | None = None, *, early: bool = False,
                   on_partial: Callable[[str], None] | None = None,
-                  on_final: Callable[[CompletionResult], None] | None = None,
-                  prompt: EnginePrompt | None = None) -> Outcome:
-        """Decode ``request`` with ``engine``; a newer call on the same ``uri`` cancels this one,
+                  on_final: Callable[[CompletionResult], None] | None = None) -> Outcome:
+        """Run ``decode`` on the worker; a newer call on the same ``uri`` cancels this one,
         unless it has an equal, non-``None`` ``share_key``: then both await one decode.
 
         ``early``: answer with the first partial middle (a line end where the file parses)
         and let the decode go on; every partial middle, the first included, goes to
         ``on_partial`` and the final result to ``on_final``, both called on the event loop.
-        ``prompt``: the request's prompt when the caller built it (``CompletionEngine.complete``).
 
         Raises ``asyncio.CancelledError`` when the awaiting task is cancelled, after raising the
         job's flag (if no other request waits on it) so the worker stops within one model step.
@@ -218,15 +248,14 @@ class JobScheduler:
                 and bg.share_key == share_key and not bg.cancel.is_set()
                 and bg.future is not None and not bg.future.done()):
             job = bg  # the prefetch the user now asks for: adopt it
-            self._pending.clear()
+            self._drop_pending(uri)
         else:
-            self._yield_background(share_key)
+            self._yield_background(uri, share_key)
             job = self._inflight.get(uri)
             if (job is None or share_key is None or job.share_key != share_key
                     or job.cancel.is_set()):
                 self.supersede(uri)
-                job = self._submit(uri, share_key, engine, request, early, on_partial,
-                                   on_final, loop, prompt)
+                job = self._submit(uri, share_key, decode, early, on_partial, on_final, loop)
         job.waiters += 1
         try:
             if job.first_partial is not None:
@@ -245,11 +274,10 @@ class JobScheduler:
         finally:
             job.waiters -= 1
 
-    def _submit(self, uri: str, share_key: Hashable | None, engine: CompletionEngine,
-                request: CompletionRequest, early: bool,
+    def _submit(self, uri: str, share_key: Hashable | None, decode: DecodeWork, early: bool,
                 on_partial: Callable[[str], None] | None,
                 on_final: Callable[[CompletionResult], None] | None,
-                loop: asyncio.AbstractEventLoop, prompt: EnginePrompt | None = None) -> Job:
+                loop: asyncio.AbstractEventLoop) -> Job:
         job = Job(uri, share_key)
         self._inflight[uri] = job
         self._foreground += 1
@@ -265,8 +293,7 @@ class JobScheduler:
             loop.call_soon_threadsafe(deliver)
 
         hook = partial if (early or on_partial is not None) else None
-        job.future = loop.run_in_executor(self._executor, self._work, job, engine, request, hook,
-                                          prompt)
+        job.future = loop.run_in_executor(self._executor, self._work, job, decode, hook)
 
         def done(f: asyncio.Future[Outcome]) -> None:
             self._foreground -= 1
@@ -283,22 +310,15 @@ class JobScheduler:
         job.future.add_done_callback(done)
         return job
 
-    def _work(self, job: Job, engine: CompletionEngine, request: CompletionRequest,
-              on_partial: Callable[[str], None] | None, prompt: EnginePrompt | None = None
+    def _work(self, job: Job, decode: DecodeWork, on_partial: Callable[[str], None] | None
               ) -> Outcome:
         job.started_at = time.perf_counter()
         queue_ms = (job.started_at - job.queued_at) * 1000.0
         if job.cancel.is_set():
             self.finished.append(DecodeRecord(job.uri, DecodeOutcome.SKIPPED, tokens=0))
             return Outcome(None, queue_ms, True, time.perf_counter())
-        # Only what is given: stand-in engines in tests take no more than they use.
-        extra: dict[str, Any] = {}
-        if on_partial is not None:
-            extra["on_partial"] = on_partial
-        if prompt is not None:
-            extra["prompt"] = prompt
         try:
-            result = engine.complete(request, cancel=job.cancel.is_set, **extra)
+            result = decode(job.cancel.is_set, on_partial)
         except Exception as exc:
             self.finished.append(DecodeRecord(job.uri, DecodeOutcome.ERROR, error=repr(exc)))
             raise
@@ -336,11 +356,11 @@ class JobScheduler:
         if running is not None and running.priority < priority:
             running.request_cancel()
             # Project context stopped before it ran into the cache is still wanted (a request
-            # defers it until it is cached, and nothing else asks for it again): it goes back
-            # in the queue, unless a newer one replaced it, and runs once the worker is free.
-            if running.priority == Priority.CONTEXT and self._background_work is not None:
-                again_key, again = self._background_work
-                self._pending.setdefault(again_key, again)
+            # defers it until it is cached, and nothing else asks for it again), and so are a
+            # shown place's alternatives: it goes back in the queue, unless a newer one
+            # replaced it, and runs once the worker is free.
+            if running.priority in STILL_DUE:
+                self._queue_again()
         if prepares:
             # The user rests the cursor in another document: the rest of a block answered
             # in this one is no longer what they will ask for next.

@@ -1,81 +1,130 @@
-"""From a cursor in a document to the completion request the model gets: the one place that
-decides it, shared by the server and the benchmarks that measure the server's policy.
+"""From a cursor in a document to the completion request the model gets: the one planner of the
+server, shared with the benchmarks that measure the server's policy.
 
-A request is the cursor's policy (``settings.policy_for``: scope and budgets by the kind of
-cursor), the prompt's stable start in the document (``context_plan``), and the project
-context (``project_context``), whose tokens come out of the left context's share of the
-window: the context's budget is fixed per settings, so the prompt's start stays put whatever
-the context holds, and the left context never has to be cut again to make room (a cut that
-moved with every keystroke would empty the model's cache each time).
+A place (a document's text and a cursor in it) is planned once: the :class:`Planned` request is
+kept, and the cursor's warm-up, the request there and the prefetch that foresaw it all reuse it
+(``RequestPlanner.builds`` counts the plans made). The planner owns everything a plan is made of:
+
+* the **policy** (``policy_for``): the cursor's "auto" policy (``fim.editor_policy.auto_policy``)
+  with the user's settings resolved over it; ``settings`` only parses and validates them;
+* the **project context**: its sources and budget (``project_sources``, ``project_budget``), the
+  collector that picks it (``project.sources``), and the ring of recent edits it reads;
+* the prompt's stable start per document (``prompt_anchors``): the project context's tokens come
+  out of the left text's share of the window, with a budget fixed per settings, so the start stays
+  put whatever the context holds (a cut that moved with every keystroke would empty the model's
+  cache each time);
+* the **normalisation** of the text the model sees (``text``: no lone surrogates, ``\\n`` line
+  breaks); the documents keep their own.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 
-from fim.api import CompletionRequest, Engine
 from fim.editor_policy import (
     EMPTY_LINE,
     LEFT_FIRST_TOKENS,
     MID_LINE,
     EditorPolicy,
+    auto_policy,
     cursor_line,
 )
+from fim.engine_interface import CompletionEngine
+from fim.options import Mode, Scope
+from fim.request import CompletionRequest
 from lsp_server import text as model_text
+from lsp_server.documents import Document, DocumentStore
+from lsp_server.measures import TokenCount, TokenCounter, WidestLine
+from lsp_server.project.recent_edits import EditRing
 from lsp_server.project.sources import (
     ContextCollector,
     ContextSources,
     OpenDocument,
     ProjectContext,
-    TokenCounter,
 )
 from lsp_server.prompt_anchors import AnchorPlanner
 from lsp_server.settings import (
+    CONTEXT_BUDGET_TOKENS,
+    GPU_CONTEXT_BUDGET_TOKENS,
     MIN_CONTEXT_BUDGET_TOKENS,
     Settings,
-    context_sources,
-    policy_for,
 )
 from lsp_server.suggestions import digest
+
+#: Places whose plan is kept: the cursor's, its widened prompt's, the prefetched next one,
+#: and one to spare (each plan holds its request's text: a few, not many, for large files).
+PLANS_KEPT = 4
 
 
 @dataclass(frozen=True)
 class Planned:
     """A planned request, its policy, the key under which identical requests share one
-    decode, and the project context it carries."""
+    decode, and the project context it carries (``project``)."""
 
     request: CompletionRequest
     policy: EditorPolicy
     share_key: tuple
-    context: ProjectContext
+    project: ProjectContext
 
-    def without_context(self) -> CompletionRequest:
+    def without_project(self) -> CompletionRequest:
         """The same request with no project context (the prompt's start stays)."""
         return dataclasses.replace(self.request, context_files=(), context_budget=0,
                                    repo="", path=None)
 
 
-def device_type(engine: Engine) -> str:
-    """``"cpu"``, ``"cuda"`` or ``"metal"``: where the engine's model runs."""
-    return engine.backend.device
+def device_type(engine: CompletionEngine) -> str:
+    """``"cpu"``, ``"cuda"``, ``"metal"`` or ``"remote"``: where the engine's model runs."""
+    return engine.runtime.device
+
+
+def policy_for(settings: Settings, line_before: str, line_after: str,
+               device_type: str = "cpu", model_window: int | None = None) -> EditorPolicy:
+    """The cursor's "auto" policy (``fim.editor_policy``) with the settings resolved over it,
+    for a cursor whose line reads ``line_before|line_after``.
+
+    ``device_type`` is where the model runs (``"cpu"``, ``"cuda"``): it decides the "auto"
+    window. An "auto" token budget never crowds the prompt out of a small window.
+    """
+    auto = auto_policy(line_before, line_after, device_type=device_type,
+                       context_tokens=settings.context_tokens, model_window=model_window)
+    return replace(
+        auto,
+        scope=Scope(settings.scope or auto.scope),
+        max_tokens=settings.max_tokens or auto.max_tokens,
+        time_budget_ms=settings.time_budget_ms or auto.time_budget_ms,
+        mode=Mode.CONSTRAINED if settings.constrained else Mode.UNCONSTRAINED,
+        top_k=settings.top_k,
+    )
+
+
+def project_sources(settings: Settings, device_type: str = "cpu") -> ContextSources:
+    """The project context's sources and budget ("auto" resolved for the device)."""
+    budget = settings.context_budget
+    if budget is None:
+        budget = CONTEXT_BUDGET_TOKENS if device_type == "cpu" else GPU_CONTEXT_BUDGET_TOKENS
+    return ContextSources(definitions=settings.context_definitions,
+                          open_files=settings.context_open_files,
+                          recent_edits=settings.context_recent_edits,
+                          similar_code=settings.context_similar_code, budget=budget)
 
 
 def _room(policy: EditorPolicy) -> int | None:
     """Prompt tokens of the window left for the file and the project context: the window
     less the longest middle of either kind of cursor (one budget for both, so that both
-    share a document's prompt start), the right context and the sentinels."""
+    share a document's prompt start), the right text and the sentinels."""
     if policy.context_tokens is None:
         return None
     longest = max(MID_LINE.max_tokens, EMPTY_LINE.max_tokens, policy.max_tokens)
     return max(16, policy.context_tokens - longest - (policy.right_tokens or 0) - 4)
 
 
-def context_budget(policy: EditorPolicy, sources: ContextSources,
+def project_budget(policy: EditorPolicy, sources: ContextSources,
                    left_first: int = LEFT_FIRST_TOKENS) -> int:
     """Tokens of project context a request gets: the setting, but never so many that the
-    left context would hold fewer than ``left_first`` tokens (and none when what is left is
+    left text would hold fewer than ``left_first`` tokens (and none when what is left is
     less than ``MIN_CONTEXT_BUDGET_TOKENS``: a small window is better spent on the file)."""
     if not sources.active:
         return 0
@@ -86,8 +135,40 @@ def context_budget(policy: EditorPolicy, sources: ContextSources,
     return budget if budget >= MIN_CONTEXT_BUDGET_TOKENS else 0
 
 
+@dataclass(frozen=True)
+class Widening:
+    """A higher start for a document's prompt, and the anchors that found it."""
+
+    anchors: AnchorPlanner
+    start: int
+
+
+def open_documents(documents: Iterable[Document], languages: Sequence[str]
+                   ) -> list[OpenDocument]:
+    """The open documents of completed languages, as the model sees them, in their order."""
+    return [OpenDocument(d.uri, model_text.for_model(d.text), d.language_id)
+            for d in documents if d.language_id in languages]
+
+
+@dataclass(frozen=True)
+class OpenDocuments:
+    """A session's open documents of completed languages, listed (as the model sees them)
+    only when a plan is made, not when a kept one is reused."""
+
+    store: DocumentStore
+    languages: tuple[str, ...]
+
+    def listed(self) -> list[OpenDocument]:
+        return open_documents(self.store.all(), self.languages)
+
+
+#: The open documents of the open-files source, listed or to be listed.
+Documents = Sequence[OpenDocument] | OpenDocuments
+
+
 class RequestPlanner:
-    """Plans requests for one session; it keeps each document's prompt start.
+    """Plans requests for one session; it keeps each document's prompt start and the plans of
+    the last ``PLANS_KEPT`` places.
 
     ``left_first`` and ``right_tokens`` are the server's constants (``LEFT_FIRST_TOKENS``,
     the policy's ``right_tokens``); benchmarks that measure other values pass them here.
@@ -101,14 +182,51 @@ class RequestPlanner:
         self._anchors: AnchorPlanner | None = None
         self._anchors_for: tuple | None = None  # (engine, left budget) they were made for
         self._counter: tuple[int, TokenCounter] | None = None  # per engine
+        self._plans: OrderedDict[tuple, tuple[Settings, CompletionEngine, Planned]] = \
+            OrderedDict()
+        #: edits and opens per document: a plan is reused only while the other documents
+        #: (open files, recent edits) are as they were when it was made
+        self._changes: Counter[str] = Counter()
+        #: plans made (not reused): what the test of "one plan per place" counts
+        self.builds = 0
+
+    # ----- what a plan depends on ------------------------------------------------------------
 
     def forget(self, uri: str) -> None:
+        """The document was closed."""
         if self._anchors is not None:
             self._anchors.forget(uri)
         if self.collector is not None:
             self.collector.forget(uri)
+        self.changed(uri)
 
-    def anchors(self, engine: Engine, policy: EditorPolicy, extra: int) -> AnchorPlanner | None:
+    def changed(self, uri: str) -> None:
+        """``uri`` was opened, edited or closed: other documents' plans are made again."""
+        self._changes[uri] += 1
+
+    def reset(self) -> None:
+        """The workspace changed (a folder came or went): no kept plan is reused."""
+        self._plans.clear()
+
+    def edited(self, ring: EditRing, uri: str, old_text: str, new_text: str,
+               first_line: int | None = None, old_end: int | None = None,
+               new_text_of_change: str | None = None) -> None:
+        """Record an edit of ``uri`` from ``old_text`` to ``new_text`` in the ring of recent
+        edits (project context), as the model sees the texts: one ranged change names its
+        lines (``first_line``, ``old_end``, the text it put there); else the texts are
+        compared."""
+        self.changed(uri)
+        new = model_text.for_model(new_text)
+        if first_line is not None and old_end is not None and new_text_of_change is not None:
+            new_end = first_line + len(model_text.for_model(new_text_of_change).split("\n"))
+            ring.record(uri, new, first_line, old_end, new_end)
+        else:
+            ring.record_text_change(uri, model_text.for_model(old_text), new)
+
+    # ----- the parts of a plan ---------------------------------------------------------------
+
+    def anchors(self, engine: CompletionEngine, policy: EditorPolicy, extra: int
+                ) -> AnchorPlanner | None:
         """The per-document prompt starts for this engine, context and extra budget."""
         room = _room(policy)
         if room is None:
@@ -116,40 +234,88 @@ class RequestPlanner:
         budget = max(16, room - extra)
         key = (id(engine), budget)
         if self._anchors is None or self._anchors_for != key:
-            tokenizer = engine.tokenizer
-            self._anchors = AnchorPlanner(lambda t: len(tokenizer.encode(t)), budget,
+            self._anchors = AnchorPlanner(TokenCount(engine.tokenizer), budget,
                                            min(budget, self.left_first))
             self._anchors_for = key
         return self._anchors
 
-    def _count_with(self, engine: Engine) -> TokenCounter:
+    def _count_with(self, engine: CompletionEngine) -> TokenCounter:
         """The engine's token counter, with its memory of counted texts."""
         if self._counter is None or self._counter[0] != id(engine):
-            tokenizer = engine.tokenizer
-            self._counter = (id(engine), TokenCounter(lambda t: len(tokenizer.encode(t))))
+            self._counter = (id(engine), TokenCounter(TokenCount(engine.tokenizer)))
         return self._counter[1]
 
-    def policy(self, engine: Engine, settings: Settings, text: str, offset: int) -> EditorPolicy:
+    def policy(self, engine: CompletionEngine, settings: Settings, text: str, offset: int
+               ) -> EditorPolicy:
         line_before, line_after = cursor_line(text, offset)
         policy = policy_for(settings, line_before, line_after,
-                            device_type=device_type(engine),
-                            model_window=engine.window)
+                            device_type=device_type(engine), model_window=engine.window)
         if self.right_tokens is not None:
             policy = dataclasses.replace(policy, right_tokens=self.right_tokens)
         return policy
 
-    def plan(self, engine: Engine, settings: Settings, uri: str, text: str, offset: int,
-             documents: Sequence[OpenDocument] = (), *, left_start: int | None = None
+    def wider(self, engine: CompletionEngine, settings: Settings, uri: str, planned: Planned
+              ) -> Widening | None:
+        """Where a widened prompt for ``planned`` would start (``prompt_anchors``), or
+        ``None`` when it cannot start higher."""
+        sources = project_sources(settings, device_type(engine))
+        extra = project_budget(planned.policy, sources, self.left_first)
+        anchors = self.anchors(engine, planned.policy, extra)
+        left = planned.request.left
+        start = anchors.wider(uri, left, len(left)) if anchors is not None else None
+        return None if anchors is None or start is None else Widening(anchors, start)
+
+    def adopt(self, uri: str, left: str, widening: Widening) -> None:
+        """The widened prompt is in the model's cache: requests in ``uri`` start there from
+        now on, so its kept plans (made with the narrower start) are made again."""
+        widening.anchors.adopt(uri, left, widening.start)
+        for key in [k for k in self._plans if k[0] == uri]:
+            del self._plans[key]
+
+    # ----- plans -----------------------------------------------------------------------------
+
+    def _elsewhere(self, uri: str) -> int:
+        """Changes to what a plan in ``uri`` reads of other documents (opened, closed, edited,
+        visited, their recent edits): a kept plan is reused only while this stays."""
+        counts = [self._changes]
+        if self.collector is not None:
+            counts += [self.collector.changes, self.collector.ring.changes]
+        return sum(c.total() - c[uri] for c in counts)
+
+    def plan(self, engine: CompletionEngine, settings: Settings, uri: str, text: str,
+             offset: int, documents: Documents = (), *, left_start: int | None = None
              ) -> Planned:
-        """The request a completion at ``offset`` of ``text`` (document ``uri``) makes.
+        """The request a completion at ``offset`` of ``text`` (document ``uri``) makes: the
+        kept plan of that place when there is one, else a new one (kept).
 
         ``documents`` are the open documents for the open-files source, in the order they
         were opened.  ``left_start`` overrides the prompt's start (a widened anchor being
         warmed); by default it is the document's anchor.
         """
+        elsewhere = self._elsewhere(uri)
+        # The text by its length and hash (cached on the string: the document's text is hashed
+        # once per edit), so that no old text is kept alive by the key.
+        key = (uri, len(text), hash(text), offset, left_start, elsewhere, id(settings),
+               id(engine))
+        kept = self._plans.get(key)
+        if kept is not None and kept[0] is settings and kept[1] is engine:
+            self._plans.move_to_end(key)
+            return kept[2]
+        if isinstance(documents, OpenDocuments):
+            documents = documents.listed()
+        planned = self._build(engine, settings, uri, text, offset, documents, left_start)
+        self._plans[key] = (settings, engine, planned)
+        while len(self._plans) > PLANS_KEPT:
+            self._plans.popitem(last=False)
+        return planned
+
+    def _build(self, engine: CompletionEngine, settings: Settings, uri: str, text: str,
+               offset: int, documents: Sequence[OpenDocument], left_start: int | None
+               ) -> Planned:
+        self.builds += 1
         policy = self.policy(engine, settings, text, offset)
-        sources = context_sources(settings, device_type(engine))
-        extra = context_budget(policy, sources, self.left_first)
+        sources = project_sources(settings, device_type(engine))
+        extra = project_budget(policy, sources, self.left_first)
         # The model gets the text without lone surrogates and with \n line breaks; the
         # document keeps its own text (see `text`).
         left = model_text.for_model(text[:offset])
@@ -157,20 +323,17 @@ class RequestPlanner:
         anchors = self.anchors(engine, policy, extra)
         if left_start is None:
             left_start = anchors.left_start(uri, left, len(left)) if anchors is not None else 0
-        context = ProjectContext()
+        project = ProjectContext()
         if self.collector is not None:
-            def widest_line() -> int:  # where the server would widen this prompt to
-                if anchors is None:
-                    return 0
-                return left.count("\n", 0, anchors.fit(left, len(left), anchors.left_max))
-
-            context = self.collector.collect(
+            # Where the server would widen this prompt to (found only if a source asks).
+            widest_line = (WidestLine(anchors.fit, left, anchors.left_max)
+                           if anchors is not None else WidestLine(None, left, 0))
+            project = self.collector.collect(
                 uri, text, left.count("\n", 0, left_start),
                 dataclasses.replace(sources, budget=extra), documents,
                 self._count_with(engine), cursor=offset, widest_line=widest_line)
         request = policy.request(
-            left, right, left_start=left_start, context_files=context.files,
-            context_budget=context.budget if extra else 0, repo=context.repo,
-            path=context.path)
-        return Planned(request, policy, (uri, digest(left), digest(right), policy), context)
-
+            left, right, left_start=left_start, context_files=project.files,
+            context_budget=project.budget if extra else 0, repo=project.repo,
+            path=project.path)
+        return Planned(request, policy, (uri, digest(left), digest(right), policy), project)

@@ -2,9 +2,11 @@
 in front of the completion service.
 
 ``SeamServer`` is pygls's ``LanguageServer`` with Seam's handlers. What a completion is made
-of (planning, cursor warming, widening, prefetch, decode, answer) is
-:class:`~lsp_server.completion_service.CompletionService`, which this class creates and
-delegates to; it never imports the server, and posts to it through ``call_in_loop``.
+of is :class:`~lsp_server.completion_service.CompletionService` (the answer), with the planner
+(``request_plan``), the background work (``background``) and the one module that calls the
+engine (``engine_work``); this class creates it and delegates to it; it never imports the
+server, and posts to it through ``call_in_loop``. The settings' arrival, validation and
+refusals are ``session_settings``'.
 
 Requests never wait for the model to load and never fail on odd input: a document that is not
 open, not in an enabled language, a position outside the text or inside a UTF-16 surrogate pair
@@ -32,7 +34,6 @@ the file in the prompt, steadiest first, so that the model's cache keeps them.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -54,14 +55,9 @@ from lsp_server.messages import (
     StatusReply,
 )
 from lsp_server.model_host import HostState, LoadState, ModelHost
-from lsp_server.request_plan import device_type
+from lsp_server.session_settings import SessionSettings
 from lsp_server.settings import (
-    SETTING_KEYS,
     Settings,
-    SettingsShapeError,
-    check_budget,
-    merge,
-    section_of,
     settings_json,
 )
 from lsp_server.wire.framing import DEFAULT_MAX_CONTENT_BYTES, FrameError, FrameErrorKind
@@ -73,13 +69,7 @@ log = logging.getLogger(__name__)
 SERVER_NAME = "seam"
 SERVER_VERSION = "0.1.0"
 CONFIG_PULL_TIMEOUT_S = 5.0
-#: How many distinct settings problems are remembered as already shown.
-MAX_REMEMBERED_PROBLEMS = 256
-REMOTE_CODE_REFUSED = (
-    "Seam ignored seam.trustRemoteCode: a model's own code runs only when the server itself "
-    "was started with `seam serve --trust-remote-code` (in VS Code: set seam.trustRemoteCode "
-    "in your user settings, which passes that flag)."
-)
+
 
 
 #: The session's handlers: (LSP method, the capability options it announces, the
@@ -128,14 +118,14 @@ class SeamServer(LanguageServer):
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.protocol: SeamProtocol
         self.allow_remote_code = allow_remote_code
-        base = settings or Settings()
         self.host = host or ModelHost()
         #: The completions; it posts to this session's event loop (``call_in_loop``).
-        self.service = CompletionService(
-            dataclasses.replace(base, trust_remote_code=allow_remote_code), self.host,
-            self.call_in_loop)
-        # Keys the editor may never set (the settings table marks them), plus the caller's.
-        self.pinned = frozenset(pinned or ()) | {k.name for k in SETTING_KEYS if k.pinned}
+        self.service = CompletionService(settings or Settings(), self.host, self.call_in_loop)
+        #: The settings as they arrive (``session_settings``); keys the editor may never set
+        #: (the settings table marks them), plus the caller's, are pinned.
+        self.inbox = SessionSettings(
+            self.service, self.host, frozenset(pinned or ()), allow_remote_code,
+            lambda text: self._show(types.MessageType.Warning, text), self._fetch_configuration)
         self.max_content_bytes = max_content_bytes
         self.documents = self.service.documents
         self.folders = self.service.folders
@@ -144,7 +134,6 @@ class SeamServer(LanguageServer):
         self.host.set_listeners(self._state_changed, self.progress.report)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._load_started = False  # settings that arrive before `initialized` load nothing
-        self._shown_problems: set[str] = set()
         self._log_handler: EditorLogHandler | None = None
         self.exit_code: int | None = None  # set by the transport when the session is over
         self._register()
@@ -208,18 +197,11 @@ class SeamServer(LanguageServer):
         log.warning("framing: %s (%s)", error.detail, error.kind.value)
         self.protocol.send_error(error.request_id, code, error.detail)
         if error.kind is FrameErrorKind.TOO_LARGE and error.request_id is None:
-            self._show_once(types.MessageType.Warning, "too-large",
-                            f"Seam skipped a message from the editor: {error.detail}. A "
-                            "document that large gets no completions (raise the limit with "
-                            "seam serve --max-message-mb).")
-
-    def _show_once(self, kind: types.MessageType, key: str, text: str) -> None:
-        if key in self._shown_problems:
-            return
-        if len(self._shown_problems) >= MAX_REMEMBERED_PROBLEMS:
-            self._shown_problems.clear()
-        self._shown_problems.add(key)
-        self._show(kind, text)
+            if self.inbox.shown.fresh(["too-large"]):
+                self._show(types.MessageType.Warning,
+                           f"Seam skipped a message from the editor: {error.detail}. A "
+                           "document that large gets no completions (raise the limit with "
+                           "seam serve --max-message-mb).")
 
     def _register(self) -> None:
         """Every handler in :data:`HANDLERS`, one way. (Document sync is the protocol's: it
@@ -235,21 +217,20 @@ class SeamServer(LanguageServer):
         encoding = ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities)
         self.documents.encoding = encoding
         self.folders.announce(params.workspace_folders, params.root_uri, params.root_path)
-        self._receive_settings(params.initialization_options)
+        self.inbox.receive(params.initialization_options)
         log.info("initialized: encoding %s, settings %s, workspace %s", encoding,
                  settings_json(self.settings), [str(f.root) for f in self.folders.folders])
 
     def on_workspace_folders(self, params: types.DidChangeWorkspaceFoldersParams) -> None:
         for folder in params.event.removed or []:
             self.folders.remove(folder.uri)
-        if params.event.removed:
-            self.service.folder_removed()
         for folder in params.event.added or []:
             if self.folders.add(folder.uri, folder.name) is None:
                 log.warning("workspace folder %s is not a local directory; ignored", folder.uri)
+        self.service.folders_changed(removed=bool(params.event.removed))
 
     async def on_initialized(self, params: types.InitializedParams) -> None:
-        await self._pull_configuration()
+        await self.inbox.pull()
         self._start_load()
 
     def on_shutdown(self, params: Any = None) -> None:
@@ -288,7 +269,7 @@ class SeamServer(LanguageServer):
             if state.state in (LoadState.READY, LoadState.ERROR):
                 self.progress.end(state)
             if state.state is LoadState.READY:
-                self._check_budget()
+                self.inbox.check_budget()
             if state.state is LoadState.ERROR:
                 self.window_show_message(types.ShowMessageParams(
                     type=types.MessageType.Error, message=state.message))
@@ -297,87 +278,22 @@ class SeamServer(LanguageServer):
 
     # ----- settings ------------------------------------------------------------------------
 
-    def _receive_settings(self, payload: Any) -> bool:
-        """Apply settings from any source; ``False`` when the payload held none."""
-        try:
-            section = section_of(payload)
-        except SettingsShapeError as exc:
-            self._report_problems([str(exc)])
-            return True
-        if section is None:
-            return False
-        self._apply_settings(section)
-        return True
-
-    def _apply_settings(self, section: dict[str, Any]) -> None:
-        old = self.settings
-        messages: list[str] = []
-        if section.get("trustRemoteCode") is True and not self.allow_remote_code:
-            messages.append(REMOTE_CODE_REFUSED)
-        ignored = sorted(k for k in section if k in self.pinned and k != "trustRemoteCode")
-        if ignored:
-            log.info("settings %s are fixed by the command line; ignoring the editor's", ignored)
-        new, problems = merge(old, {k: v for k, v in section.items() if k not in self.pinned})
-        new, budget = check_budget(new, old, *self._model_facts())
-        messages.extend(p.message() for p in problems + budget)
-        self._report_problems(messages)
-        self.settings = new
-        if new.threads != old.threads:
-            self.host.set_threads(new.threads)  # applies live: no reload
-        if new.vllm_slow_after_ms != old.vllm_slow_after_ms:
-            self.host.set_slow_after(new.vllm_slow_after_ms / 1000)  # live too
-        if new != old:
-            self.service.reset_suggestions()
-            log.info("settings now %s", settings_json(self.settings))
-
-    def _model_facts(self) -> tuple[str | None, int | None]:
-        """Where the loaded model runs and its window; ``(None, None)`` before it loads."""
-        engine = self.host.engine
-        if engine is None:
-            return ("cpu" if self.settings.device == "cpu" else None), None
-        return device_type(engine), engine.window
-
-    def _check_budget(self) -> None:
-        """Re-check the token budget once the model (and its window) is known."""
-        new, problems = check_budget(self.settings, Settings(), *self._model_facts())
-        if problems:
-            self._report_problems([p.message() for p in problems])
-            self.settings = new
-
-    def _report_problems(self, messages: list[str]) -> None:
-        """Log every refused setting; show each distinct one to the user once per session."""
-        for message in messages:
-            log.warning("settings: %s", message)
-        fresh = [m for m in messages if m not in self._shown_problems]
-        if not fresh:
-            return
-        if len(self._shown_problems) + len(fresh) > MAX_REMEMBERED_PROBLEMS:
-            self._shown_problems.clear()
-        self._shown_problems.update(fresh)
-        self._show(types.MessageType.Warning, "Seam settings: " + " ".join(
-            m if m.endswith(".") else m + "." for m in fresh))
-
-    async def _pull_configuration(self) -> None:
+    async def _fetch_configuration(self) -> Any:
+        """The client's ``seam`` section (``workspace/configuration``), or ``None``."""
         if not self._client_supports("workspace.configuration"):
-            return
+            return None
         try:
-            result = await asyncio.wait_for(self.workspace_configuration_async(
+            return await asyncio.wait_for(self.workspace_configuration_async(
                 types.ConfigurationParams(items=[types.ConfigurationItem(section="seam")])),
                 CONFIG_PULL_TIMEOUT_S)
         except Exception as exc:
             log.warning("workspace/configuration failed: %s", type(exc).__name__)
-            return
-        if isinstance(result, (list, tuple)) and result and isinstance(result[0], dict):
-            # The client answers with the section's contents (not wrapped in "seam").
-            payload = result[0]
-            if "seam" not in payload:
-                payload = {"seam": payload}
-            self._receive_settings(payload)
+            return None
 
     async def on_configuration(self, params: types.DidChangeConfigurationParams) -> None:
         old_key = self.settings.model_key
-        if not self._receive_settings(params.settings):
-            await self._pull_configuration()
+        if not self.inbox.receive(params.settings):
+            await self.inbox.pull()
         if self._load_started and self.settings.model_key != old_key:
             self._start_load()
 
@@ -385,6 +301,7 @@ class SeamServer(LanguageServer):
 
     def on_open(self, params: types.DidOpenTextDocumentParams) -> None:
         doc = self.documents.open(params.text_document)
+        self.service.opened(doc.uri)
         log.info("opened %s (%s, %d chars)", doc.uri, doc.language_id, len(doc.text))
 
     def on_change(self, params: types.DidChangeTextDocumentParams) -> None:
@@ -413,8 +330,8 @@ class SeamServer(LanguageServer):
     ) -> types.InlineCompletionList:
         # Asked for explicitly (VS Code asks again so for the next suggestion when it has
         # one): the answer waits for the place's ranked alternatives.
-        context = params.context
-        invoked = (context is not None and context.trigger_kind
+        trigger = params.context  # the LSP's name for how the request was triggered
+        invoked = (trigger is not None and trigger.trigger_kind
                    == types.InlineCompletionTriggerKind.Invoked)
         found = await self.service.suggest(params.text_document.uri, params.position,
                                            invoked=invoked)
@@ -452,7 +369,7 @@ class SeamServer(LanguageServer):
     def on_status(self, params: Any = None) -> dict[str, Any]:
         engine = self.host.engine
         runtime = None if engine is None else RuntimeInfo(
-            str(engine.backend.engine), engine.backend.device, engine.backend.description,
+            str(engine.runtime.engine), engine.runtime.device, engine.runtime.description,
             engine.window)
         jobs = self.service.jobs
         return StatusReply(self.host.state, settings_json(self.settings),

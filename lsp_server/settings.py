@@ -16,7 +16,7 @@ the model has loaded.
 mid-line a short single-statement completion, on an empty line a longer one that may fill a
 whole block; "auto" context is small on a CPU and the model's whole window on a GPU.
 Project context (``project_context``): ``contextBudgetTokens`` is its budget ("auto": 512 on
-a CPU), taken out of the left context's share of ``contextTokens``; ``contextDefinitions``,
+a CPU), taken out of the left text's share of ``contextTokens``; ``contextDefinitions``,
 ``contextOpenFiles`` and ``contextRecentEdits`` turn each source on or off. ``suggestions``
 is how many suggestions a place offers to cycle through (1: one).
 ``threads`` is llama.cpp's thread count: "auto" (the default) chooses it before each request
@@ -41,12 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from fim.editor_policy import (
-    MIN_PROMPT_TOKENS,
-    EditorPolicy,
-    auto_policy,
-    known_context,
-)
+from fim.editor_policy import MIN_PROMPT_TOKENS, known_context
 from fim.engines.model_specs import ENGINE_NAMES, EngineKind
 from fim.options import (
     DEFAULT_MODEL,
@@ -54,22 +49,21 @@ from fim.options import (
     DTYPE_CHOICES,
     SCOPES,
     Dtype,
-    Mode,
     Scope,
     canonical_device,
     canonical_dtype,
     canonical_model,
 )
 from lsp_server.model_host import SLOW_AFTER_S
-from lsp_server.project.sources import ContextSources
 
 SECTION = "seam"
 
-# The "auto" policies (mid-line vs empty line, the CPU context, the right window, the room
-# kept for the prompt) are fim's editor policy (`fim.editor_policy.auto_policy`), shared with
-# `seam eval --policy ide`.
+# This module parses and validates the settings only: resolving them over the "auto" policies
+# at a cursor (mid-line vs empty line, the CPU window, the right text's share, the room kept
+# for the prompt: `fim.editor_policy.auto_policy`, shared with `seam eval --policy ide`) is
+# the planner's (`request_plan.policy_for`, `request_plan.project_sources`).
 
-#: "auto" project context (``contextBudgetTokens``) in tokens, out of the left context's
+#: "auto" project context (``contextBudgetTokens``) in tokens, out of the left text's
 #: share of the window: chosen by benchmarks/usefulness.py (docs/usefulness.md).  On a GPU,
 #: whose window is the model's whole window, "auto" is ``GPU_CONTEXT_BUDGET_TOKENS``
 #: (not measured here: no GPU on the project's machine).
@@ -437,34 +431,3 @@ def check_budget(settings: Settings, previous: Settings, device_type: str | None
         f"at most {most} with a context of {context} tokens, or \"auto\"",
         _json_value(_KEYS["maxTokens"][1], kept))
     return replace(settings, max_tokens=kept), [problem]
-
-
-def policy_for(settings: Settings, line_before: str, line_after: str,
-               device_type: str = "cpu", model_window: int | None = None) -> EditorPolicy:
-    """The cursor's "auto" policy (``fim.editor_policy``) with the settings resolved over it,
-    for a cursor whose line reads ``line_before|line_after``.
-
-    ``device_type`` is where the model runs (``"cpu"``, ``"cuda"``): it decides the "auto"
-    context size. An "auto" token budget never crowds the prompt out of a small context.
-    """
-    auto = auto_policy(line_before, line_after, device_type=device_type,
-                       context_tokens=settings.context_tokens, model_window=model_window)
-    return replace(
-        auto,
-        scope=Scope(settings.scope or auto.scope),
-        max_tokens=settings.max_tokens or auto.max_tokens,
-        time_budget_ms=settings.time_budget_ms or auto.time_budget_ms,
-        mode=Mode.CONSTRAINED if settings.constrained else Mode.UNCONSTRAINED,
-        top_k=settings.top_k,
-    )
-
-
-def context_sources(settings: Settings, device_type: str = "cpu") -> ContextSources:
-    """The project context's sources and budget ("auto" resolved for the device)."""
-    budget = settings.context_budget
-    if budget is None:
-        budget = CONTEXT_BUDGET_TOKENS if device_type == "cpu" else GPU_CONTEXT_BUDGET_TOKENS
-    return ContextSources(definitions=settings.context_definitions,
-                          open_files=settings.context_open_files,
-                          recent_edits=settings.context_recent_edits,
-                          similar_code=settings.context_similar_code, budget=budget)

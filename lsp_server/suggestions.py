@@ -43,7 +43,7 @@ class Cached:
 
 
 class SuggestionCache:
-    """Recent (left, right) -> middle answers, looked up by a left context that may have grown."""
+    """Recent (left, right) -> middle answers, looked up by a left text that may have grown."""
 
     def __init__(self, capacity: int = 64) -> None:
         if capacity < 1:

@@ -25,7 +25,7 @@ as text, and leaves token healing off; ``seam/status`` says which (``ServerInfo.
 prefix cache is not visible to a client, so the client remembers the prompts it ran and counts
 as cached the longest shared beginning in whole cache blocks.  It is an estimate (vLLM evicts
 by its own rule), good enough for the one decision it serves: whether the project context is
-in the cache yet (``lsp_server.completion_service``, ``_runnable``).
+in the cache yet (``lsp_server.engine_work.runnable``).
 """
 
 from __future__ import annotations

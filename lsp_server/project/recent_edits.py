@@ -14,6 +14,7 @@ keep naming the lines they hold.  A chunk's text is a snapshot taken at its late
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from lsp_server.text import for_model
@@ -57,16 +58,20 @@ class EditRing:
             raise ValueError("the ring needs room for at least one chunk")
         self.capacity = capacity
         self._chunks: list[EditedChunk] = []
+        #: how often each document's chunks changed (a plan made before is made again)
+        self.changes: Counter[str] = Counter()
 
     def chunks(self) -> tuple[EditedChunk, ...]:
         return tuple(self._chunks)
 
     def forget(self, uri: str) -> None:
         self._chunks = [c for c in self._chunks if c.uri != uri]
+        self.changes[uri] += 1
 
     def record(self, uri: str, text: str, first: int, old_end: int, new_end: int) -> None:
         """Lines ``first..old_end`` of ``uri`` became lines ``first..new_end`` of ``text``
         (the document after the edit; 0-based, ends exclusive)."""
+        self.changes[uri] += 1
         delta = new_end - old_end
         lines = text.split("\n")
         lo = max(0, first - CONTEXT_LINES)

@@ -13,7 +13,7 @@ this module does the same with the standard library alone:
   folders), each cut once per ``(mtime, size)``;
 * **what it compares**: every ``STRIDE_LINES`` lines a window of ``WINDOW_LINES`` lines,
   compared by the identifiers of its first ``MATCH_LINES`` lines (the part that plays the
-  cursor's left context; the lines after it are what the model may copy) with the identifiers
+  cursor's left text; the lines after it are what the model may copy) with the identifiers
   of the ``QUERY_LINES`` non-blank lines above the cursor (keywords, ``self`` and ``cls`` left
   out), by Jaccard similarity;
 * **what it returns**: the best windows scoring at least ``MIN_SIMILARITY``, no two
@@ -58,7 +58,7 @@ MAX_FILES = 48
 #: How far the cursor may move from where the snippets were chosen before a new prompt start
 #: chooses again.
 PLACE_LINES = 12
-#: Lines below the cursor the prompt's right context may show.
+#: Lines below the cursor the prompt's right text may show.
 BELOW_LINES = 24
 #: Cut files remembered (by path), and how long a file's check on disk holds (the checks,
 #: one ``stat`` with every link resolved per file, cost more than the comparing on slow disks).

@@ -32,10 +32,10 @@ the open documents and edits that lie in a removed folder are left out (``Worksp
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from fim.lru import LRU
 from fim.templates import ContextFile
 from lsp_server.project.context_source import (
     ContextQuery,
@@ -54,14 +54,12 @@ from lsp_server.project.workspace import Workspace, path_of_uri
 from lsp_server.text import for_model
 
 __all__ = ["SHARES", "SOURCES", "ContextCollector", "ContextSources", "OpenDocument",
-           "ProjectContext", "TokenCounter", "line_of"]
+           "ProjectContext", "line_of"]
 
 #: Shares of the budget when every source is on (a source that is off gives its share to the
 #: others in proportion), in the order the sources go into the prompt.
 SHARES = {"definitions": 0.35, "open_files": 0.2, "recent_edits": 0.15, "similar_code": 0.3}
 SOURCES = tuple(SHARES)
-#: Token counts remembered (by text): the same texts come back with every request.
-_COUNT_CACHE = 2048
 
 
 @dataclass(frozen=True)
@@ -96,21 +94,6 @@ class ProjectContext:
     budget: int = 0
     #: tokens each source used (as counted here; the prompt's own count may differ slightly)
     tokens: tuple[tuple[str, int], ...] = ()
-
-
-class TokenCounter:
-    """Token counts of texts, remembered (the same files come back with every request)."""
-
-    def __init__(self, count: Callable[[str], int]) -> None:
-        self._count = count
-        self._cache: LRU[str, int] = LRU(_COUNT_CACHE)
-
-    def __call__(self, text: str) -> int:
-        n = self._cache.get(text)
-        if n is None:
-            n = self._count(text)
-            self._cache.put(text, n)
-        return n
 
 
 # ----- the sources but open files (``open_files``) -------------------------------------------
@@ -247,6 +230,9 @@ class ContextCollector:
             Similar(workspace, self.similar))
         self._removals = workspace.removals
         workspace.subscribe(self.rescope)
+        #: how often each document's visits changed (the open-files source of other
+        #: documents' requests): with the ring's ``changes``, what a kept plan depends on
+        self.changes: Counter[str] = Counter()
 
     @property
     def ring(self) -> EditRing:
@@ -260,6 +246,7 @@ class ContextCollector:
     def visit(self, uri: str, line: int) -> None:
         """The user was at ``line`` of ``uri`` (a request, a cursor rest or an edit)."""
         self.open_files.visit(uri, line)
+        self.changes[uri] += 1
 
     def forget(self, uri: str) -> None:
         """``uri`` was closed: its visits, outline and place go (its edits stay in the ring)."""

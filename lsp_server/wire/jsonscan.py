@@ -85,27 +85,18 @@ class JsonScan:
     def feed(self, data: bytes | bytearray | memoryview) -> int | None:
         """Scan the next chunk; return the index in it just past the value's end, if it ends.
 
-        One function on purpose, like the lexer's ``_scan``: it runs per byte of every message
-        before any other check, and splitting its states into methods would add a call per
-        byte; the states are the blocks of the one loop below."""
+        The loop steps from one structural byte to the next (a regex finds it), so a call per
+        step costs little: the value's opening, the inside of a string and an ``id`` being
+        captured are their own methods, each returning where the loop goes on (``None``: at
+        the chunk's end)."""
         if self.ended or self.container is False:
             return None
         data = bytes(data)
-        i, n = 0, len(data)
-        while i < n:
+        i: int | None = 0
+        n = len(data)
+        while i is not None and i < n:
             if self.container is None:
-                while i < n and data[i] in _WS:
-                    i += 1
-                if i == n:
-                    return None
-                if data[i] not in (_LBRACE, _LBRACKET):
-                    self.container = False
-                    return None
-                self.container = True
-                self._object = data[i] == _LBRACE
-                self._depth = 1
-                self._expect_key = self._object
-                i += 1
+                i = self._open(data, i)
                 continue
             if self._escape:
                 self._escape = False
@@ -113,20 +104,7 @@ class JsonScan:
                 i += 1
                 continue
             if self._in_string:
-                m = _STRING_STOP.search(data, i)
-                if m is None:
-                    self._cap(data[i:])
-                    return None
-                j = m.start()
-                self._cap(data[i:j])
-                if data[j] == _BACKSLASH:
-                    self._cap(b"\\")
-                    self._escape = True
-                else:
-                    self._in_string = False
-                    if self._capturing in ("key", "id-string"):
-                        self._finish_capture()
-                i = j + 1
+                i = self._string(data, i)
                 continue
             m = _OUTSIDE_STOP.search(data, i)
             if m is None:
@@ -136,42 +114,88 @@ class JsonScan:
                 return None
             j = m.start()
             c = data[j]
-            at_top = self._depth == 1 and self._object
-            if self._capturing in ("id-await", "id-scalar"):
-                self._cap(data[i:j])
-                if c == _QUOTE and not bytes(self._capture or b"").strip(_WS):
-                    self._capturing = "id-string"
-                    self._capture = bytearray()
-                    self._in_string = True
-                    i = j + 1
-                    continue
-                if c in (_LBRACE, _LBRACKET):  # an object or array is no id
-                    self._capturing = self._capture = None
-                    self._id_done = True
-                else:
-                    self._capturing = "id-scalar"
-                    self._finish_capture()
-            if c == _QUOTE:
-                self._in_string = True
-                if at_top and self._expect_key:
-                    self._capturing, self._capture = "key", bytearray()
-            elif c in (_LBRACE, _LBRACKET):
-                self._depth += 1
-            elif c in (_RBRACE, _RBRACKET):
-                self._depth -= 1
-                if self._depth == 0:
-                    self.ended = True
-                    return j + 1
-            elif c == _COLON:
-                if at_top:
-                    self._expect_key = False
-                    if self._last_key_is_id and not self._id_done:
-                        self._capturing, self._capture = "id-await", bytearray()
-                    self._last_key_is_id = False
-            elif c == _COMMA and at_top:
-                self._expect_key = True
+            if self._capturing in ("id-await", "id-scalar") and self._id_stop(data, i, j, c):
+                i = j + 1
+                continue
+            if self._structural(c):
+                return j + 1
             i = j + 1
         return None
+
+    def _open(self, data: bytes, i: int) -> int | None:
+        """Before the value: skip white space to its first byte, which must open an object
+        or an array (else nothing is scanned)."""
+        n = len(data)
+        while i < n and data[i] in _WS:
+            i += 1
+        if i == n:
+            return None
+        if data[i] not in (_LBRACE, _LBRACKET):
+            self.container = False
+            return None
+        self.container = True
+        self._object = data[i] == _LBRACE
+        self._depth = 1
+        self._expect_key = self._object
+        return i + 1
+
+    def _string(self, data: bytes, i: int) -> int | None:
+        """Inside a string: on to its closing quote or a backslash."""
+        m = _STRING_STOP.search(data, i)
+        if m is None:
+            self._cap(data[i:])
+            return None
+        j = m.start()
+        self._cap(data[i:j])
+        if data[j] == _BACKSLASH:
+            self._cap(b"\\")
+            self._escape = True
+        else:
+            self._in_string = False
+            if self._capturing in ("key", "id-string"):
+                self._finish_capture()
+        return j + 1
+
+    def _id_stop(self, data: bytes, i: int, j: int, c: int) -> bool:
+        """The top-level ``id``'s value reaches the structural byte ``c`` at ``j``: capture up
+        to it; ``True`` when ``c`` opens the id's string (the loop goes on inside it)."""
+        self._cap(data[i:j])
+        if c == _QUOTE and not bytes(self._capture or b"").strip(_WS):
+            self._capturing = "id-string"
+            self._capture = bytearray()
+            self._in_string = True
+            return True
+        if c in (_LBRACE, _LBRACKET):  # an object or array is no id
+            self._capturing = self._capture = None
+            self._id_done = True
+        else:
+            self._capturing = "id-scalar"
+            self._finish_capture()
+        return False
+
+    def _structural(self, c: int) -> bool:
+        """A structural byte outside strings; ``True`` when it closes the value."""
+        at_top = self._depth == 1 and self._object
+        if c == _QUOTE:
+            self._in_string = True
+            if at_top and self._expect_key:
+                self._capturing, self._capture = "key", bytearray()
+        elif c in (_LBRACE, _LBRACKET):
+            self._depth += 1
+        elif c in (_RBRACE, _RBRACKET):
+            self._depth -= 1
+            if self._depth == 0:
+                self.ended = True
+                return True
+        elif c == _COLON:
+            if at_top:
+                self._expect_key = False
+                if self._last_key_is_id and not self._id_done:
+                    self._capturing, self._capture = "id-await", bytearray()
+                self._last_key_is_id = False
+        elif c == _COMMA and at_top:
+            self._expect_key = True
+        return False
 
 
 def scan_id(data: bytes | bytearray) -> int | str | None:

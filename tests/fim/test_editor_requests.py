@@ -11,7 +11,8 @@ from fim.editor_policy import EMPTY_LINE, MIN_PROMPT_TOKENS, auto_policy, cursor
 from fim.engines.step_model import StepModel
 from fim.engines.transformers_engine import HFTokenizer, backend_from_loaded
 from fim.templates import TEMPLATES, build_prompt
-from lsp_server.settings import Settings, policy_for
+from lsp_server.request_plan import policy_for
+from lsp_server.settings import Settings
 from tests.support.reference_language import ReferenceLanguage
 
 

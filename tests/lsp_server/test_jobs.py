@@ -27,6 +27,16 @@ def request(max_tokens: int = 300):
                              scope="free", time_budget_ms=120000)
 
 
+def decode(engine, req):
+    """The request's decode as ``JobScheduler.run`` takes it (``engine_work.Decode`` in the
+    server): the engine's ``complete``, given the cancel test and the partial middles' sink."""
+    def work(cancel, on_partial):
+        if on_partial is None:  # stand-in engines take no more than they use
+            return engine.complete(req, cancel=cancel)
+        return engine.complete(req, cancel=cancel, on_partial=on_partial)
+    return work
+
+
 async def started(dec: JobScheduler, uri: str = "u") -> None:
     """Wait until the worker has begun the job on ``uri``."""
     for _ in range(6000):
@@ -41,9 +51,9 @@ def test_identical_requests_share_one_decode(engine) -> None:
     async def main():
         dec = JobScheduler()
         try:
-            a = asyncio.ensure_future(dec.run("u", engine, request(8), share_key="k"))
+            a = asyncio.ensure_future(dec.run("u", decode(engine, request(8)), share_key="k"))
             await asyncio.sleep(0)
-            b = asyncio.ensure_future(dec.run("u", engine, request(8), share_key="k"))
+            b = asyncio.ensure_future(dec.run("u", decode(engine, request(8)), share_key="k"))
             ra, rb = await asyncio.gather(a, b)
             return ra, rb, list(dec.finished)
         finally:
@@ -58,9 +68,9 @@ def test_newer_request_supersedes_and_stops_within_a_step(engine) -> None:
     async def main():
         dec = JobScheduler()
         try:
-            first = asyncio.ensure_future(dec.run("u", engine, request(), share_key="a"))
+            first = asyncio.ensure_future(dec.run("u", decode(engine, request()), share_key="a"))
             await started(dec)
-            second = await dec.run("u", engine, request(2), share_key="b")
+            second = await dec.run("u", decode(engine, request(2)), share_key="b")
             return await first, second, list(dec.finished)
         finally:
             dec.shutdown()
@@ -75,8 +85,8 @@ def test_cancelling_one_of_two_waiters_keeps_the_decode(engine) -> None:
     async def main():
         dec = JobScheduler()
         try:
-            a = asyncio.ensure_future(dec.run("u", engine, request(), share_key="k"))
-            b = asyncio.ensure_future(dec.run("u", engine, request(), share_key="k"))
+            a = asyncio.ensure_future(dec.run("u", decode(engine, request()), share_key="k"))
+            b = asyncio.ensure_future(dec.run("u", decode(engine, request()), share_key="k"))
             await started(dec)
             a.cancel()
             with pytest.raises(asyncio.CancelledError):
@@ -93,7 +103,7 @@ def test_cancelling_the_only_waiter_stops_the_decode(engine) -> None:
     async def main():
         dec = JobScheduler()
         try:
-            a = asyncio.ensure_future(dec.run("u", engine, request(), share_key="k"))
+            a = asyncio.ensure_future(dec.run("u", decode(engine, request()), share_key="k"))
             await started(dec)
             a.cancel()
             with pytest.raises(asyncio.CancelledError):
@@ -137,7 +147,7 @@ def test_an_early_request_is_answered_with_the_first_line_and_the_rest_follows()
         dec = JobScheduler()
         partials, finals = [], []
         try:
-            out = await dec.run("u", LineByLine(["a = 1", "b = 2", "c = 3"], 0.2), None,
+            out = await dec.run("u", decode(LineByLine(["a = 1", "b = 2", "c = 3"], 0.2), None),
                                 early=True, on_partial=partials.append,
                                 on_final=finals.append)
             answered_with = list(partials)
@@ -174,7 +184,7 @@ def test_background_work_waits_for_requests_and_gives_way_to_them() -> None:
         try:
             dec.background("u", "slow", slow)
             await asyncio.to_thread(started_bg.wait, 5)
-            asked = asyncio.ensure_future(dec.run("u", LineByLine(["x = 1"], 0.2), None))
+            asked = asyncio.ensure_future(dec.run("u", decode(LineByLine(["x = 1"], 0.2), None)))
             await asyncio.sleep(0.05)
             # Queued behind the request: the second "a" replaces the first.
             dec.background("u", "a", lambda c: log.append("a"))
@@ -211,7 +221,7 @@ def test_a_request_adopts_the_background_job_with_its_share_key() -> None:
             dec.background("u", "p", prefetch, share_key="next")
             while not runs:
                 await asyncio.sleep(0.01)
-            asked = asyncio.ensure_future(dec.run("u", LineByLine(["never"]), None,
+            asked = asyncio.ensure_future(dec.run("u", decode(LineByLine(["never"]), None),
                                                   share_key="next"))
             await asyncio.sleep(0.1)
             release.set()
@@ -229,10 +239,10 @@ def test_an_answered_early_decode_gives_way_to_a_request_on_another_document() -
         dec = JobScheduler()
         finals = []
         try:
-            first = await dec.run("a", LineByLine(["x = 1"] * 40, 0.1), None, early=True,
+            first = await dec.run("a", decode(LineByLine(["x = 1"] * 40, 0.1), None), early=True,
                                   on_final=finals.append)
             other = await asyncio.wait_for(
-                dec.run("b", LineByLine(["y = 2"], 0.01), None), timeout=2.0)
+                dec.run("b", decode(LineByLine(["y = 2"], 0.01), None)), timeout=2.0)
             while not finals:
                 await asyncio.sleep(0.02)
             return first, other, finals
@@ -339,7 +349,7 @@ def test_a_request_waits_for_the_warm_up_of_its_own_prompt(same_cursor: bool) ->
             dec.background("u", "warm", warm, share_key="here", priority=Priority.WARM,
                            prepares=True)
             await asyncio.to_thread(begun.wait, 5)
-            out = await dec.run("u", LineByLine(["x = 1"], 0.01), None,
+            out = await dec.run("u", decode(LineByLine(["x = 1"], 0.01), None),
                                 share_key="here" if same_cursor else "elsewhere")
             log.append("request done")
             return out, log
@@ -358,7 +368,7 @@ def test_warming_another_document_stops_an_answered_early_decode() -> None:
         dec = JobScheduler()
         finals, log = [], []
         try:
-            await dec.run("a", LineByLine(["x = 1"] * 40, 0.1), None, early=True,
+            await dec.run("a", decode(LineByLine(["x = 1"] * 40, 0.1), None), early=True,
                           on_final=finals.append)
             dec.background("a", "same", lambda c: log.append("same doc"),
                            share_key="a-here", priority=Priority.WARM, prepares=True)
@@ -413,3 +423,46 @@ def test_a_server_gone_is_one_log_line_and_a_bug_is_a_traceback(caplog) -> None:
     assert "refused the connection" in gone.getMessage()
     bug = records["background work on v failed"]
     assert bug.levelno == logging.ERROR and bug.exc_info is not None
+
+
+def test_another_documents_alternatives_survive_a_request_queued_or_running() -> None:
+    """Issue 28, finding 6, in the scheduler: a request in "b" drops "b"'s queued work, but
+    the alternatives of other documents, queued ("c") or stopped while running ("a"), run
+    after it."""
+    import threading
+
+    from lsp_server.jobs import Priority
+
+    async def main():
+        dec = JobScheduler()
+        log = []
+        begun = threading.Event()
+
+        def running_rank(cancel):
+            if not begun.is_set():
+                begun.set()
+                cancel.wait(5)
+                log.append("rank a stopped" if cancel.is_set() else "rank a ran out")
+            else:
+                log.append("rank a again")
+
+        try:
+            dec.background("a", ("ranked", "a"), running_rank, priority=Priority.ALTERNATIVES)
+            await asyncio.to_thread(begun.wait, 5)
+            dec.background("c", ("ranked", "c"), lambda c: log.append("rank c"),
+                           priority=Priority.ALTERNATIVES)
+            dec.background("b", ("ranked", "b"), lambda c: log.append("rank b"),
+                           priority=Priority.ALTERNATIVES)
+            out = await dec.run("b", decode(LineByLine(["y = 2"], 0.01), None))
+            for _ in range(500):
+                if dec.idle():
+                    break
+                await asyncio.sleep(0.01)
+            return out, log
+        finally:
+            dec.shutdown()
+
+    out, log = asyncio.run(main())
+    assert out.result.middle == "y = 2"
+    assert log[0] == "rank a stopped"
+    assert sorted(log[1:]) == ["rank a again", "rank c"]  # not b's: the request made it moot

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fim.editor_policy import CPU_CONTEXT_TOKENS, EMPTY_LINE, MID_LINE
+from lsp_server.request_plan import policy_for
 from lsp_server.settings import (
     KEYS,
     SETTING_KEYS,
@@ -17,7 +18,6 @@ from lsp_server.settings import (
     SettingsShapeError,
     check_budget,
     merge,
-    policy_for,
     section_of,
     settings_json,
 )

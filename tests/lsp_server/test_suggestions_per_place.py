@@ -147,3 +147,22 @@ async def test_the_server_returns_several_items_at_a_shown_place(tmp_path: Path)
         again = [i.insert_text for i in items_of(await inline(lc, URI, 1, 11))]
         assert again == items
         assert (await status(lc))["recent"][-1]["source"] == "typed-through"
+
+
+def test_a_request_in_another_document_does_not_lose_the_alternatives() -> None:
+    """Issue 28, finding 6: a request in document B used to drop document A's ranked search
+    (queued or running) for good, and A went on offering one suggestion."""
+    async def steps(service: CompletionService) -> list:
+        service.documents.open(types.TextDocumentItem(uri="file:///b.py", language_id="python",
+                                                      version=1, text="x = \n"))
+        first = shown(await service.suggest("file:///a.py", HERE))
+        # At once, before the worker is idle: A's alternatives are due, not decoded yet.
+        other = shown(await service.suggest("file:///b.py", HERE))
+        await until_idle(service)
+        again = shown(await service.suggest("file:///a.py", HERE))
+        return [first, other, again, service.recent[-1].source]
+
+    first, other, again, source = run_service(3, steps)
+    assert first == ["1"] and other == ["1"]
+    assert again == ["1", "None", "y"]
+    assert source == CompletionSource.TYPED_THROUGH

@@ -18,12 +18,11 @@ from lsp_server.project.sources import (
     OpenDocument,
 )
 from lsp_server.project.workspace import Workspace
-from lsp_server.request_plan import RequestPlanner, context_budget
+from lsp_server.request_plan import RequestPlanner, project_budget, project_sources
 from lsp_server.settings import (
     CONTEXT_BUDGET_TOKENS,
     GPU_CONTEXT_BUDGET_TOKENS,
     Settings,
-    context_sources,
     merge,
 )
 
@@ -115,9 +114,9 @@ def test_each_source_can_be_turned_off(engine, project, source):
     collector.ring.record(project["uris"]["notes"], NOTES, 6, 7, 7)
     on = plan(engine, project, planner=RequestPlanner(collector))
     off = plan(engine, project, planner=RequestPlanner(collector), **{source: False})
-    got = dict(off.context.tokens)
+    got = dict(off.project.tokens)
     assert source not in got and all(got.values())
-    assert dict(on.context.tokens)[source] > 0
+    assert dict(on.project.tokens)[source] > 0
     none = plan(engine, project, definitions=False, open_files=False, recent_edits=False,
                 similar_code=False)
     assert none.request.context_files == () and none.request.context_budget == 0
@@ -136,7 +135,7 @@ def test_budgets_hold_for_each_source_and_in_total(engine, project):
     text += "".join(f"helper_{i}(1, 2, 3)\n" for i in range(80))
     planned = plan(engine, project, text=text, offset=text.index("    return total"),
                    planner=RequestPlanner(collector))
-    used = dict(planned.context.tokens)
+    used = dict(planned.project.tokens)
     assert sum(used.values()) <= 256
     assert used["definitions"] <= 0.5 * 256 + 1  # its share, the later sources' kept
     prompt = engine.prompt_for(planned.request)
@@ -174,11 +173,11 @@ def test_edits_in_the_prompt_window_stay_out_and_edits_above_it_come_in(engine, 
     assert anchor_line > 10
     collector.ring.record(uri, MAIN, anchor_line + 5, anchor_line + 6, anchor_line + 6)
     inside = plan(engine, project, offset=cursor, planner=planner, similar_code=False)
-    assert "recent_edits" not in dict(inside.context.tokens) or \
-        dict(inside.context.tokens)["recent_edits"] == 0
+    assert "recent_edits" not in dict(inside.project.tokens) or \
+        dict(inside.project.tokens)["recent_edits"] == 0
     collector.ring.record(uri, MAIN, 5, 6, 6)
     above = plan(engine, project, offset=cursor, planner=planner, similar_code=False)
-    assert dict(above.context.tokens)["recent_edits"] > 0
+    assert dict(above.project.tokens)["recent_edits"] > 0
     assert "total = total + scale(0, 1)" in above.request.context_files[-1].text
 
 
@@ -198,14 +197,14 @@ def test_the_context_comes_out_of_the_left_share_so_the_prompt_start_holds(engin
     assert prompt.project_tokens > 0
     # Nothing beyond the planned start was cut to make room for the context.
     assert prompt.left_chars_dropped == req.left_start
-    budget = context_budget(planned.policy, ContextSources(budget=10**6))
+    budget = project_budget(planned.policy, ContextSources(budget=10**6))
     room = 2048 - 96 - planned.policy.right_tokens - 4
     assert budget == room - LEFT_FIRST_TOKENS
     # A window too small to spare the context's minimum gets none.
     small = dataclasses.replace(
         planned.policy,
         context_tokens=96 + planned.policy.right_tokens + 4 + LEFT_FIRST_TOKENS + 40)
-    assert context_budget(small, ContextSources(budget=512)) == 0
+    assert project_budget(small, ContextSources(budget=512)) == 0
 
 
 def test_the_context_is_planned_without_a_workspace_too(engine, project):
@@ -222,18 +221,18 @@ def test_context_settings_are_validated():
     s, problems = merge(Settings(), {"contextBudgetTokens": 300, "contextDefinitions": False,
                                      "contextOpenFiles": True, "contextRecentEdits": False})
     assert not problems and s.context_budget == 300 and not s.context_definitions
-    assert context_sources(s).enabled() == ("open_files", "similar_code")
+    assert project_sources(s).enabled() == ("open_files", "similar_code")
     s, problems = merge(s, {"contextSimilarCode": False})
-    assert not problems and context_sources(s).enabled() == ("open_files",)
+    assert not problems and project_sources(s).enabled() == ("open_files",)
     for bad in (-5, 10, 1 << 20, "lots", True):
         kept, problems = merge(s, {"contextBudgetTokens": bad})
         assert problems and kept.context_budget == 300
     kept, problems = merge(s, {"contextRecentEdits": "yes"})
     assert problems and kept.context_recent_edits is False
     auto, _ = merge(s, {"contextBudgetTokens": "auto"})
-    assert context_sources(auto, "cpu").budget == CONTEXT_BUDGET_TOKENS
-    assert context_sources(auto, "cuda").budget == GPU_CONTEXT_BUDGET_TOKENS
-    assert not dataclasses.replace(context_sources(auto), definitions=False,
+    assert project_sources(auto, "cpu").budget == CONTEXT_BUDGET_TOKENS
+    assert project_sources(auto, "cuda").budget == GPU_CONTEXT_BUDGET_TOKENS
+    assert not dataclasses.replace(project_sources(auto), definitions=False,
                                    open_files=False, recent_edits=False).active
 
 
@@ -243,4 +242,4 @@ def test_a_ring_put_in_place_later_is_the_one_the_edits_come_from(engine, projec
     ring.record(project["uris"]["notes"], NOTES, 6, 7, 7)
     collector.ring = ring  # as benchmarks/usefulness.py does
     planned = plan(engine, project, planner=RequestPlanner(collector))
-    assert dict(planned.context.tokens)["recent_edits"] > 0
+    assert dict(planned.project.tokens)["recent_edits"] > 0
