@@ -58,7 +58,7 @@ BUNDLED = {
     ),
 }
 
-INSTALL_HINT = 'pip install ".[bundled]"  (or: bash scripts/setup.sh bundled)'
+INSTALL_HINT = "pip install 'seam-complete[bundled]'  (from a clone: bash scripts/setup.sh bundled)"
 _CACHE_FORMAT = 1  # bump when the cache layout changes
 _DONE_MARKER = "seam-cache-complete"
 
