@@ -76,7 +76,6 @@ class Verdict(enum.StrEnum):
 class Topic(enum.StrEnum):
     """What a finding is about (the JSON's ``topic``)."""
 
-    SEAM = "seam"
     PACKAGES = "packages"
     SETTINGS = "settings"
     ENGINE = "engine"

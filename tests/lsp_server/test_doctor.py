@@ -277,3 +277,24 @@ def test_load_reports_how_long_the_model_took(tmp_path: Path) -> None:
     report = diagnose(Request(settings(model=TEST_MODEL, engine=EngineKind.LLAMA_CPP.value),
                               log_file=tmp_path / "none.log"))
     assert not findings(report, Topic.LOAD)  # only with load=True
+
+
+def test_the_documented_json_matches_the_report(tmp_path: Path) -> None:
+    """docs/user-guide.md shows editors the shape of ``seam doctor --json``: its keys, topics
+    and verdicts are the real ones."""
+    import re
+
+    guide = (REPO / "docs/user-guide.md").read_text(encoding="utf-8")
+    part = guide.split("`seam doctor --json` is for editors", 1)[1]
+    example = json.loads(re.search(r"```json\n(.*?)```", part, re.S).group(1))
+    real = diagnose(Request(settings(model=TEST_MODEL), file=tmp_path / "notes.txt",
+                            log_file=tmp_path / "none.log")).as_json()
+    assert set(example) == set(real)
+    for finding in example["findings"]:
+        assert set(finding) == set(real["findings"][0])
+        assert Topic(finding["topic"]) and Verdict(finding["verdict"])
+    topics = re.search(r"`topic` \((.*?)\)", part, re.S).group(1)
+    assert set(re.findall(r"`(\w+)`", topics)) == {t.value for t in Topic}
+    states = re.search(r"`details.state`:(.*?)\.", part, re.S).group(1)
+    assert set(re.findall(r"`(\w+)`", states)) == {
+        "starting", "loading", "ready", "error", "unreachable"}
