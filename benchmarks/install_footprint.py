@@ -59,8 +59,8 @@ class Measured:
     bytes_on_disk: int
     distributions: int
     torch: bool
-    version_ok: bool
-    doctor: str  # "ok", "N problems: ..." or "failed: ..."
+    version: str  # what `seam --version` printed, or why it did not
+    doctor: str  # "ok", "N problems: ...", "no such command" or "failed: ..."
 
 
 def llama_wheel() -> Path:
@@ -99,9 +99,26 @@ def disk_usage(path: Path) -> int:
     return total
 
 
+def _refused(done: subprocess.CompletedProcess) -> bool:
+    """Whether ``seam`` did not know the command or option (a version before it existed)."""
+    return done.returncode == 2 and ("invalid choice" in done.stderr
+                                     or "unrecognized arguments" in done.stderr
+                                     or "the following arguments" in done.stderr)
+
+
+def _version(venv: Path) -> str:
+    done = subprocess.run([str(venv / "bin" / "seam"), "--version"], capture_output=True,
+                          text=True, timeout=120, cwd=venv)
+    if done.returncode == 0:
+        return done.stdout.strip()
+    return "no such option" if _refused(done) else f"failed (exit {done.returncode})"
+
+
 def _doctor(venv: Path) -> str:
     done = subprocess.run([str(venv / "bin" / "seam"), "doctor", "--json"], capture_output=True,
                           text=True, timeout=300, cwd=venv)
+    if _refused(done):
+        return "no such command"
     try:
         report = json.loads(done.stdout)
     except json.JSONDecodeError:
@@ -132,26 +149,29 @@ def measure(variant: str, commit: str, work: Path, wheel: Path) -> Measured:
                             capture_output=True, text=True, check=True)
     names = {d["name"].lower() for d in json.loads(listed.stdout)}
     has_seam = (venv / "bin" / "seam").exists()
-    version_ok = has_seam and subprocess.run(
-        [str(venv / "bin" / "seam"), "--version"], capture_output=True, timeout=120,
-        cwd=venv).returncode == 0
+    version = _version(venv) if has_seam else "no seam command"
     doctor = _doctor(venv) if has_seam else "no seam command"
     size = disk_usage(venv)
     shutil.rmtree(venv)
     shutil.rmtree(src)
     return Measured(variant, commit, spec.replace(str(src), "."), wall, cpu, size, len(names),
-                    "torch" in names, version_ok, doctor)
+                    "torch" in names, version, doctor)
 
 
 def table(rows: list[Measured]) -> str:
-    out = ["| variant | commit | install | wall | CPU | disk (GiB) | distributions | torch | "
+    out = ["| variant | commit | install | wall | CPU | disk | distributions | torch | "
            "`seam --version` | `seam doctor` |",
            "| --- | --- | --- | ---: | ---: | ---: | ---: | --- | --- | --- |"]
     for r in rows:
         out.append(f"| {r.variant} | `{r.commit}` | `pip install '{r.spec}'` | "
-                   f"{r.wall_s:.0f} s | {r.cpu_s:.0f} s | {r.bytes_on_disk / 2**30:.2f} | "
-                   f"{r.distributions} | {'yes' if r.torch else 'no'} | "
-                   f"{'works' if r.version_ok else 'fails'} | {r.doctor} |")
+                   f"{r.wall_s:.0f} s | {r.cpu_s:.0f} s | {r.bytes_on_disk / 2**30:.2f} GiB "
+                   f"({r.bytes_on_disk / 1e9:.2f} GB) | {r.distributions} | "
+                   f"{'yes' if r.torch else 'no'} | {r.version} | {r.doctor} |")
+    out.append("")
+    out.append("Wall: the `pip install` command, downloads included; CPU: its user and system "
+               "time. Disk: the environment's allocated blocks, as `du` counts them (GiB, and "
+               "GB of 10^9 bytes). Distributions: `pip list`, pip and setuptools included. "
+               "`seam doctor` is run with the default settings and no server log.")
     return "\n".join(out)
 
 
