@@ -195,8 +195,9 @@ def convert(spec: BundledModel, progress: Progress | None = None) -> Path:
     for module in ("gguf", "accelerate"):
         if importlib.util.find_spec(module) is None:
             raise BundledModelMissing(
-                f"converting the bundled model needs the {module!r} package; "
-                f"install it with: {INSTALL_HINT}"
+                f"converting the bundled model for the transformers engine needs the "
+                f"{module!r} package; install it with: pip install 'seam-complete[transformers]'"
+                " (the default llama.cpp engine needs no conversion)"
             )
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
