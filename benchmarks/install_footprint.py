@@ -205,10 +205,13 @@ def main(argv: list[str] | None = None) -> int:
     wheel = llama_wheel()
     record.packages["llama-cpp-python"] = LLAMA_VERSION + " (cached wheel)"
     work = args.work or Path(tempfile.mkdtemp(prefix="seam-install-"))
+    # Resolved once: a commit made while the script runs must not change what it measures.
+    commits = {"light": short(args.commit),
+               "before": short(args.before) if args.before else ""}
     rows = []
     try:
         for variant in variants:
-            commit = short(args.before if variant.startswith("before") else args.commit)
+            commit = commits[variant.split("-")[0]]
             print(f"install_footprint: {variant} at {commit} ...", file=sys.stderr, flush=True)
             rows.append(measure(variant, commit, work, wheel))
             print(table(rows[-1:]), file=sys.stderr, flush=True)
