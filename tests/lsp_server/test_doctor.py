@@ -21,8 +21,9 @@ import pytest
 
 from fim.engines.model_specs import EngineKind
 from fim.version import __version__
-from lsp_server import doctor
-from lsp_server.doctor import Finding, Request, Topic, Verdict, diagnose, last_session
+from lsp_server import diagnosis
+from lsp_server.diagnosis import Finding, Request, Topic, Verdict, diagnose
+from lsp_server.server_log_state import ServerState, last_session
 from lsp_server.settings import Settings, merge
 from tests.support.seam_lsp_client import (
     REPO,
@@ -114,7 +115,7 @@ def _blocked(args: list[str], env: dict[str, str]) -> tuple[subprocess.Completed
     return done, json.loads(last)
 
 
-@pytest.mark.skipif(not doctor.installed_packages()["llama-cpp-python"],
+@pytest.mark.skipif(not diagnosis.installed_packages()["llama-cpp-python"],
                     reason="llama-cpp-python not installed")
 def test_seam_complete_on_llama_cpp_never_imports_torch(tmp_path: Path) -> None:
     from fim.engines.gguf_export import write_santacoder_gguf
@@ -155,19 +156,19 @@ def test_the_transformers_engine_without_torch_is_one_clear_line(tmp_path: Path)
 # ----- what the doctor reports ---------------------------------------------------------------
 
 def test_the_engine_that_would_run_and_a_missing_transformers_engine() -> None:
-    light = {name: None for name in doctor.PACKAGES} | {"llama-cpp-python": "0.3.36"}
-    report = doctor._engine_and_model(settings(model=TEST_MODEL, engine="transformers"), light)
+    light = {name: None for name in diagnosis.PACKAGES} | {"llama-cpp-python": "0.3.36"}
+    report = diagnosis._engine_and_model(settings(model=TEST_MODEL, engine="transformers"), light)
     assert report[0].verdict is Verdict.PROBLEM
     assert "seam-complete[transformers]" in report[0].fix
-    ok = doctor._engine_and_model(settings(model=TEST_MODEL, engine="llama.cpp"), light)
+    ok = diagnosis._engine_and_model(settings(model=TEST_MODEL, engine="llama.cpp"), light)
     assert ok[0].verdict is Verdict.OK and ok[0].details["engine"] == "llama.cpp"
-    vllm = doctor._engine_and_model(settings(engine="vllm"), light)
+    vllm = diagnosis._engine_and_model(settings(engine="vllm"), light)
     assert vllm[0].verdict is Verdict.PROBLEM and "vllmServer" in vllm[0].fix
 
 
 def test_the_default_engine_missing_is_a_problem() -> None:
-    found = {name: None for name in doctor.PACKAGES}
-    problems = [f for f in doctor._packages(found) if f.verdict is Verdict.PROBLEM]
+    found = {name: None for name in diagnosis.PACKAGES}
+    problems = [f for f in diagnosis._packages(found) if f.verdict is Verdict.PROBLEM]
     assert len(problems) == 1 and "llama-cpp-python" in problems[0].summary
 
 
@@ -240,7 +241,7 @@ async def test_the_last_server_state_from_a_real_server_log(tmp_path: Path) -> N
                                                "engine": "transformers"}}) as lc:
         await wait_ready(lc)
     state = last_session(log.read_text(encoding="utf-8"))
-    assert state is not None and state.state == "ready", log.read_text()
+    assert state is not None and state.state is ServerState.READY, log.read_text()
     report = diagnose(Request(settings(model=TEST_MODEL), log_file=log))
     assert any(f.details.get("state") == "ready" for f in findings(report, Topic.LOG))
 
@@ -296,5 +297,4 @@ def test_the_documented_json_matches_the_report(tmp_path: Path) -> None:
     topics = re.search(r"`topic` \((.*?)\)", part, re.S).group(1)
     assert set(re.findall(r"`(\w+)`", topics)) == {t.value for t in Topic}
     states = re.search(r"`details.state`:(.*?)\.", part, re.S).group(1)
-    assert set(re.findall(r"`(\w+)`", states)) == {
-        "starting", "loading", "ready", "error", "unreachable"}
+    assert set(re.findall(r"`(\w+)`", states)) == {s.value for s in ServerState}
