@@ -209,13 +209,9 @@ def _engine_and_model(settings: Settings, found: dict[str, str | None]) -> list[
                            fix=f"{INSTALL_TRANSFORMERS}, or use a GGUF model with the "
                                "llama.cpp engine"))
     else:
-        fell_back = engine is EngineKind.AUTO and kind.is_gguf and needs_torch \
-            and not found["llama-cpp-python"]
         out.append(Finding(
-            Topic.ENGINE, Verdict.NOTE if fell_back else Verdict.OK,
-            f"model {settings.model} ({kind.value}) runs on the {chosen.value} engine"
-            + (" because llama-cpp-python is missing (slow on a CPU)" if fell_back else ""),
-            fix=INSTALL_LLAMA if fell_back else "",
+            Topic.ENGINE, Verdict.OK,
+            f"model {settings.model} ({kind.value}) runs on the {chosen.value} engine",
             details={"model": settings.model, "kind": kind.value, "engine": chosen.value,
                      "device": settings.device}))
     out.extend(_model_files(settings.model, kind, chosen))
