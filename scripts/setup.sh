@@ -24,6 +24,11 @@ stamp=".venv/seam-installed-$(echo "${extras:-none}" | tr ',' '-')"
 want="$(sha256sum pyproject.toml | cut -c1-16)"
 if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
     echo "setup: installing seam-complete${extras:+ with $extras} into .venv" >&2
+    # This checkout was installed under its old name, "seam", before: remove that one (only
+    # when it is this very checkout), or two distributions would own the `seam` command.
+    if .venv/bin/pip show seam 2>/dev/null | grep -qx "Editable project location: $PWD"; then
+        .venv/bin/pip uninstall -y -q seam >>"$log" 2>&1 || true
+    fi
     # torch==2.13.0 (the transformers extra) is pinned: a CPU build of exactly that version is
     # on every machine's disk.
     if ! .venv/bin/pip install -q -e "$spec" >"$log" 2>&1; then
