@@ -17,6 +17,7 @@ A model's own Python code (Hugging Face ``trust_remote_code``) runs only with
 Exit codes: 0 after ``shutdown`` + ``exit``; 1 for ``exit`` without ``shutdown`` or a client
 that went away; 2 for bad arguments (one line on stderr).
 
+``seam doctor`` is ``lsp_server.doctor``; ``seam --version`` prints ``fim.version``.
 ``seam`` with any other subcommand (``complete``, ``eval``) is ``fim.cli``. This module owns
 the ``seam`` parser (:func:`seam_parser`): ``fim.cli.add_commands`` adds ``complete`` and
 ``eval``, and ``serve`` is added here, so ``seam --help`` lists all three while ``fim`` knows
@@ -122,13 +123,17 @@ def seam_parser() -> argparse.ArgumentParser:
     """The ``seam`` console script's parser: ``fim``'s ``complete`` and ``eval``, ``serve``
     and ``team-server``."""
     from fim import cli as fim_cli
+    from fim.version import __version__
+    from lsp_server.doctor import add_doctor_command
     from lsp_server.team_server import add_team_command
 
     parser = cli_args.OneLineParser(prog="seam", description=fim_cli.DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"seam {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     fim_cli.add_commands(sub)
     add_serve_command(sub)
     add_team_command(sub)
+    add_doctor_command(sub)
     return parser
 
 
@@ -285,6 +290,10 @@ def main(argv: list[str] | None = None) -> int:
         from lsp_server.team_server import team_server
 
         return team_server(argv[1:])
+    if argv and argv[0] == "doctor":
+        from lsp_server.doctor import doctor
+
+        return doctor(argv[1:])
     from fim import cli as fim_cli
 
     try:

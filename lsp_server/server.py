@@ -42,6 +42,7 @@ from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
 from pygls.lsp.server import LanguageServer
 
+from fim.version import __version__
 from lsp_server.completion_service import CompletionService
 from lsp_server.documents import PositionError
 from lsp_server.load_progress import LoadProgress
@@ -67,7 +68,7 @@ from lsp_server.wire.protocol import SeamProtocol
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "seam"
-SERVER_VERSION = "0.1.0"
+SERVER_VERSION = __version__
 CONFIG_PULL_TIMEOUT_S = 5.0
 
 

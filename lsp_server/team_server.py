@@ -127,7 +127,8 @@ def team_server(argv: list[str]) -> int:
 
     if importlib.util.find_spec("vllm") is None:
         return cli_args.fail("seam team-server", "vLLM is not installed here: pip install "
-                             "'seam[team]' (or scripts/setup_team.sh, then use .venv-team)")
+                             "'seam-complete[team]' (or scripts/setup_team.sh, then use "
+                             ".venv-team)")
     try:
         model = model_path(args.model)
     except (ValueError, RuntimeError) as err:

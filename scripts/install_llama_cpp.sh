@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs llama-cpp-python (the llama.cpp engine) into .venv.
+# Installs llama-cpp-python (the llama.cpp engine) into .venv (or the virtual environment
+# SEAM_VENV names, e.g. SEAM_VENV=.venv-team).
 #
 # The registry has no binary wheel, so it is built from source once (about ten minutes on two
 # cores) and the wheel is kept in ~/.cache/seam/wheels/<key>, where <key> names the version
@@ -17,8 +18,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version="0.3.36"
-pip=.venv/bin/pip
-py=.venv/bin/python
+venv="${SEAM_VENV:-.venv}"
+pip="$venv/bin/pip"
+py="$venv/bin/python"
 print_only=false
 [ "${1:-}" = "--print-flags" ] && print_only=true
 

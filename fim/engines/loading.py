@@ -10,7 +10,7 @@ import each other.
 from __future__ import annotations
 
 from fim.engines.backend import Backend, Progress
-from fim.engines.model_specs import EngineKind, choose_engine, classify_spec
+from fim.engines.model_specs import EngineKind, ModelSpecError, choose_engine, classify_spec
 from fim.options import Dtype, canonical_model
 
 
@@ -46,7 +46,16 @@ def load_backend(
         return load_llama_backend(spec, kind, progress=progress, slots=slots,
                                   window=window, threads=threads)
     # transformers dequantizes GGUF weights (the bundled model: once, into a safetensors cache).
-    from fim.engines.transformers_engine import load_transformers_backend
+    try:
+        from fim.engines.transformers_engine import load_transformers_backend
+    except ModuleNotFoundError as exc:
+        # The default install leaves torch and transformers out: say which extra brings them.
+        if (exc.name or "").split(".")[0] not in ("torch", "transformers"):
+            raise
+        raise ModelSpecError(
+            f"the transformers engine needs {exc.name.split('.')[0]}, which Seam's default "
+            "install leaves out: pip install 'seam-complete[transformers]' (or run a GGUF "
+            "model on the llama.cpp engine)") from exc
 
     return load_transformers_backend(spec, kind, device, dtype, trust_remote_code, progress,
                                      slots=slots)

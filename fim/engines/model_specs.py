@@ -12,7 +12,9 @@ Accepted specs:
 Two engines run models: llama.cpp (through ``llama-cpp-python``) reads GGUF files directly
 and is the fast one on a CPU or Apple's Metal; transformers (with torch) runs hub ids and
 model directories, and is the engine for CUDA.  ``auto`` picks llama.cpp for GGUF models
-(bundled, ``.gguf``) unless CUDA is present, and transformers for everything else.  Choosing
+(bundled, ``.gguf``) unless CUDA is present, and transformers for everything else; it never
+falls back from llama.cpp to transformers for a GGUF model (a missing llama-cpp-python is an
+error that says how to install it).  Choosing
 never imports torch, so a llama.cpp server starts without paying for it.
 """
 
@@ -140,13 +142,14 @@ def choose_engine(kind: ModelKind, engine: EngineKind | str | None = None,
         if device in (None, "", "auto") and _cuda_present():
             return EngineKind.TRANSFORMERS
         if not llama_cpp_available():
-            # Still works, slowly: say how to get the fast engine.
-            import logging
-
-            logging.getLogger(__name__).warning(
-                "llama-cpp-python is not installed; running the GGUF model with transformers "
-                "(slow on a CPU). Install it with: bash scripts/install_llama_cpp.sh")
-            return EngineKind.TRANSFORMERS
+            # Every install includes llama.cpp, so this is a broken one. Falling back to
+            # transformers would need torch and cost a one-off conversion of many GB and ~9 GB
+            # of RAM for the bundled model: say what to fix instead (an explicit
+            # ``--engine transformers`` still runs it there).
+            raise ModelSpecError(
+                "GGUF models run on the llama.cpp engine, and llama-cpp-python is not "
+                "installed: bash scripts/install_llama_cpp.sh (from a clone), or pip install "
+                "llama-cpp-python==0.3.36; --engine transformers runs it on transformers")
         return EngineKind.LLAMA_CPP
     if engine is EngineKind.LLAMA_CPP:
         if kind in (ModelKind.DIRECTORY, ModelKind.HUB):

@@ -136,7 +136,8 @@ def _need_gguf_support(what: str) -> None:
         if importlib.util.find_spec(module) is None:
             raise ModelSpecError(
                 f"loading {what} with transformers needs the {module!r} package: "
-                "pip install \".[gguf]\" (or use the llama.cpp engine, which reads GGUF itself)"
+                "pip install 'seam-complete[transformers]' (or use the llama.cpp engine, which "
+                "reads GGUF itself)"
             )
 
 

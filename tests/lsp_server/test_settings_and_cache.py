@@ -248,9 +248,9 @@ def test_the_neovim_plugin_documents_the_servers_keys_and_defaults() -> None:
     assert set(re.findall(r"\b([a-z]\w+)\b", listed.group(1).replace("--", ""))) == SENT
 
 
-def test_the_readme_lists_the_servers_keys() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert set(_table_rows(readme, "| key | accepted values | meaning |")) == SENT
+def test_the_user_guide_lists_the_servers_keys() -> None:
+    guide = (ROOT / "docs/user-guide.md").read_text(encoding="utf-8")
+    assert set(_table_rows(guide, "| key | accepted values | meaning |")) == SENT
 
 
 def test_settings_that_choose_what_runs_or_where_code_goes_are_user_level_in_vscode() -> None:

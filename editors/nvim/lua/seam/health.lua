@@ -21,7 +21,7 @@ function M.check()
   local cmd = seam.command()
   if vim.fn.executable(cmd[1]) ~= 1 then
     health.error(("server command not found: %s"):format(cmd[1]), {
-      "pip install seam (from the repository: pip install -e .), or set `cmd` in setup()",
+      "pip install seam-complete (from the repository: pip install -e .), or set `cmd` in setup()",
     })
     return
   end
