@@ -92,6 +92,13 @@ class Nvim:
             time.sleep(0.25)
 
 
+def _did_enter(vim: Nvim) -> bool:
+    try:
+        return vim.expr("v:vim_did_enter").strip() == "1"
+    except subprocess.CalledProcessError:
+        return False
+
+
 SETTINGS = {"model": "random:santacoder", "constrained": True, "maxTokens": 16,
             "timeBudgetMs": 20000}
 
@@ -153,7 +160,11 @@ def start_nvim(tmp_path: Path, source: str, setup: str | None = None, prelude: s
                 raise AssertionError("Neovim did not start: "
                                      + (tmp_path / "nvim.stderr").read_text())
             time.sleep(0.1)
-        yield Nvim(binary, sock, env), target, server_log
+        vim = Nvim(binary, sock, env)
+        # The socket answers while init.lua still runs (vim.pack.add waits for git there and
+        # serves requests meanwhile): wait until start-up is over.
+        vim.wait_for("the end of start-up", lambda: _did_enter(vim), 120)
+        yield vim, target, server_log
     finally:
         if proc.poll() is None:
             try:
