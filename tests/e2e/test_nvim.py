@@ -403,35 +403,36 @@ def _shown(vim) -> str:
     return "\n".join([first, *below])
 
 
+@pytest.mark.parametrize("nvim", [MID_LINE], indirect=True)
 def test_partial_accept_word_then_line(nvim) -> None:
-    """<M-Right> inserts the next word of the ghost text and leaves the rest shown; <M-C-Right>
-    inserts the rest of the suggestion's line. Nothing else in the buffer changes."""
+    """Inside ``max(|, 3)``, where the random model proposes a string of several words:
+    <M-Right> inserts the next word of the ghost text and leaves the rest shown; <M-C-Right>
+    inserts the rest of the suggestion's line. ``, 3)`` stays once, after the middle."""
     vim, _target, server_log = nvim
     vim.wait_for("the model", lambda: vim.lua("require('seam').state() or ''").strip() == "ready",
                  300)
-    vim.send(f"<Esc>{HOLE_LINE}GA ")
+    vim.send("<Esc>1G0f(a")
     shown = vim.wait_for("ghost text", lambda: _shown(vim), 240)
-    before = vim.lua(BUFFER_LUA)
-    assert before == SOURCE.replace("    return\n", "    return \n").rstrip("\n"), before
+    # Drawn over the rest of the line, the item's text ends with it.
+    assert shown.endswith(", 3)"), shown
+    middle = shown[:-len(", 3)")]
+    word = WORD.match(middle).group(0)
+    assert word.strip() and len(word) < len(middle), (word, middle)  # several words
 
     vim.send("<M-Right>")
-    after_word = vim.wait_for("the accepted word", lambda: (b := vim.lua(BUFFER_LUA)) != before
-                              and b, 30)
-    word = WORD.match(shown).group(0)
-    assert word.strip(), shown
-    # Exactly the next word went in, at the cursor; the line's rest and the other lines stayed.
-    assert after_word == before.replace("    return ", "    return " + word, 1), (word, after_word)
-    if word.rstrip() != shown.rstrip():
-        # More of the suggestion is left: it is shown again (the server answers from the
-        # suggestion being typed through).
-        rest = vim.wait_for("the rest of the suggestion", lambda: _shown(vim), 240)
-        vim.send("<M-C-Right>")
-        after_line = vim.wait_for("the accepted line", lambda: (b := vim.lua(BUFFER_LUA))
-                                  != after_word and b, 30)
-        line = rest.split("\n")[0] if rest.split("\n")[0] else "\n" + rest.split("\n")[1]
-        assert after_line == after_word.replace("    return " + word,
-                                                "    return " + word + line, 1), \
-            (rest, after_line)
+    line = "vim.api.nvim_buf_get_lines(0, 0, 1, false)[1]"
+    after_word = vim.wait_for("the accepted word", lambda: (t := vim.lua(line).strip())
+                              != MID_LINE.strip() and t, 30)
+    assert after_word == f"result = max({word}, 3)", (word, after_word)
+    # The rest is shown again (the server answers from the suggestion being typed through).
+    rest = vim.wait_for("the rest of the suggestion", lambda: _shown(vim), 240)
+    assert rest == middle[len(word):] + ", 3)", (rest, middle, word)
+
+    vim.send("<M-C-Right>")
+    vim.wait_for("the accepted line", lambda: vim.lua(line).strip() != after_word, 30)
+    assert vim.lua(line).strip() == f"result = max({middle}, 3)"
+    assert vim.lua("vim.api.nvim_buf_line_count(0)").strip() == "1"
+    OUTPUT.mkdir(parents=True, exist_ok=True)
     (OUTPUT / "nvim_partial_accept.txt").write_text(vim.lua(SCREEN_LUA))
     assert "Traceback" not in server_log.read_text()
 
