@@ -475,6 +475,8 @@ def test_tab_without_a_suggestion_runs_the_users_own_mapping(tmp_path) -> None:
 def _plugin_repository(tmp_path: Path) -> Path:
     """A git repository laid out as Seam's (the root's plugin/ and lua/ shims, editors/nvim),
     made from this checkout's files, for vim.pack to clone as it would clone Seam's."""
+    if shutil.which("git") is None:
+        pytest.skip("git is missing (vim.pack clones with it; scripts/setup_e2e.sh installs it)")
     repo = tmp_path / "seam-repo"
     for part in ("plugin", "lua", "editors/nvim"):
         shutil.copytree(REPO / part, repo / part)
