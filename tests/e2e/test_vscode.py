@@ -480,7 +480,7 @@ PICTURE_LEFT = '''import csv
 
 
 def warmest_day(path):
-    """The date and temperature of the warmest day in a CSV file with date,temperature rows."""
+    """The date and temperature of the warmest day in a CSV of date,temperature rows."""
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     '''
