@@ -437,15 +437,29 @@ def test_partial_accept_word_then_line(nvim) -> None:
     assert "Traceback" not in server_log.read_text()
 
 
-# The user's own <Tab>, defined before setup() as a config would: counts its presses.
-USER_TAB = ("vim.g.user_tab = 0\n"
-            "vim.keymap.set('i', '<Tab>', function() vim.g.user_tab = vim.g.user_tab + 1 end)\n")
+# The user's own <Tab>, defined before setup() as a config would, in the three shapes a
+# mapping takes: a Lua callback (counts its presses), a Vimscript <expr> mapping (types T), and
+# a recursive mapping to a <Plug> key of the user's (types U). Each: (config, what two presses
+# and an x put after "    return", presses counted by g:user_tab).
+USER_TABS = {
+    "lua-callback": ("vim.g.user_tab = 0\n"
+                     "vim.keymap.set('i', '<Tab>', function() vim.g.user_tab = vim.g.user_tab + 1"
+                     " end)\n", "x", 2),
+    "vimscript-expr": ("vim.g.user_tab = 0\n"
+                       "vim.cmd([[inoremap <expr> <Tab> 'T']])\n", "TTx", 0),
+    "recursive-plug": ("vim.g.user_tab = 0\n"
+                       "vim.cmd([[inoremap <Plug>(user-tab) U]])\n"
+                       "vim.cmd([[imap <Tab> <Plug>(user-tab)]])\n", "UUx", 0),
+}
 
 
-def test_tab_without_a_suggestion_runs_the_users_own_mapping(tmp_path) -> None:
-    """With ghost text off (:SeamToggle) there is nothing to accept: <Tab> must run the user's
-    own <Tab> mapping, not insert a literal Tab; with a suggestion shown it still accepts."""
-    with start_nvim(tmp_path, SOURCE, prelude=USER_TAB) as (vim, _target, server_log):
+@pytest.mark.parametrize("shape", sorted(USER_TABS))
+def test_tab_without_a_suggestion_runs_the_users_own_mapping(tmp_path, shape) -> None:
+    """With ghost text off (:SeamToggle) there is nothing to accept: <Tab> must do what the
+    user's own <Tab> mapping does, not insert a literal Tab; with a suggestion shown it still
+    accepts."""
+    prelude, typed, presses = USER_TABS[shape]
+    with start_nvim(tmp_path, SOURCE, prelude=prelude) as (vim, _target, server_log):
         vim.wait_for("the model", lambda: vim.lua("require('seam').state() or ''").strip()
                      == "ready", 300)
         # Seam's buffer-local <Tab> is in place over the user's global one.
@@ -456,10 +470,10 @@ def test_tab_without_a_suggestion_runs_the_users_own_mapping(tmp_path) -> None:
             30)
         before = vim.lua(BUFFER_LUA)
         vim.send(f"<Esc>{HOLE_LINE}GA<Tab><Tab>x<Esc>")
-        vim.wait_for("the typed x", lambda: "returnx" in vim.lua(BUFFER_LUA), 30)
-        assert vim.expr("g:user_tab").strip() == "2"
-        assert vim.lua(BUFFER_LUA) == before.replace("    return", "    returnx", 1)
-        assert "\t" not in vim.lua(BUFFER_LUA)
+        vim.wait_for("the typed x", lambda: "x" in vim.lua(
+            f"vim.api.nvim_buf_get_lines(0, {HOLE_LINE - 1}, {HOLE_LINE}, false)[1]"), 30)
+        assert vim.lua(BUFFER_LUA) == before.replace("    return", "    return" + typed, 1)
+        assert vim.expr("g:user_tab").strip() == str(presses)
 
         # With ghost text on again and a suggestion shown, <Tab> accepts it instead.
         vim.send("<Esc>u:SeamToggle<CR>")
@@ -468,7 +482,9 @@ def test_tab_without_a_suggestion_runs_the_users_own_mapping(tmp_path) -> None:
         shown_before = vim.lua(BUFFER_LUA)
         vim.send("<Tab>")
         vim.wait_for("the accepted text", lambda: vim.lua(BUFFER_LUA) != shown_before, 30)
-        assert vim.expr("g:user_tab").strip() == "2"
+        after = vim.lua(BUFFER_LUA)
+        assert "\t" not in after and "TT" not in after and "UU" not in after, after
+        assert vim.expr("g:user_tab").strip() == str(presses)
         assert "Traceback" not in server_log.read_text()
 
 
