@@ -2,7 +2,9 @@
 
 The VS Code extension's settings live in its manifest (package.json, contributes.configuration);
 its README documents them in tables. A setting added to one and not the other, or a default
-changed in one, would leave users reading the wrong thing, so the two are compared here.
+changed in one, would leave users reading the wrong thing, so the two are compared here; and the Neovim
+README's table of server settings against the same manifest, since both editors send the same
+settings to the same server.
 """
 
 from __future__ import annotations
@@ -65,3 +67,21 @@ def test_user_settings_only_is_said_of_exactly_the_machine_scoped_settings() -> 
             continue  # reported by the test above
         says = "user settings only" in readme[key][1]
         assert says == (spec.get("scope") == "machine"), (key, spec.get("scope"), readme[key][1])
+
+
+# Settings of the VS Code extension itself, which the server never sees.
+EXTENSION_ONLY = {"seam.completionItems", "seam.server.python", "seam.server.command",
+                  "seam.trustRemoteCode"}
+NVIM_ROW = re.compile(r"^\| `(\w+)` \| `.*?` \| .+ \|$")
+
+
+def test_nvim_readme_lists_the_same_server_settings_as_vscode() -> None:
+    """Both editors send the same section `seam` to the same server: the Neovim README's table
+    of server settings must name exactly the server settings VS Code's manifest has."""
+    text = (ROOT / "editors" / "nvim" / "README.md").read_text()
+    section = text.split("## Server settings", 1)[1].split("\n## ", 1)[0]
+    nvim = {m.group(1) for line in section.splitlines() if (m := NVIM_ROW.match(line))}
+    vscode = {key.removeprefix("seam.") for key in _manifest_settings()} \
+        - {key.removeprefix("seam.") for key in EXTENSION_ONLY}
+    assert nvim == vscode, {"only in Neovim's README": sorted(nvim - vscode),
+                            "only in VS Code's manifest": sorted(vscode - nvim)}
