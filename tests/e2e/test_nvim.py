@@ -571,3 +571,33 @@ def test_committed_help_tags_are_current(tmp_path) -> None:
                     "-c", "qa!"], check=True, capture_output=True, timeout=60)
     assert (PLUGIN / "doc" / "tags").read_text() == (doc / "tags").read_text(), \
         "run: nvim --headless -u NONE -c 'helptags editors/nvim/doc' -c q"
+
+
+# (remaining suggestion, what, the part accepted): words, punctuation runs, line breaks.
+PIECES = [
+    ("foo(bar, 2)", "word", "foo"),
+    ("(bar, 2)", "word", "("),
+    ("  bar, 2)", "word", "  bar"),
+    ("\n    total = 0\n    return total", "word", "\n    total"),
+    ("x = 1\n    y = 2", "line", "x = 1"),
+    ("\n    y = 2\n    z", "line", "\n    y = 2"),
+    ("last", "line", "last"),
+    ("", "word", ""),
+]
+
+
+def test_the_parts_that_partial_accept_takes(tmp_path) -> None:
+    """What one press of accept-word or accept-line takes of the rest of a suggestion,
+    multi-line suggestions included (the random model of the other tests writes one line)."""
+    binary = nvim_binary()
+    if binary is None:
+        pytest.skip("Neovim not installed (bash scripts/setup.sh dev,e2e)")
+    report = tmp_path / "pieces.json"
+    cases = json.dumps([[text, what] for text, what, _ in PIECES])
+    probe = (f"local out = {{}} for _, c in ipairs(vim.json.decode({json.dumps(cases)})) do "
+             "out[#out + 1] = require('seam').next_piece(c[1], c[2]) end "
+             f"vim.fn.writefile({{vim.json.encode(out)}}, {json.dumps(str(report))})")
+    subprocess.run([binary, "--headless", "-u", "NONE", "-i", "NONE", "-n",
+                    "--cmd", f"set rtp^={PLUGIN}", "-c", f"lua {probe}", "-c", "qa!"],
+                   check=True, capture_output=True, timeout=60)
+    assert json.loads(report.read_text()) == [want for _, _, want in PIECES]
