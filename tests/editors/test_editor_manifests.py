@@ -2,9 +2,9 @@
 
 The VS Code extension's settings live in its manifest (package.json, contributes.configuration);
 its README documents them in tables. A setting added to one and not the other, or a default
-changed in one, would leave users reading the wrong thing, so the two are compared here; and the Neovim
-README's table of server settings against the same manifest, since both editors send the same
-settings to the same server.
+changed in one, would leave users reading the wrong thing, so the two are compared here; and
+the Neovim README's table of server settings against the same manifest, since both editors
+send the same settings to the same server.
 """
 
 from __future__ import annotations
