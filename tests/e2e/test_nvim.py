@@ -1,4 +1,5 @@
-"""A real headless Neovim 0.12 with the seam plugin: ghost text at a hole, Tab, :w, it parses.
+"""A real headless Neovim 0.12 with the seam plugin: ghost text at a hole, Tab, :w, it parses;
+partial accept (a word, a line); Tab falling through to the user's own mapping.
 
 Neovim runs headless with an RPC socket; the test drives it like a user would, with keys sent
 through ``nvim --server SOCK --remote-send`` (they go through the typeahead, so insert mode,
@@ -91,6 +92,13 @@ class Nvim:
             time.sleep(0.25)
 
 
+def _did_enter(vim: Nvim) -> bool:
+    try:
+        return vim.expr("v:vim_did_enter").strip() == "1"
+    except subprocess.CalledProcessError:
+        return False
+
+
 SETTINGS = {"model": "random:santacoder", "constrained": True, "maxTokens": 16,
             "timeBudgetMs": 20000}
 
@@ -107,9 +115,12 @@ def nvim(tmp_path, request):
 
 
 @contextlib.contextmanager
-def start_nvim(tmp_path: Path, source: str, setup: str | None = None):
+def start_nvim(tmp_path: Path, source: str, setup: str | None = None, prelude: str = "",
+               load: str | None = None):
     """A headless Neovim on ``source`` with the plugin set up; ``setup`` replaces the Lua
-    table fields that say how to reach the server (by default: start it on stdio)."""
+    table fields that say how to reach the server (by default: start it on stdio);
+    ``prelude`` is Lua run before ``setup()`` (the user's own config); ``load`` replaces the
+    line that puts the plugin on the runtime path."""
     binary = nvim_binary()
     if binary is None:
         pytest.skip("Neovim not installed (bash scripts/setup.sh dev,e2e)")
@@ -126,9 +137,10 @@ def start_nvim(tmp_path: Path, source: str, setup: str | None = None):
     reach = setup or (f"  cmd = {_lua(cmd)},\n"
                       f"  log_file = {json.dumps(str(server_log))},\n")
     init.write_text(
-        f"vim.opt.rtp:prepend({json.dumps(str(PLUGIN))})\n"
+        f"{load or f'vim.opt.rtp:prepend({json.dumps(str(PLUGIN))})'}\n"
         "vim.o.swapfile = false\n"
         "vim.o.lines, vim.o.columns = 12, 72\n"
+        f"{prelude}"
         "require('seam').setup({\n"
         f"{reach}"
         f"  settings = {_lua(SETTINGS)},\n"
@@ -148,7 +160,11 @@ def start_nvim(tmp_path: Path, source: str, setup: str | None = None):
                 raise AssertionError("Neovim did not start: "
                                      + (tmp_path / "nvim.stderr").read_text())
             time.sleep(0.1)
-        yield Nvim(binary, sock, env), target, server_log
+        vim = Nvim(binary, sock, env)
+        # The socket answers while init.lua still runs (vim.pack.add waits for git there and
+        # serves requests meanwhile): wait until start-up is over.
+        vim.wait_for("the end of start-up", lambda: _did_enter(vim), 120)
+        yield vim, target, server_log
     finally:
         if proc.poll() is None:
             try:
@@ -369,3 +385,219 @@ def test_next_cycles_to_the_second_suggestion(nvim) -> None:
     (OUTPUT / "nvim_next_suggestion.txt").write_text(vim.lua(SCREEN_LUA))
     assert text and text != seen[index], (text, seen)
     assert "Traceback" not in server_log.read_text()
+
+
+BUFFER_LUA = "table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')"
+# Lua's %w and %s, which the plugin's word rule uses, are ASCII classes.
+WORD = re.compile(r"[ \t\n\r\f\v]*(?:[A-Za-z0-9_]+|[^A-Za-z0-9_ \t\n\r\f\v]+)?")
+
+
+def _shown(vim) -> str:
+    """The ghost text as Neovim draws it: the rest of the cursor line, then the lines below."""
+    raw = vim.lua(GHOST_LUA).strip()
+    if not raw:
+        return ""
+    mark = json.loads(raw)
+    first = "".join(c[0] for c in mark.get("virt_text", []) if not HINT.search(c[0]))
+    below = ["".join(c[0] for c in line) for line in mark.get("virt_lines", [])]
+    return "\n".join([first, *below])
+
+
+@pytest.mark.parametrize("nvim", [MID_LINE], indirect=True)
+def test_partial_accept_word_then_line(nvim) -> None:
+    """Inside ``max(|, 3)``, where the random model proposes a string of several words:
+    <M-Right> inserts the next word of the ghost text and leaves the rest shown; <M-C-Right>
+    inserts the rest of the suggestion's line. ``, 3)`` stays once, after the middle."""
+    vim, _target, server_log = nvim
+    vim.wait_for("the model", lambda: vim.lua("require('seam').state() or ''").strip() == "ready",
+                 300)
+    vim.send("<Esc>1G0f(a")
+    shown = vim.wait_for("ghost text", lambda: _shown(vim), 240)
+    # Drawn over the rest of the line, the item's text ends with it.
+    assert shown.endswith(", 3)"), shown
+    middle = shown[:-len(", 3)")]
+    word = WORD.match(middle).group(0)
+    assert word.strip() and len(word) < len(middle), (word, middle)  # several words
+
+    vim.send("<M-Right>")
+    line = "vim.api.nvim_buf_get_lines(0, 0, 1, false)[1]"
+    after_word = vim.wait_for("the accepted word", lambda: (t := vim.lua(line).strip())
+                              != MID_LINE.strip() and t, 30)
+    assert after_word == f"result = max({word}, 3)", (word, after_word)
+    # The rest is shown again (the server answers from the suggestion being typed through).
+    rest = vim.wait_for("the rest of the suggestion", lambda: _shown(vim), 240)
+    assert rest == middle[len(word):] + ", 3)", (rest, middle, word)
+
+    vim.send("<M-C-Right>")
+    vim.wait_for("the accepted line", lambda: vim.lua(line).strip() != after_word, 30)
+    assert vim.lua(line).strip() == f"result = max({middle}, 3)"
+    assert vim.lua("vim.api.nvim_buf_line_count(0)").strip() == "1"
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    (OUTPUT / "nvim_partial_accept.txt").write_text(vim.lua(SCREEN_LUA))
+    assert "Traceback" not in server_log.read_text()
+
+
+# The user's own <Tab>, defined before setup() as a config would, in the three shapes a
+# mapping takes: a Lua callback (counts its presses), a Vimscript <expr> mapping (types T), and
+# a recursive mapping to a <Plug> key of the user's (types U). Each: (config, what two presses
+# and an x put after "    return", presses counted by g:user_tab).
+USER_TABS = {
+    "lua-callback": ("vim.g.user_tab = 0\n"
+                     "vim.keymap.set('i', '<Tab>', function() vim.g.user_tab = vim.g.user_tab + 1"
+                     " end)\n", "x", 2),
+    "vimscript-expr": ("vim.g.user_tab = 0\n"
+                       "vim.cmd([[inoremap <expr> <Tab> 'T']])\n", "TTx", 0),
+    "recursive-plug": ("vim.g.user_tab = 0\n"
+                       "vim.cmd([[inoremap <Plug>(user-tab) U]])\n"
+                       "vim.cmd([[imap <Tab> <Plug>(user-tab)]])\n", "UUx", 0),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(USER_TABS))
+def test_tab_without_a_suggestion_runs_the_users_own_mapping(tmp_path, shape) -> None:
+    """With ghost text off (:SeamToggle) there is nothing to accept: <Tab> must do what the
+    user's own <Tab> mapping does, not insert a literal Tab; with a suggestion shown it still
+    accepts."""
+    prelude, typed, presses = USER_TABS[shape]
+    with start_nvim(tmp_path, SOURCE, prelude=prelude) as (vim, _target, server_log):
+        vim.wait_for("the model", lambda: vim.lua("require('seam').state() or ''").strip()
+                     == "ready", 300)
+        # Seam's buffer-local <Tab> is in place over the user's global one.
+        assert "Seam" in vim.lua("vim.fn.maparg('<Tab>', 'i', false, true).desc or ''")
+        vim.send("<Esc>:SeamToggle<CR>")
+        vim.wait_for("ghost text off", lambda: vim.lua(
+            "vim.lsp.inline_completion.is_enabled({bufnr = 0})").strip() in ("false", "v:false"),
+            30)
+        before = vim.lua(BUFFER_LUA)
+        vim.send(f"<Esc>{HOLE_LINE}GA<Tab><Tab>x<Esc>")
+        vim.wait_for("the typed x", lambda: "x" in vim.lua(
+            f"vim.api.nvim_buf_get_lines(0, {HOLE_LINE - 1}, {HOLE_LINE}, false)[1]"), 30)
+        assert vim.lua(BUFFER_LUA) == before.replace("    return", "    return" + typed, 1)
+        assert vim.expr("g:user_tab").strip() == str(presses)
+
+        # With ghost text on again and a suggestion shown, <Tab> accepts it instead.
+        vim.send("<Esc>u:SeamToggle<CR>")
+        vim.send(f"<Esc>{HOLE_LINE}GA ")
+        vim.wait_for("ghost text", lambda: vim.lua(GHOST_LUA).strip(), 240)
+        shown_before = vim.lua(BUFFER_LUA)
+        vim.send("<Tab>")
+        vim.wait_for("the accepted text", lambda: vim.lua(BUFFER_LUA) != shown_before, 30)
+        after = vim.lua(BUFFER_LUA)
+        assert "\t" not in after and "TT" not in after and "UU" not in after, after
+        assert vim.expr("g:user_tab").strip() == str(presses)
+        assert "Traceback" not in server_log.read_text()
+
+
+def _plugin_repository(tmp_path: Path) -> Path:
+    """A git repository laid out as Seam's (the root's plugin/ and lua/ shims, editors/nvim),
+    made from this checkout's files, for vim.pack to clone as it would clone Seam's."""
+    if shutil.which("git") is None:
+        pytest.skip("git is missing (vim.pack clones with it; scripts/setup_e2e.sh installs it)")
+    repo = tmp_path / "seam-repo"
+    for part in ("plugin", "lua", "editors/nvim"):
+        shutil.copytree(REPO / part, repo / part)
+    git = ["git", "-C", str(repo), "-c", "user.name=seam-test", "-c", "user.email=test@invalid"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "plugin"]):
+        subprocess.run([*git, *args], check=True, capture_output=True, timeout=60)
+    return repo
+
+
+def _vim_pack(repo: Path) -> str:
+    return ("vim.pack.add({ { src = " + json.dumps(repo.as_uri()) + ", name = 'seam' } }, "
+            "{ confirm = false })")
+
+
+def test_installs_with_vim_pack_and_has_help_and_commands_before_setup(tmp_path) -> None:
+    """The README's vim.pack line installs the plugin from the repository (cloned with git):
+    without setup() its commands exist and `:help seam` opens doc/seam.txt (from the committed
+    tags); :SeamStatus says that setup() is missing."""
+    binary = nvim_binary()
+    if binary is None:
+        pytest.skip("Neovim not installed (bash scripts/setup.sh dev,e2e)")
+    repo = _plugin_repository(tmp_path)
+    init = tmp_path / "init.lua"
+    init.write_text(_vim_pack(repo) + "\n")
+    env = dict(os.environ)
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env[var] = str(tmp_path / var.lower())
+    report = tmp_path / "report.json"
+    probe = (
+        "local r = { status = vim.fn.exists(':SeamStatus'), toggle = vim.fn.exists(':SeamToggle'),"
+        " plug = vim.fn.maparg('<Plug>(seam-accept-word)', 'i') ~= '' }"
+        " vim.cmd('SeamStatus') r.messages = vim.fn.execute('messages')"
+        " vim.cmd('help seam') r.help = vim.fn.expand('%:t') r.line = vim.fn.getline('.')"
+        " vim.cmd('help seam-partial-accept') r.partial = vim.fn.getline('.')"
+        f" vim.fn.writefile({{vim.json.encode(r)}}, {json.dumps(str(report))})")
+    done = subprocess.run([binary, "--headless", "-n", "-i", "NONE", "-u", str(init),
+                           "-c", f"lua {probe}", "-c", "qa!"],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert report.exists(), done.stdout + done.stderr
+    result = json.loads(report.read_text())
+    assert result["status"] == 2 and result["toggle"] == 2, result
+    assert result["plug"], result
+    assert "setup()" in result["messages"], result
+    assert result["help"] == "seam.txt" and "*seam*" in result["line"], result
+    assert "*seam-partial-accept*" in result["partial"], result
+    installed = tmp_path / "xdg_data_home" / "nvim" / "site" / "pack" / "core" / "opt" / "seam"
+    assert (installed / "editors" / "nvim" / "lua" / "seam" / "init.lua").is_file()
+
+
+def test_loads_with_vim_pack_and_completes(tmp_path) -> None:
+    """Installed with vim.pack and set up in the same init.lua (the plugin's files are not on
+    the runtime path yet at that point: the root's lua/seam shim finds them): the server
+    attaches and ghost text comes, then Tab accepts it."""
+    repo = _plugin_repository(tmp_path)
+    with start_nvim(tmp_path, SOURCE, load=_vim_pack(repo)) as (vim, _target, server_log):
+        vim.wait_for("the model", lambda: vim.lua("require('seam').state() or ''").strip()
+                     == "ready", 300)
+        vim.send(f"<Esc>{HOLE_LINE}GA ")
+        vim.wait_for("ghost text", lambda: vim.lua(GHOST_LUA).strip(), 240)
+        before = vim.lua(BUFFER_LUA)
+        vim.send("<Tab>")
+        vim.wait_for("the accepted text", lambda: vim.lua(BUFFER_LUA) != before, 30)
+        assert "Traceback" not in server_log.read_text()
+
+
+def test_committed_help_tags_are_current(tmp_path) -> None:
+    """editors/nvim/doc/tags is committed (a plugin manager builds tags for the repository's
+    root doc/, not for editors/nvim/doc/): it must be what :helptags makes of doc/seam.txt."""
+    binary = nvim_binary()
+    if binary is None:
+        pytest.skip("Neovim not installed (bash scripts/setup.sh dev,e2e)")
+    doc = tmp_path / "doc"
+    doc.mkdir()
+    shutil.copy(PLUGIN / "doc" / "seam.txt", doc / "seam.txt")
+    subprocess.run([binary, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"helptags {doc}",
+                    "-c", "qa!"], check=True, capture_output=True, timeout=60)
+    assert (PLUGIN / "doc" / "tags").read_text() == (doc / "tags").read_text(), \
+        "run: nvim --headless -u NONE -c 'helptags editors/nvim/doc' -c q"
+
+
+# (remaining suggestion, what, the part accepted): words, punctuation runs, line breaks.
+PIECES = [
+    ("foo(bar, 2)", "word", "foo"),
+    ("(bar, 2)", "word", "("),
+    ("  bar, 2)", "word", "  bar"),
+    ("\n    total = 0\n    return total", "word", "\n    total"),
+    ("x = 1\n    y = 2", "line", "x = 1"),
+    ("\n    y = 2\n    z", "line", "\n    y = 2"),
+    ("last", "line", "last"),
+    ("", "word", ""),
+]
+
+
+def test_the_parts_that_partial_accept_takes(tmp_path) -> None:
+    """What one press of accept-word or accept-line takes of the rest of a suggestion,
+    multi-line suggestions included (the random model of the other tests writes one line)."""
+    binary = nvim_binary()
+    if binary is None:
+        pytest.skip("Neovim not installed (bash scripts/setup.sh dev,e2e)")
+    report = tmp_path / "pieces.json"
+    cases = json.dumps([[text, what] for text, what, _ in PIECES])
+    probe = (f"local out = {{}} for _, c in ipairs(vim.json.decode({json.dumps(cases)})) do "
+             "out[#out + 1] = require('seam').next_piece(c[1], c[2]) end "
+             f"vim.fn.writefile({{vim.json.encode(out)}}, {json.dumps(str(report))})")
+    subprocess.run([binary, "--headless", "-u", "NONE", "-i", "NONE", "-n",
+                    "--cmd", f"set rtp^={PLUGIN}", "-c", f"lua {probe}", "-c", "qa!"],
+                   check=True, capture_output=True, timeout=60)
+    assert json.loads(report.read_text()) == [want for _, _, want in PIECES]

@@ -10,6 +10,14 @@ extension folders, points it at this interpreter's `seam serve`, and has playwri
 * model error: a model that cannot load turns the status bar item to error with a notification
   naming the setting; fixing `seam.model` in the Settings editor brings it back to ready.
 * start error: an interpreter that does not exist says to set `seam.server.python`.
+* notebook: a Python cell of a Jupyter notebook gets ghost text; Tab accepts it; the saved
+  notebook's cell parses.
+* partial accept: VS Code's own commands accept a word (Ctrl+Right, the default key of
+  `editor.action.inlineSuggest.acceptNextWord`) and then a line (`acceptNextLine`, bound to a
+  key in the user's keybindings.json as the extension's README says).
+* picture (only with SEAM_E2E_PICTURE=1, since it loads the bundled 1.5B model and rewrites a
+  committed file): a suggestion of the bundled model, saved as docs/images/vscode-suggestion.png
+  for the README.
 
 Screenshots, the browser console and the extension's and server's logs go to
 tests/output/vscode/<test>/ (the CI artifact). Tools come from scripts/setup_e2e.sh (Node 24,
@@ -21,6 +29,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -60,6 +69,8 @@ print(scale([1, 2, 3], 2))
 '''
 
 STEP_TIMEOUT_S = 240
+# publisher.name from editors/vscode/package.json.
+EXTENSION_ID = "seam-complete.seam"
 MACHINE_SCOPED = ("seam.model", "seam.trustRemoteCode", "seam.server.python",
                   "seam.server.command")
 
@@ -154,11 +165,15 @@ def _user_settings(seam: dict) -> dict:
 
 
 def run_in_vscode(vsix: Path, tmp_path: Path, out: Path, seam: dict, drive: dict,
-                  workspace_settings: dict | None = None, trusted: bool = True) -> dict:
-    """Install the extension into a fresh code-server, open scale.py and run the driver.
+                  workspace_settings: dict | None = None, trusted: bool = True,
+                  files: dict[str, str] | None = None,
+                  keybindings: list[dict] | None = None) -> dict:
+    """Install the extension into a fresh code-server, open a file and run the driver.
 
     ``seam`` holds the `seam.*` user settings, ``drive`` the driver's options (what to expect,
-    where the hole is), ``workspace_settings`` the workspace's .vscode/settings.json.
+    where the hole is, ``file`` to open: scale.py by default), ``workspace_settings`` the
+    workspace's .vscode/settings.json, ``files`` the workspace's files (default: scale.py, the
+    hole), ``keybindings`` the user's keybindings.json.
     ``trusted=False`` turns Workspace Trust on and opens the workspace untrusted (restricted
     mode); by default trust is off, so every workspace counts as trusted. Returns the driver's
     result; code-server, the browser and the Seam server are stopped whatever happens, and
@@ -185,7 +200,10 @@ def run_in_vscode(vsix: Path, tmp_path: Path, out: Path, seam: dict, drive: dict
                               "security.workspace.trust.startupPrompt": "never",
                               "security.workspace.trust.emptyWindow": False})
     (user_data / "User" / "settings.json").write_text(json.dumps(user_settings, indent=2))
-    (workspace / "scale.py").write_text(LEFT + RIGHT)
+    if keybindings is not None:
+        (user_data / "User" / "keybindings.json").write_text(json.dumps(keybindings, indent=2))
+    for name, text in (files or {"scale.py": LEFT + RIGHT}).items():
+        (workspace / name).write_text(text)
     if workspace_settings is not None:
         (workspace / ".vscode").mkdir()
         (workspace / ".vscode" / "settings.json").write_text(
@@ -212,7 +230,7 @@ def run_in_vscode(vsix: Path, tmp_path: Path, out: Path, seam: dict, drive: dict
     assert install.returncode == 0, f"--install-extension failed:\n{install.stdout}{install.stderr}"
     listed = subprocess.run(base + ["--list-extensions"], env=env, capture_output=True,
                             text=True, timeout=STEP_TIMEOUT_S)
-    assert "seam.seam" in listed.stdout, listed.stdout + listed.stderr
+    assert EXTENSION_ID in listed.stdout, listed.stdout + listed.stderr
 
     port = _free_port()
     server_log = out / "code-server.log"
@@ -256,7 +274,7 @@ def run_in_vscode(vsix: Path, tmp_path: Path, out: Path, seam: dict, drive: dict
         for log in (xdg / "state").rglob("*.log"):
             shutil.copy(log, out / f"seam-{log.name}")
         # The extension's own output channel (what "Seam: Show Server Log" shows).
-        for log in (user_data / "logs").rglob("seam.seam/*.log"):
+        for log in (user_data / "logs").rglob(f"{EXTENSION_ID}/*.log"):
             shutil.copy(log, out / f"extension-{log.name}")
 
     seam_logs = "".join(p.read_text() for p in out.glob("seam-*.log"))
@@ -375,3 +393,122 @@ def test_workspace_settings_cannot_choose_code_to_run(vsix: Path, tmp_path: Path
     assert started and all(f"{sys.executable} -m lsp_server.cli serve" in line
                            and "--trust-remote-code" not in line for line in started), started
     assert not [t for t in result["notifications"] if "Seam could not" in t], result
+
+
+def _notebook(source: str) -> str:
+    """A Jupyter notebook (nbformat 4) with one Python code cell holding ``source``."""
+    return json.dumps({
+        "cells": [{"cell_type": "code", "execution_count": None, "id": "hole", "metadata": {},
+                   "outputs": [], "source": source.splitlines(keepends=True)}],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
+                                    "name": "python3"},
+                     "language_info": {"name": "python"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }, indent=1)
+
+
+def test_notebook_cell_gets_a_suggestion(vsix: Path, tmp_path: Path) -> None:
+    """A Python cell of a .ipynb is a `vscode-notebook-cell:` document: the extension must
+    serve it like a file. The suggestion is accepted with Tab, the notebook saved, and the
+    cell's source parses."""
+    out = OUTPUT / "notebook"
+    seam = {"seam.model": "random:santacoder", "seam.maxTokens": 16, "seam.timeBudgetMs": 60000}
+    result = run_in_vscode(vsix, tmp_path, out, seam, {
+        "file": "scale.ipynb",
+        "notebook": True,
+        "line": LEFT.count("\n") + 1,
+        "column": len(LEFT.rsplit("\n", 1)[-1]) + 1,
+        "screenshot": str(out / "ghost_text.png"),
+        "screenshotAccepted": str(out / "accepted.png"),
+    }, files={"scale.ipynb": _notebook(LEFT + RIGHT)})
+    assert result["saved"], result
+    assert result["ghost"].replace("\u00a0", " ").strip(), result
+    notebook = json.loads((result["workspace"] / "scale.ipynb").read_text())
+    cell = "".join(notebook["cells"][0]["source"])
+    ast.parse(cell)
+    assert cell.startswith(LEFT) and cell.rstrip("\n").endswith(RIGHT.rstrip("\n")), cell
+    middle = cell[len(LEFT):cell.rstrip("\n").rindex(RIGHT.rstrip("\n"))]
+    assert middle.strip(), f"nothing was inserted: {cell!r}"
+    seam_log = "".join(p.read_text() for p in out.glob("seam-*.log"))
+    assert "Traceback" not in seam_log, seam_log[-3000:]
+
+
+# The key the README suggests for "accept the next line" (VS Code binds none by default).
+ACCEPT_LINE_KEY = {"key": "alt+l", "command": "editor.action.inlineSuggest.acceptNextLine",
+                   "when": "inlineSuggestionVisible && !editorReadonly"}
+
+
+def _plain(ghost: str) -> str:
+    return ghost.replace("\u00a0", " ")
+
+
+# A hole where the deterministic random model proposes a string of several words.
+MID_LEFT, MID_RIGHT = "result = max(", ", 3)\n"
+
+
+def test_partial_accept_word_then_line(vsix: Path, tmp_path: Path) -> None:
+    """VS Code's own partial accept works on Seam's suggestion: Ctrl+Right inserts the next
+    word of the ghost text and leaves the rest on screen; the user's key for acceptNextLine
+    inserts the rest of that line. The rest of the file line (``, 3)``) stays, once."""
+    out = OUTPUT / "partial_accept"
+    seam = {"seam.model": "random:santacoder", "seam.maxTokens": 24, "seam.timeBudgetMs": 60000}
+    disk = tmp_path / "workspace" / "mid.py"
+    result = run_in_vscode(vsix, tmp_path, out, seam, {
+        "file": "mid.py",
+        "line": 1,
+        "column": len(MID_LEFT) + 1,
+        "screenshot": str(out / "ghost_text.png"),
+        "partial": {"diskFile": str(disk), "lineKey": "Alt+L"},
+    }, files={"mid.py": MID_LEFT + MID_RIGHT}, keybindings=[ACCEPT_LINE_KEY])
+    ghost = _plain(result["ghost"]).split("\n")[0]
+    assert len(re.findall(r"\w+|[^\w\s]+", ghost)) > 1, ghost  # several words to accept
+    after_word, after_line = result["afterWord"], result["afterLine"]
+    assert after_word.startswith(MID_LEFT) and after_word.endswith(MID_RIGHT), after_word
+    word = after_word[len(MID_LEFT):len(after_word) - len(MID_RIGHT)]
+    assert word.strip(), f"Ctrl+Right inserted nothing: {after_word!r}"
+    # A word of the suggestion, not all of it, and never half a word.
+    assert ghost.startswith(word) and len(word) < len(ghost.rstrip()), (word, ghost)
+    assert not (re.match(r"\w", word[-1]) and re.match(r"\w", ghost[len(word)])), (word, ghost)
+    # The rest of the suggestion stayed on screen, and the line key inserted all of it.
+    rest = _plain(result["ghostBeforeLine"]).split("\n")[0]
+    assert rest == ghost[len(word):], (rest, ghost, word)
+    assert after_line == MID_LEFT + ghost + MID_RIGHT, (after_line, ghost)
+
+
+# A file where the bundled model has something useful to say, for the README's picture.
+PICTURE_LEFT = '''import csv
+
+
+def warmest_day(path):
+    """The date and temperature of the warmest day in a CSV of date,temperature rows."""
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    '''
+PICTURE_RIGHT = '''
+
+
+print(warmest_day("weather.csv"))
+'''
+PICTURE = ROOT / "docs" / "images" / "vscode-suggestion.png"
+
+
+@pytest.mark.skipif(os.environ.get("SEAM_E2E_PICTURE") != "1",
+                    reason="rewrites docs/images/vscode-suggestion.png with the bundled model: "
+                           "SEAM_E2E_PICTURE=1 to run")
+def test_picture_of_a_suggestion(vsix: Path, tmp_path: Path) -> None:
+    """The README's picture: the bundled model's ghost text in VS Code, as the user sees it."""
+    out = OUTPUT / "picture"
+    seam = {"seam.model": "bundled", "seam.maxTokens": 48, "seam.timeBudgetMs": 120000}
+    shot = out / "ghost_text.png"
+    result = run_in_vscode(vsix, tmp_path, out, seam, {
+        "file": "weather.py",
+        "line": PICTURE_LEFT.count("\n") + 1,
+        "column": len(PICTURE_LEFT.rsplit("\n", 1)[-1]) + 1,
+        "screenshot": str(shot),
+        "screenshotAccepted": str(out / "accepted.png"),
+    }, files={"weather.py": PICTURE_LEFT + PICTURE_RIGHT})
+    assert _plain(result["ghost"]).strip(), result
+    saved = (result["workspace"] / "weather.py").read_text()
+    ast.parse(saved)
+    PICTURE.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, PICTURE)

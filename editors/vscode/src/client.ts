@@ -20,6 +20,9 @@ import { StatusItem } from "./status";
 
 type Progress = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd;
 
+/** The document schemes Seam completes in (with the languages of `seam.languages`). */
+export const DOCUMENT_SCHEMES = ["file", "untitled", "vscode-notebook-cell"];
+
 /** How long the cursor must rest before the server hears of it. */
 const CURSOR_DEBOUNCE_MS = 150;
 
@@ -58,10 +61,11 @@ export class SeamClient implements vscode.Disposable {
       args,
       options: { env: { ...process.env, PYTHONUNBUFFERED: "1" } },
     };
-    const selector = languages().flatMap((language) => [
-      { language, scheme: "file" },
-      { language, scheme: "untitled" },
-    ]);
+    // Saved and untitled files, and the code cells of notebooks (a Jupyter notebook's Python
+    // cells are documents of their own, in the `vscode-notebook-cell` scheme).
+    const selector = languages().flatMap((language) =>
+      DOCUMENT_SCHEMES.map((scheme) => ({ language, scheme })),
+    );
     const clientOptions: LanguageClientOptions = {
       documentSelector: selector,
       outputChannel: this.output,

@@ -7,6 +7,12 @@
 // column (1-based) of the hole, screenshot paths, chromium path, a timeout in ms and optionally
 // serverLog (the Seam server's log file, to see the restart). Prints one JSON line on stdout:
 // {"before", "status", "ghost", "saved", "restarts", "toggled"}; progress goes to stderr.
+// With "notebook": true the file is a Jupyter notebook: the cursor goes to line/column of its
+// first code cell, and the run ends once the accepted suggestion is saved. With "partial"
+// {diskFile, lineKey} the suggestion is accepted a word at a time (VS Code's own Ctrl+Right,
+// editor.action.inlineSuggest.acceptNextWord) and then a line (acceptNextLine, on lineKey from
+// the user's keybindings.json), saving after each; the file's text after each step comes back
+// as "afterWord" and "afterLine", the ghost text before each as "ghost" and "ghostBeforeLine".
 // With "expect": "error" it only waits for the status bar to report a server error and returns
 // {"status", "notification"}; given "fixSetting" {key, value} it then changes that setting in
 // the Settings editor and waits for the server to come back ready ("recovered"). With
@@ -60,6 +66,48 @@ async function untilReady(ready, failed) {
   ]);
 }
 
+const GHOST = ".ghost-text-decoration, .ghost-text-decoration-preview";
+
+// Ask for an inline suggestion until ghost text shows. Ask again now and then: a request can
+// legitimately come back empty (the server was still settling the document, or the decoder ran
+// out of budget on a slow machine).
+async function askForGhost(page) {
+  const ghost = page.locator(GHOST).first();
+  const attempts = config.attempts || 4;
+  for (let attempt = 1; ; attempt++) {
+    log(`asking for an inline suggestion (attempt ${attempt} of ${attempts})`);
+    await runCommand(page, "Trigger Inline Suggestion");
+    try {
+      await ghost.waitFor({ state: "visible", timeout: Math.ceil(timeout / attempts) });
+      return;
+    } catch (err) {
+      if (attempt >= attempts) {
+        throw err;
+      }
+    }
+  }
+}
+
+// Ghost text is rendered as inline decorations on the cursor line plus view zones for further
+// lines; collect both so the test can compare them with what lands in the file.
+async function readGhost(page) {
+  return page.evaluate(() => {
+    const parts = [];
+    for (const el of document.querySelectorAll(".ghost-text-decoration, .ghost-text-decoration-preview, .ghost-text .view-line")) {
+      parts.push(el.textContent || "");
+    }
+    return parts.join("\n");
+  });
+}
+
+// Wait for the edit to make the file dirty, save it and return its text on disk.
+async function saveAndRead(page, diskFile) {
+  await page.locator(".tab.dirty").first().waitFor({ state: "visible" });
+  await page.keyboard.press("Control+S");
+  await page.locator(".tab.dirty").waitFor({ state: "detached" });
+  return fs.readFileSync(diskFile, "utf8");
+}
+
 async function main() {
   const browser = await chromium.launch({
     executablePath: config.chromium,
@@ -94,7 +142,10 @@ async function main() {
     await quick.fill(config.file);
     await page.locator(".quick-input-list .monaco-list-row", { hasText: config.file }).first().waitFor();
     await page.keyboard.press("Enter");
-    const editor = page.locator(".editor-instance .monaco-editor").first();
+    // A notebook's cell editors live in an overlay of their own, outside .editor-instance.
+    const editor = page.locator(config.notebook
+      ? ".notebookOverlay .cell-editor-container .monaco-editor"
+      : ".editor-instance .monaco-editor").first();
     await editor.waitFor({ state: "visible" });
 
     const ready = page.locator(".statusbar-item", { hasText: "Seam: ready" });
@@ -163,12 +214,24 @@ async function main() {
     result.status = (await ready.innerText()).trim();
 
     log(`cursor to ${config.line}:${config.column}`);
-    await editor.click();
-    await page.keyboard.press("Control+G");
-    await quick.waitFor({ state: "visible" });
-    await quick.fill(`:${config.line}:${config.column}`);
-    await page.keyboard.press("Enter");
-    await quick.waitFor({ state: "hidden" });
+    if (config.notebook) {
+      // Go to Line works on the notebook as a whole, not in a cell: click into the first code
+      // cell's editor and walk there with the keyboard, as a person would.
+      await editor.click();
+      await page.keyboard.press("Control+Home");
+      for (let i = 1; i < config.line; i++) {
+        await page.keyboard.press("ArrowDown");
+      }
+      await page.keyboard.press("Home");
+      await page.keyboard.press("End");
+    } else {
+      await editor.click();
+      await page.keyboard.press("Control+G");
+      await quick.waitFor({ state: "visible" });
+      await quick.fill(`:${config.line}:${config.column}`);
+      await page.keyboard.press("Enter");
+      await quick.waitFor({ state: "hidden" });
+    }
     if (config.restMs) {
       // The user rests the cursor before asking: the extension reports where it is.
       log(`resting ${config.restMs} ms`);
@@ -177,31 +240,28 @@ async function main() {
 
     // Ask again now and then: a request can legitimately come back empty (the server was
     // still settling the document, or the decoder ran out of budget on a slow machine).
-    const ghost = page.locator(".ghost-text-decoration, .ghost-text-decoration-preview").first();
-    const attempts = config.attempts || 4;
-    for (let attempt = 1; ; attempt++) {
-      log(`asking for an inline suggestion (attempt ${attempt} of ${attempts})`);
-      await runCommand(page, "Trigger Inline Suggestion");
-      try {
-        await ghost.waitFor({ state: "visible", timeout: Math.ceil(timeout / attempts) });
-        break;
-      } catch (err) {
-        if (attempt >= attempts) {
-          throw err;
-        }
-      }
-    }
-    // Ghost text is rendered as inline decorations on the cursor line plus view zones for
-    // further lines; collect both so the test can compare them with what lands in the file.
-    result.ghost = await page.evaluate(() => {
-      const parts = [];
-      for (const el of document.querySelectorAll(".ghost-text-decoration, .ghost-text-decoration-preview, .ghost-text .view-line")) {
-        parts.push(el.textContent || "");
-      }
-      return parts.join("\n");
-    });
+    await askForGhost(page);
+    result.ghost = await readGhost(page);
     log(`ghost text: ${JSON.stringify(result.ghost)}`);
     await page.screenshot({ path: config.screenshot, animations: "disabled" });
+
+    if (config.partial) {
+      // A word with VS Code's default key for acceptNextWord, then save and read the file.
+      log("accepting the next word with Ctrl+Right and saving");
+      await page.keyboard.press("Control+ArrowRight");
+      result.afterWord = await saveAndRead(page, config.partial.diskFile);
+      // The rest of the suggestion stays on screen; should saving have hidden it, ask again
+      // (the server answers from the suggestion being typed through).
+      if (!(await page.locator(GHOST).first().isVisible())) {
+        await askForGhost(page);
+      }
+      result.ghostBeforeLine = await readGhost(page);
+      log(`ghost text before accepting a line: ${JSON.stringify(result.ghostBeforeLine)}`);
+      log(`accepting the next line with ${config.partial.lineKey} and saving`);
+      await page.keyboard.press(config.partial.lineKey);
+      result.afterLine = await saveAndRead(page, config.partial.diskFile);
+      return result;
+    }
 
     log("accepting with Tab and saving");
     await page.keyboard.press("Tab");
@@ -213,6 +273,9 @@ async function main() {
     result.saved = true;
     if (config.screenshotAccepted) {
       await page.screenshot({ path: config.screenshotAccepted, animations: "disabled" });
+    }
+    if (config.notebook) {
+      return result;
     }
 
     if (config.serverLog) {

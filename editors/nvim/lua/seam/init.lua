@@ -1,11 +1,12 @@
 --- Seam for Neovim: ghost-text completions that always parse, from `seam serve`.
 ---
 --- Built on Neovim's own LSP client (`vim.lsp.config` / `vim.lsp.enable`) and its inline
---- completion (`vim.lsp.inline_completion`, Neovim >= 0.12). Usage:
+--- completion (`vim.lsp.inline_completion`, Neovim 0.12). Usage:
 ---
 ---   require("seam").setup({ settings = { model = "bundled:qwen2.5-coder-1.5b" } })
 ---
---- See editors/nvim/README.md for every option.
+--- See `:help seam` (doc/seam.txt) for every option. The user commands live in
+--- plugin/seam.lua, so that they exist before `setup()`.
 
 local M = {}
 
@@ -29,10 +30,14 @@ M.defaults = {
   -- constrained, languages, contextBudgetTokens, contextDefinitions, contextOpenFiles,
   -- contextRecentEdits, contextSimilarCode, suggestions, threads.
   settings = {},
-  -- Insert-mode keys. `accept` falls back to the key itself when no suggestion is shown.
-  -- Set a key to false to leave it unmapped.
+  -- Insert-mode keys. With no suggestion shown, the accept keys do what they did before Seam
+  -- mapped them: your own mapping of that key, or else the key itself.
+  -- Set a key to false to leave it unmapped, or `keymaps = false` to map none (then map the
+  -- <Plug>(seam-...) keys of plugin/seam.lua yourself).
   keymaps = {
     accept = "<Tab>",
+    accept_word = "<M-Right>",
+    accept_line = "<M-C-Right>",
     next = "<M-]>",
     prev = "<M-[>",
     dismiss = "<C-]>",
@@ -43,8 +48,16 @@ M.defaults = {
 M.status = {}
 M.config = nil
 
-local function has_inline_completion()
-  return vim.lsp and vim.lsp.inline_completion ~= nil and vim.lsp.config ~= nil
+--- The Neovim versions Seam supports: 0.12 and later (it needs `vim.lsp.inline_completion`
+--- and `vim.lsp.config`, both new in 0.12). The end-to-end tests run 0.12.0-dev+fbb1caf.
+M.min_version = { 0, 12, 0 }
+
+--- Whether this Neovim is in the supported range (a 0.12 pre-release counts as 0.12).
+---@return boolean
+function M.supported()
+  local v = vim.version()
+  return vim.version.cmp({ v.major, v.minor, 0 }, M.min_version) >= 0
+    and vim.lsp ~= nil and vim.lsp.inline_completion ~= nil and vim.lsp.config ~= nil
 end
 
 --- The server command for the current configuration.
@@ -147,20 +160,217 @@ function M.cycle(bufnr, count)
   end, bufnr)
 end
 
-local function map_keys(bufnr, keymaps)
-  local function set(lhs, rhs, desc, opts)
-    if lhs then
-      vim.keymap.set("i", lhs, rhs,
-        vim.tbl_extend("force", { buffer = bufnr, desc = desc, silent = true }, opts or {}))
+--- The part of `remaining` that accepting a word (`what` "word") or a line ("line") takes:
+--- leading white space (line breaks and indentation included) and then one run of word
+--- characters or one run of other characters, for a word; the rest of the current line, or
+--- the line break and the whole next line when the rest of this line is empty, for a line.
+---@param remaining string
+---@param what "word"|"line"
+---@return string
+function M.next_piece(remaining, what)
+  if what == "line" then
+    if remaining:sub(1, 1) == "\n" then
+      return "\n" .. remaining:sub(2):match("^[^\n]*")
+    end
+    return remaining:match("^[^\n]*")
+  end
+  local space = remaining:match("^%s*")
+  local rest = remaining:sub(#space + 1)
+  return space .. (rest:match("^[%w_]+") or rest:match("^[^%w_%s]+") or "")
+end
+
+--- Insert `text` at the cursor of the buffer's window and put the cursor after it.
+local function insert_at_cursor(bufnr, text)
+  local win = vim.fn.bufwinid(bufnr)
+  if win == -1 or text == "" then
+    return
+  end
+  local row, col = unpack(vim.api.nvim_win_get_cursor(win))
+  local lines = vim.split(text, "\n", { plain = true })
+  vim.api.nvim_buf_set_text(bufnr, row - 1, col, row - 1, col, lines)
+  vim.api.nvim_win_set_cursor(win, {
+    row + #lines - 1,
+    (#lines == 1 and col or 0) + #lines[#lines],
+  })
+end
+
+--- Put the whole `item` into the buffer (its text over its range, or at the cursor).
+local function apply_whole(bufnr, item)
+  local text = type(item.insert_text) == "string" and item.insert_text or item.insert_text.value
+  local win = vim.fn.bufwinid(bufnr)
+  if not item.range or win == -1 then
+    insert_at_cursor(bufnr, text)
+    return
+  end
+  local s, e = item.range.start, item.range.end_
+  local lines = vim.split(text, "\n", { plain = true })
+  vim.api.nvim_buf_set_text(bufnr, s.row, s.col, e.row, e.col, lines)
+  vim.api.nvim_win_set_cursor(win, {
+    s.row + #lines,
+    (#lines == 1 and s.col or 0) + #lines[#lines],
+  })
+end
+
+--- What of `item` is not in the buffer yet: its text less what the user typed of it (from the
+--- start of its range to the cursor) and less the end of its range that is already there
+--- after the cursor (a mid-line item repeats the rest of the line, e.g. `, 3)`). Nil when the
+--- buffer no longer agrees with the item.
+local function remaining_of(bufnr, item)
+  local text = type(item.insert_text) == "string" and item.insert_text or item.insert_text.value
+  local win = vim.fn.bufwinid(bufnr)
+  if win == -1 then
+    return nil
+  end
+  local row, col = unpack(vim.api.nvim_win_get_cursor(win))
+  row = row - 1
+  if not item.range then
+    return text
+  end
+  local s, e = item.range.start, item.range.end_
+  if row < s.row or (row == s.row and col < s.col) then
+    return nil
+  end
+  local typed = table.concat(vim.api.nvim_buf_get_text(bufnr, s.row, s.col, row, col, {}), "\n")
+  if text:sub(1, #typed) ~= typed then
+    return nil
+  end
+  local remaining = text:sub(#typed + 1)
+  if row < e.row or (row == e.row and col <= e.col) then
+    local after = table.concat(vim.api.nvim_buf_get_text(bufnr, row, col, e.row, e.col, {}), "\n")
+    if after ~= "" and remaining:sub(-#after) == after then
+      remaining = remaining:sub(1, #remaining - #after)
     end
   end
-  local accept_key = keymaps.accept
-  set(accept_key, function()
-    if vim.lsp.inline_completion.get({ bufnr = bufnr }) then
-      return ""
+  return remaining
+end
+
+--- Accept the shown suggestion, all of it (`what` nil), its next word ("word") or the rest of
+--- its current line ("line"). Accepting a part inserts it at the cursor; the suggestion's rest
+--- comes back as ghost text (the server answers the next request from the suggestion being
+--- typed through). Returns false when no suggestion is shown.
+---@param bufnr? integer
+---@param what? "word"|"line"
+---@return boolean
+function M.accept(bufnr, what)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  if what == nil then
+    return vim.lsp.inline_completion.get({ bufnr = bufnr })
+  end
+  return vim.lsp.inline_completion.get({
+    bufnr = bufnr,
+    on_accept = function(item)
+      local remaining = remaining_of(bufnr, item)
+      if remaining == nil then
+        -- The buffer moved on since the suggestion was shown: accept it whole, as Neovim would.
+        apply_whole(bufnr, item)
+        return
+      end
+      insert_at_cursor(bufnr, M.next_piece(remaining, what))
+    end,
+  })
+end
+
+--- Accept the next word of the shown suggestion; false when none is shown.
+---@param bufnr? integer
+---@return boolean
+function M.accept_word(bufnr)
+  return M.accept(bufnr, "word")
+end
+
+--- Accept the rest of the current line of the shown suggestion; false when none is shown.
+---@param bufnr? integer
+---@return boolean
+function M.accept_line(bufnr)
+  return M.accept(bufnr, "line")
+end
+
+--- The insert-mode mapping `lhs` has in `bufnr` now (the buffer's own, else the global one),
+--- unless it is Seam's own; nil when there is none.
+local function lookup_mapping(bufnr, lhs)
+  local found
+  vim.api.nvim_buf_call(bufnr, function()
+    found = vim.fn.maparg(lhs, "i", false, true)
+  end)
+  if vim.tbl_isempty(found) or (found.desc or ""):match("^Seam: ") then
+    return nil
+  end
+  return found
+end
+
+-- Per buffer and key: the mapping it had before Seam's (false: none). Kept from the first
+-- time Seam maps the buffer, so that a server restarting (LspAttach again) keeps the user's.
+local previous_maps = {}
+
+--- The insert-mode mapping `lhs` had in `bufnr` before Seam mapped it (the buffer's own, else
+--- the global one), or nil when it had none.
+local function previous_mapping(bufnr, lhs)
+  local key = bufnr .. "\0" .. lhs
+  if previous_maps[key] == nil then
+    previous_maps[key] = lookup_mapping(bufnr, lhs) or false
+  end
+  return previous_maps[key] or nil
+end
+
+--- Do what `lhs` did before Seam mapped it: run the user's mapping (a Lua callback or a
+--- right-hand side, expression mappings evaluated, recursive ones remapped), or else type the
+--- key itself. Keys go to the front of the typeahead, so that keys typed after it stay after.
+local function fall_through(lhs, previous)
+  if previous == nil then
+    vim.api.nvim_feedkeys(vim.keycode(lhs), "in", false)
+    return
+  end
+  local mode = (previous.noremap == 1 and "n" or "m") .. "i"
+  local keys
+  if previous.callback then
+    if previous.expr ~= 1 then
+      previous.callback()
+      return
     end
-    return accept_key
-  end, "Seam: accept the suggestion", { expr = true, replace_keycodes = true })
+    keys = previous.callback()
+    if type(keys) ~= "string" then
+      return
+    end
+    if previous.replace_keycodes == 1 then
+      keys = vim.keycode(keys)
+    end
+  else
+    local rhs = previous.rhs or ""
+    if previous.sid and previous.sid > 0 then
+      rhs = rhs:gsub("<[Ss][Ii][Dd]>", ("<SNR>%d_"):format(previous.sid))
+    end
+    if previous.expr == 1 then
+      keys = vim.api.nvim_eval(rhs)
+      if previous.replace_keycodes == 1 then
+        keys = vim.keycode(keys)
+      end
+    else
+      keys = vim.keycode(rhs)
+    end
+  end
+  vim.api.nvim_feedkeys(keys, mode, false)
+end
+
+local function map_keys(bufnr, keymaps)
+  local function set(lhs, rhs, desc)
+    if lhs then
+      vim.keymap.set("i", lhs, rhs, { buffer = bufnr, desc = desc, silent = true })
+    end
+  end
+  -- An accept key with no suggestion shown falls through to what the key did before.
+  local function accept_key(lhs, what, desc)
+    if not lhs then
+      return
+    end
+    local previous = previous_mapping(bufnr, lhs)
+    set(lhs, function()
+      if not M.accept(bufnr, what) then
+        fall_through(lhs, previous)
+      end
+    end, desc)
+  end
+  accept_key(keymaps.accept, nil, "Seam: accept the suggestion")
+  accept_key(keymaps.accept_word, "word", "Seam: accept the next word of the suggestion")
+  accept_key(keymaps.accept_line, "line", "Seam: accept the next line of the suggestion")
   set(keymaps.next, function()
     M.cycle(bufnr, 1)
   end, "Seam: next suggestion")
@@ -223,9 +433,9 @@ end
 --- Configure and enable the `seam` language server and inline completion.
 ---@param opts? table see `M.defaults`
 function M.setup(opts)
-  if not has_inline_completion() then
-    vim.notify("seam.nvim needs Neovim >= 0.12 (vim.lsp.inline_completion)",
-      vim.log.levels.ERROR)
+  if not M.supported() then
+    vim.notify(("seam.nvim needs Neovim 0.12 or newer (vim.lsp.inline_completion); this is %s")
+      :format(tostring(vim.version())), vim.log.levels.ERROR)
     return
   end
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
@@ -251,7 +461,9 @@ function M.setup(opts)
         return
       end
       vim.lsp.inline_completion.enable(true, { bufnr = args.buf })
-      map_keys(args.buf, cfg.keymaps)
+      if cfg.keymaps then
+        map_keys(args.buf, cfg.keymaps)
+      end
       watch_cursor(args.buf, client)
     end,
   })
@@ -262,15 +474,24 @@ function M.setup(opts)
     end,
   })
 
-  vim.api.nvim_create_user_command("SeamStatus", function()
-    local state, message = M.state()
-    vim.notify(("seam: %s%s"):format(state or "not running", message and (" — " .. message) or ""))
-  end, { desc = "Show the Seam server's model state" })
-  vim.api.nvim_create_user_command("SeamToggle", function()
-    local enabled = vim.lsp.inline_completion.is_enabled({ bufnr = 0 })
-    vim.lsp.inline_completion.enable(not enabled, { bufnr = 0 })
-    vim.notify("seam: inline completion " .. (enabled and "off" or "on"))
-  end, { desc = "Toggle Seam's ghost text in this buffer" })
+end
+
+--- `:SeamStatus`: the model state of the running server.
+function M.show_status()
+  if not M.config then
+    vim.notify("seam: not set up; call require('seam').setup() in your config (:help seam-setup)",
+      vim.log.levels.WARN)
+    return
+  end
+  local state, message = M.state()
+  vim.notify(("seam: %s%s"):format(state or "not running", message and (" — " .. message) or ""))
+end
+
+--- `:SeamToggle`: ghost text off or on in the current buffer.
+function M.toggle()
+  local enabled = vim.lsp.inline_completion.is_enabled({ bufnr = 0 })
+  vim.lsp.inline_completion.enable(not enabled, { bufnr = 0 })
+  vim.notify("seam: inline completion " .. (enabled and "off" or "on"))
 end
 
 return M
