@@ -47,11 +47,14 @@ def add_doctor_options(p: argparse.ArgumentParser) -> None:
                    help="model spec, overriding the settings (default: the settings', else "
                         "the bundled model)")
     p.add_argument("--engine", default=None,
-                   help="auto, llama.cpp, transformers or vllm, overriding the settings")
+                   help="auto, llama.cpp, transformers or vllm, overriding the settings "
+                        "(default: the settings')")
     p.add_argument("--device", type=cli_args.device, default=None,
-                   help="auto, cpu, cuda or cuda:N, overriding the settings")
+                   help="auto, cpu, cuda or cuda:N, overriding the settings (default: the "
+                        "settings')")
     p.add_argument("--server", default=None, metavar="URL",
-                   help="the vLLM server (with --engine vllm), overriding vllmServer")
+                   help="the vLLM server (with --engine vllm), overriding vllmServer "
+                        "(default: the settings')")
     p.add_argument("--file", type=Path, default=None,
                    help="a file to check: is its type served? (default: none)")
     p.add_argument("--language", default=None, metavar="ID",
@@ -63,7 +66,8 @@ def add_doctor_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--load-timeout", type=float, default=600.0, metavar="SECONDS",
                    help="how long --load waits (default: 600)")
     p.add_argument("--json", action="store_true",
-                   help="print the report as one JSON object (for editors and scripts)")
+                   help="print the report as one JSON object, for editors and scripts "
+                        "(default: text)")
 
 
 def add_doctor_command(subparsers: Any) -> None:

@@ -157,7 +157,8 @@ def test_help_lists_every_command_and_nothing_else(capsys) -> None:
 
 def _option_actions(parser):
     for action in parser._actions:
-        if action.option_strings and action.dest != "help":
+        # (--help and --version say what they do; they have no default to state)
+        if action.option_strings and action.dest not in ("help", "version"):
             yield action
         if hasattr(action, "choices") and isinstance(action.choices, dict):
             for sub in action.choices.values():
@@ -258,9 +259,9 @@ def test_single_completion_prints_on_its_own_line(source) -> None:
 
 def test_serve_is_the_servers_own_subcommand(capsys) -> None:
     # `fim` builds complete and eval and knows nothing of the package above it; the console
-    # script's parser (lsp_server.cli) adds serve and team-server.
+    # script's parser (lsp_server.cli) adds serve, team-server and doctor.
     assert fim_main(["serve"]) == 2
     assert "invalid choice: 'serve'" in one_line_error(capsys)
     commands = seam_parser()._subparsers._group_actions[0].choices
-    assert set(commands) == {"complete", "eval", "serve", "team-server"}
+    assert set(commands) == {"complete", "eval", "serve", "team-server", "doctor"}
     assert set(build_parser()._subparsers._group_actions[0].choices) == {"complete", "eval"}
