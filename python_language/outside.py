@@ -6,9 +6,9 @@ whether the text outside the windows parses on its own.  On a 200,000-line file 
 ``ast.parse`` of it takes seconds, and the first suggestion in such a file waited for it.  So
 a large outside text is judged in *chunks*: it is cut before lines that start at column 0
 with code, the few chunks next to the window are parsed at once, and the rest are parsed on a
-background thread, one chunk at a time (each a few milliseconds of the interpreter, so the
-editor's event loop and the decoder keep running between them).  Every answer is remembered
-by the chunk's content, so an edit re-parses only the chunk it touched.
+background thread, one chunk at a time (each a few milliseconds of the interpreter, and a rest
+twice as long after each, so the editor's event loop and the decoder keep running).  Every
+answer is remembered by the chunk's content, so an edit re-parses only the chunk it touched.
 
 If every chunk parses, the whole text does: each chunk ends with a complete statement outside
 any bracket or string (else it would not parse alone) and the next one starts a statement at
@@ -28,6 +28,7 @@ import collections
 import queue
 import re
 import threading
+import time
 
 from .fallback import file_parses, outside_parses
 
@@ -94,9 +95,17 @@ def _chunk_parses(chunk: str) -> bool:
     return found
 
 
-def _judge(pieces: list[str], text: str) -> bool:
-    """The whole answer, chunk by chunk (see the module); the whole text when one fails."""
-    if all(_chunk_parses(p) for p in pieces):
+def _judge(pieces: list[str], text: str, pace: float = 0.0) -> bool:
+    """The whole answer, chunk by chunk (see the module); the whole text when one fails.
+    ``pace``: after each chunk parsed, rest that many times as long as the parse took (a parse
+    holds the interpreter: the background gives the request threads most of it)."""
+    for piece in pieces:
+        t0 = time.perf_counter()
+        if not _chunk_parses(piece):
+            break
+        if pace:
+            time.sleep((time.perf_counter() - t0) * pace)
+    else:
         return True
     whole = _wholes.get(text)
     if whole is None:
@@ -108,6 +117,9 @@ def _judge(pieces: list[str], text: str) -> bool:
 class _Checker:
     """The background thread that judges far chunks (newest request first; one text at a
     time, so a burst of edits does not queue work for texts long gone)."""
+
+    #: rest after each chunk, as a multiple of its parse time (see ``_judge``)
+    PACE = 2.0
 
     def __init__(self) -> None:
         self._jobs: queue.LifoQueue[tuple[list[str], str]] = queue.LifoQueue(maxsize=4)
@@ -134,7 +146,7 @@ class _Checker:
         while True:
             pieces, text = self._jobs.get()
             try:
-                _judge(pieces, text)
+                _judge(pieces, text, pace=self.PACE)
             finally:
                 with self._lock:
                     self._pending.discard(hash(text))
