@@ -106,11 +106,11 @@ class FimLanguage:
         if self._base_mode is not LanguageMode.EXACT:
             return self._base_mode
         if self._checked_mode is None:
-            # A large outside text is judged by chunks, the far ones in the background
-            # (``outside``): until they are, the mode is exact within the windows, and the
-            # reason says that the far text is unconfirmed.
-            answers = [outside_state(self.left[: self.left_start], near_end=True),
-                       outside_state(self.right[self._outside_right:], near_end=False)]
+            # A large outside text is judged in the background (``outside``): until it is,
+            # the mode is exact within the windows, and the reason says that the text far
+            # from the cursor is unconfirmed.
+            answers = [outside_state(self.left[: self.left_start]),
+                       outside_state(self.right[self._outside_right:])]
             if self._skipped:
                 # An inner cut assumes the block's header and the body statements it left out
                 # are complete: they must parse as a block of their own.

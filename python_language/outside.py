@@ -4,20 +4,24 @@ parse of the whole file.
 The language's mode (``exact`` or ``window``, see ``language.FimLanguage.mode``) depends on
 whether the text outside the windows parses on its own.  On a 200,000-line file one
 ``ast.parse`` of it takes seconds, and the first suggestion in such a file waited for it.  So
-a large outside text is judged in *chunks*: it is cut before lines that start at column 0
-with code, the few chunks next to the window are parsed at once, and the rest are parsed on a
-background thread, one chunk at a time (each a few milliseconds of the interpreter, and a rest
-twice as long after each, so the editor's event loop and the decoder keep running).  Every
-answer is remembered by the chunk's content, so an edit re-parses only the chunk it touched.
+a large outside text is judged on a background thread, in *chunks*: it is cut before lines
+that start at column 0 with code, and the chunks are parsed one at a time (each a few
+milliseconds of the interpreter, and a rest twice as long after each, so the editor's event
+loop and the decoder keep running).  Every
+answer is remembered by content (the chunk's, and the whole text's), so an edit re-parses only
+the chunk it touched, and a request whose outside text was judged before pays a lookup.
 
 If every chunk parses, the whole text does: each chunk ends with a complete statement outside
 any bracket or string (else it would not parse alone) and the next one starts a statement at
 column 0, and CPython's parser keeps no state across such a boundary.  A chunk that does not
-parse may still be part of a text that does (the cut fell inside a string, say), so then the
-whole text is parsed, on the background thread too.
+parse may still be part of a text that does (the cut fell inside a string, say), so the chunks
+after it are joined to it, doubling its length, until it parses; it does not parse when it
+fails at the end of the text or at ``MAX_PARSE_CHARS``.  A statement longer than that (a 5 MB
+literal) is not parsed at all: the answer stays unknown, and the mode exact within the
+windows (a documented fallback: the text far from the cursor is not checked).
 
-:func:`outside_state` answers ``True`` or ``False`` when it knows, and ``None`` while the far
-chunks are still being checked; ``FimLanguage.mode`` then says ``exact`` (the windows are
+:func:`outside_state` answers ``True`` or ``False`` when it knows, and ``None`` while a large
+text is still being judged; ``FimLanguage.mode`` then says ``exact`` (the windows are
 exact; only the far text is unconfirmed) and its ``reason`` says so, and the next request after
 the check has the true answer.
 """
@@ -32,17 +36,20 @@ import time
 
 from .fallback import file_parses, outside_parses
 
-#: An outside text this short is parsed whole, at once (a few milliseconds).
+#: An outside text this short is parsed whole, at once (some 20 ms).
 NEAR_CHARS = 64_000
 #: Characters per chunk, at least (a chunk ends at the next line start after this many).
 CHUNK_CHARS = 32_000
+#: The longest text parsed at once (a statement longer than this, a 5 MB literal say, is not
+#: parsed: that would hold the interpreter for seconds and take gigabytes).
+MAX_PARSE_CHARS = 1_000_000
 #: Chunk answers remembered (by content): 40 MB of source in all.
 CHUNK_MEMORY = 1_250
 #: Lines a chunk may start at: column 0, and code (not a blank line, a comment, an indented
 #: or closing line, or a decorator's target which belongs with its decorator).
 _STATEMENT_START = re.compile(r"(?m)^(?=[^\s#)\]}@])")
-PENDING_REASON = ("the text far from the cursor is still being checked (a large file); the "
-                  "mode is exact within the windows")
+PENDING_REASON = ("the text far from the cursor is still being checked (a large file), or "
+                  "holds a statement too long to check; the mode is exact within the windows")
 
 
 class _Answers:
@@ -50,17 +57,17 @@ class _Answers:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._known: collections.OrderedDict[str, bool] = collections.OrderedDict()
+        self._known: collections.OrderedDict[str, int] = collections.OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, text: str) -> bool | None:
+    def get(self, text: str) -> int | None:
         with self._lock:
             found = self._known.get(text)
             if found is not None:
                 self._known.move_to_end(text)
             return found
 
-    def put(self, text: str, value: bool) -> None:
+    def put(self, text: str, value: int) -> None:
         with self._lock:
             self._known[text] = value
             self._known.move_to_end(text)
@@ -69,7 +76,7 @@ class _Answers:
 
 
 _chunks = _Answers(CHUNK_MEMORY)
-_wholes = _Answers(8)
+_wholes = _Answers(8)  # 1 parses, 0 does not, -1 too large to tell
 
 
 def chunks(text: str) -> list[str]:
@@ -90,28 +97,47 @@ def chunks(text: str) -> list[str]:
 def _chunk_parses(chunk: str) -> bool:
     found = _chunks.get(chunk)
     if found is None:
-        found = file_parses(chunk)
+        found = int(file_parses(chunk))
         _chunks.put(chunk, found)
-    return found
+    return bool(found)
 
 
-def _judge(pieces: list[str], text: str, pace: float = 0.0) -> bool:
-    """The whole answer, chunk by chunk (see the module); the whole text when one fails.
-    ``pace``: after each chunk parsed, rest that many times as long as the parse took (a parse
-    holds the interpreter: the background gives the request threads most of it)."""
-    for piece in pieces:
-        t0 = time.perf_counter()
-        if not _chunk_parses(piece):
+def _judge(text: str, pace: float = 0.0) -> bool | None:
+    """The whole answer, chunk by chunk (see the module), kept by content; ``None`` when a
+    statement too long to parse (``MAX_PARSE_CHARS``) stands in the way.  ``pace``: after each
+    parse, rest that many times as long as it took (a parse holds the interpreter: the
+    background gives the request threads most of it)."""
+    known = _wholes.get(text)
+    if known is not None:
+        return _VERDICTS[known]
+    pieces = chunks(text)
+    verdict = True
+    i = 0
+    while i < len(pieces):
+        piece, i, ok = pieces[i], i + 1, False
+        while True:
+            if len(piece) > MAX_PARSE_CHARS:
+                verdict = None
+                break
+            t0 = time.perf_counter()
+            ok = _chunk_parses(piece)
+            if pace:
+                time.sleep((time.perf_counter() - t0) * pace)
+            if ok or i >= len(pieces):
+                break
+            # The cut may have fallen inside a string or a bracket: join the following
+            # chunks, doubling the piece, until it parses or is too long to try.
+            size = len(piece)
+            while i < len(pieces) and len(piece) < 2 * size:
+                piece, i = piece + pieces[i], i + 1
+        if verdict is None or not ok:
+            verdict = None if verdict is None else False
             break
-        if pace:
-            time.sleep((time.perf_counter() - t0) * pace)
-    else:
-        return True
-    whole = _wholes.get(text)
-    if whole is None:
-        whole = file_parses(text)
-        _wholes.put(text, whole)
-    return whole
+    _wholes.put(text, {True: 1, False: 0, None: -1}[verdict])
+    return verdict
+
+
+_VERDICTS: dict[int, bool | None] = {1: True, 0: False, -1: None}
 
 
 class _Checker:
@@ -122,12 +148,12 @@ class _Checker:
     PACE = 2.0
 
     def __init__(self) -> None:
-        self._jobs: queue.LifoQueue[tuple[list[str], str]] = queue.LifoQueue(maxsize=4)
+        self._jobs: queue.LifoQueue[str] = queue.LifoQueue(maxsize=4)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._pending: set[int] = set()
 
-    def submit(self, pieces: list[str], text: str) -> None:
+    def submit(self, text: str) -> None:
         key = hash(text)
         with self._lock:
             if key in self._pending:
@@ -137,16 +163,16 @@ class _Checker:
                                                 name="seam-outside-check")
                 self._thread.start()
             try:
-                self._jobs.put_nowait((pieces, text))
+                self._jobs.put_nowait(text)
             except queue.Full:
                 return  # newer texts wait already; this one is asked for again if needed
             self._pending.add(key)
 
     def _run(self) -> None:
         while True:
-            pieces, text = self._jobs.get()
+            text = self._jobs.get()
             try:
-                _judge(pieces, text, pace=self.PACE)
+                _judge(text, pace=self.PACE)
             finally:
                 with self._lock:
                     self._pending.discard(hash(text))
@@ -160,29 +186,14 @@ class _Checker:
 checker = _Checker()
 
 
-def outside_state(text: str, near_end: bool, wait: bool = False) -> bool | None:
-    """Whether ``text`` (one side of the outside) parses: ``None`` while its far chunks are
-    being checked in the background.  ``near_end``: the window lies after the text (the left
-    side), so its end is near; else its start.  ``wait`` judges all of it now."""
+def outside_state(text: str, wait: bool = False) -> bool | None:
+    """Whether ``text`` (one side of the outside) parses: ``None`` while it is being judged in
+    the background (a text longer than ``NEAR_CHARS`` seen for the first time).  ``wait``
+    judges it now."""
     if len(text) <= NEAR_CHARS or wait:
         return outside_parses(text)
-    whole = _wholes.get(text)
-    if whole is not None:
-        return whole
-    pieces = chunks(text)
-    known = [_chunks.get(p) for p in pieces]
-    if all(known):
-        return True
-    # The chunks next to the window first: an error near the cursor is the likely one.
-    near = range(len(pieces) - 1, -1, -1) if near_end else range(len(pieces))
-    budget = NEAR_CHARS
-    for i in near:
-        if budget <= 0:
-            break
-        if known[i] is None:
-            known[i] = _chunk_parses(pieces[i])
-        budget -= len(pieces[i])
-    if all(known):
-        return True
-    checker.submit(pieces, text)
+    known = _wholes.get(text)
+    if known is not None:
+        return _VERDICTS[known]
+    checker.submit(text)
     return None

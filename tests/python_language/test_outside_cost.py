@@ -53,7 +53,7 @@ def test_the_request_thread_parses_a_bounded_part_of_a_large_file(parsed) -> Non
     assert lang.mode == "exact"
     here = sum(n for name, n in parsed if name == threading.current_thread().name)
     # Before: both outside parts, 1.9 MB, parsed here.
-    assert here <= 2 * (outside.NEAR_CHARS + 2 * outside.CHUNK_CHARS)
+    assert here <= 2 * outside.NEAR_CHARS
     _wait_idle()
     again = _language(BODY)
     assert again.mode == "exact" and again.reason == ""
@@ -72,6 +72,19 @@ def test_an_error_far_from_the_cursor_is_found_in_the_background(parsed) -> None
 def test_a_cut_inside_a_string_does_not_make_a_parsing_file_fail(parsed) -> None:
     quoted = '"""\n' + "def not_code(:\n" * 5_000 + '"""\n\n\n'
     text = functions(5_000) + quoted + functions(5_000)
-    assert outside.outside_state(text, near_end=False, wait=False) in (None, True)
+    assert outside.outside_state(text) in (None, True)
     _wait_idle()
-    assert outside.outside_state(text, near_end=False) is True
+    assert outside.outside_state(text) is True
+
+
+def test_a_statement_too_long_to_parse_is_left_unchecked(parsed) -> None:
+    """A 5 MB literal far from the cursor is not parsed (it held the interpreter for seconds
+    and every request with it): the mode is exact within the windows, and says why."""
+    data = "DATA = [" + "1, " * 400_000 + "]\n"  # 1.2 MB on one line
+    left = data + "def g(y):\n    z = y"
+    lang = FimLanguage.for_python(left, "\n    return z\n", scope="statement")
+    assert lang.mode == "exact"
+    _wait_idle()
+    again = FimLanguage.for_python(left, "\n    return z\n", scope="statement")
+    assert again.mode == "exact" and "too long to check" in again.reason
+    assert max((n for _, n in parsed), default=0) <= outside.MAX_PARSE_CHARS
