@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -202,9 +203,7 @@ class _Lines:
 
     def __init__(self, doc: Document) -> None:
         self.doc = doc
-        text, starts = doc._text, doc._starts
-        self.lines = [text[starts[i]:starts[i + 1]] for i in range(len(starts) - 1)]
-        self.lines.append(text[starts[-1]:])
+        self.lines = _KEEP_BREAKS.split(doc._text)
 
     def _place(self, position: types.Position) -> tuple[int, int]:
         """(line, index in that line) of a client position, as ``Document.cursor`` resolves
@@ -224,6 +223,10 @@ class _Lines:
             a, b = b, a
         first, last = a[0], b[0]
         lines = self.lines
+        if first == last and "\n" not in new and "\r" not in new:
+            line = lines[first]  # within one line, no break made or lost: the common case
+            lines[first] = line[:a[1]] + new + line[b[1]:]
+            return
         piece = lines[first][:a[1]] + new + lines[last][b[1]:]
         # A break may join with its neighbour ("\r" then "\n" is one break): re-split the
         # lines on either side too when that can happen.
@@ -238,6 +241,11 @@ class _Lines:
         if last == len(lines) - 1 or not ends or ends[-1] != len(piece):
             out.append(piece[ends[-1] if ends else 0:])
         lines[first:last + 1] = out
+
+
+#: Splits a text after each LSP line break, keeping it (the last piece has none, and is "" when
+#: the text ends with a break), as ``fim.lines.line_starts`` counts lines.
+_KEEP_BREAKS = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
 
 
 def _break_of(line: str) -> str:
