@@ -11,7 +11,7 @@ Three measurements, each a table in ``docs/file_size.md``:
   waits behind this document);
 * **Replace All**: a ``didChange`` with one ranged change per line of an N-line file, and the
   wait of the ``seam/status`` request sent right after it;
-* **misbehaving vLLM servers** (``tests/support/bad_peers.py``: a body or line that never ends,
+* **misbehaving vLLM servers** (``benchmarks/bad_peers.py``: a body or line that never ends,
   a byte every 0.3 s, a stream past ``max_tokens``, a peer that is not HTTP): ``seam serve``
   with ``engine: "vllm"`` on each for ``--peer-s`` seconds, asked for suggestions meanwhile;
   its peak RSS and the status it shows.
@@ -35,10 +35,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.bad_peers import BadPeer, Misbehaviour  # noqa: E402
 from benchmarks.bench_large_file import big_file  # noqa: E402
 from benchmarks.lsp_session import LspSession, position_of  # noqa: E402
 from benchmarks.report import RunRecord, command_line, model_packages, publish  # noqa: E402
-from tests.support.bad_peers import BadPeer, Misbehaviour  # noqa: E402
 
 LINE_COUNTS = (2_000, 50_000, 200_000)
 REPLACE_COUNTS = (5_000, 20_000, 40_000)

@@ -1,7 +1,7 @@
 """The ``vllm`` engine's client against servers that misbehave (issue 28, findings 1, 2 and
 8): every read is bounded in bytes and in total time, the middle in the request's token
 budget, and the message names the server and says truly what went wrong, in text safe to
-show.  The peers are raw-socket servers on 127.0.0.1 (``tests/support/bad_peers.py``)."""
+show.  The peers are raw-socket servers on 127.0.0.1 (``benchmarks/bad_peers.py``)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from benchmarks.bad_peers import BadPeer, Misbehaviour
 from fim.api import CompletionRequest
 from fim.options import Mode, Scope
 from fim.vllm.client import VllmEngine
 from fim.vllm.http import Http, VllmError
 from fim.vllm.stream import MAX_TOKEN_CHARS, Stream
-from tests.support.bad_peers import BadPeer, Misbehaviour
 
 pytestmark = pytest.mark.timeout(120)
 

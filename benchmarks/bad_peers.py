@@ -1,6 +1,8 @@
 """Model servers that misbehave, on 127.0.0.1, written from raw sockets (issue 28, findings 1,
 2 and 8): the ``vllm`` engine's client must survive each with bounded memory and time and say
-what went wrong.
+what went wrong.  ``benchmarks/bench_file_size.py`` measures ``seam serve``'s memory against
+them and ``tests/fim/test_vllm_misbehaving_peers.py`` checks the client (tests may import
+benchmarks; benchmarks never import tests).
 
 A :class:`BadPeer` answers ``GET /v1/models`` and ``POST /tokenize`` as vLLM does (the
 santacoder sentinels, as ``tests.support.vllm_peer``), unless its :class:`Misbehaviour` names
