@@ -13,6 +13,10 @@ column. FILE and IN must be regular files of bounded size (``fim.cli_files``): a
 or a directory is one line on stderr, never a hang. The batch is ``fim.cli_batch`` (OUT is
 replaced only once there are rows for it), the experiment ``fim.cli_eval``.
 
+A library's notice of its own future (transformers' ``FutureWarning`` about an argument it
+will rename, say) is not the user's business and is not printed (``quiet_library_warnings``);
+Seam's own warnings are.
+
 Exit codes: 0 success, 1 no completion, 2 bad input (one line on stderr; for a batch, any
 refused line), 130 interrupted (Ctrl-C).  Results go to stdout on lines of their own, never
 onto a progress bar's line.  ``seam serve`` belongs to the language server: its console script
@@ -23,8 +27,11 @@ onto a progress bar's line.  ``seam serve`` belongs to the language server: its 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -282,8 +289,28 @@ def cmd_complete(args) -> int:
                           lambda left, right: _request(args, left, right), emit)
 
 
+#: Seam's packages: their warnings are printed; other modules' notices of change are not.
+OWN_PACKAGES = ("fim", "lsp_server", "python_language", "quotient", "lexer", "benchmarks")
+
+
+@contextlib.contextmanager
+def quiet_library_warnings() -> Iterator[None]:
+    """Within: a ``FutureWarning`` or ``DeprecationWarning`` raised by a library's module
+    (anything outside ``OWN_PACKAGES``) is dropped."""
+    others = "(?!(?:" + "|".join(OWN_PACKAGES) + r")(?:\.|$))"
+    with warnings.catch_warnings():
+        for category in (FutureWarning, DeprecationWarning):
+            warnings.filterwarnings("ignore", category=category, module=others)
+        yield
+
+
 def run(args: argparse.Namespace) -> int:
     """Run a parsed ``complete`` or ``eval`` command; returns the exit code."""
+    with quiet_library_warnings():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         if args.command == "complete":
             return cmd_complete(args)

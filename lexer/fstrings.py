@@ -8,7 +8,8 @@ checked by `fstring_fields_valid` once the lexeme is complete.
 
 `scan_fstring(text, pos, end)` returns the index just after the f-string that starts at `pos`,
 `-1` when `text[pos:end]` is an unfinished but still possible f-string, or `None` when it can
-never become one (e.g. a line break in a single-quoted literal part).
+never become one (e.g. a line break in a single-quoted literal part, or a NUL anywhere:
+CPython refuses a source that holds one).
 """
 
 from __future__ import annotations
@@ -37,10 +38,14 @@ def _scan_literal(text: str, i: int, end: int, quote: str, raw: bool,
     single = len(quote) == 1
     while i < end:
         c = text[i]
+        if c == "\x00":
+            return None
         if c == "\\":
             if i + 1 >= end:
                 return INCOMPLETE
             nxt = text[i + 1]
+            if nxt == "\x00":
+                return None
             if not raw and nxt == "N" and i + 2 < end and text[i + 2] == "{":
                 close = text.find("}", i + 3, end)
                 if close < 0:
@@ -96,6 +101,8 @@ def _scan_field(text: str, i: int, end: int, quote: str,
 
     while i < end:
         c = text[i]
+        if c == "\x00":
+            return None
         if c in "([{":
             depth += 1
         elif c in ")]":

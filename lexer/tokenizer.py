@@ -178,6 +178,9 @@ class Tokenizer:
                 continue
             if c == "#":
                 nl = _find_newline(text, i, end)
+                nul = text.find("\0", i, nl if nl >= 0 else end)
+                if nul >= 0:  # a comment is no exception: CPython refuses any NUL
+                    raise LexError("source code cannot contain null bytes", nul)
                 if nl >= 0:
                     i = nl
                     continue

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import bisect
 import logging
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from lsprotocol import types
@@ -92,25 +94,28 @@ class Document:
             line = len(self._starts) - 1
             col = 1 << 62
         start, end = self._line_bounds(line)
-        if self.encoding == types.PositionEncodingKind.Utf32:
-            off = start + min(col, end - start)
-            return Cursor(off, line, start, end)
-        segment = self._text[start:end]
-        if segment.isascii():
-            return Cursor(start + min(col, end - start), line, start, end)
+        return Cursor(start + self._column(self._text[start:end], line, col, snap), line,
+                      start, end)
+
+    def _column(self, segment: str, line: int, col: int, snap: bool) -> int:
+        """Where column ``col`` (in the document's encoding) falls in the line ``segment``
+        (its text without the break): clamped to its end; a column inside a character is
+        refused, or with ``snap`` moved to the character's start."""
+        if self.encoding == types.PositionEncodingKind.Utf32 or segment.isascii():
+            return min(col, len(segment))
         units = 0
         for i, ch in enumerate(segment):
             if units == col:
-                return Cursor(start + i, line, start, end)
+                return i
             units += _units(ch, self.encoding)
             if units > col:
                 if snap:
                     self._warn_split(line, col)
-                    return Cursor(start + i, line, start, end)
+                    return i
                 raise PositionError(
                     f"character {col} on line {line} falls inside a character "
                     f"({self.encoding} code units)")
-        return Cursor(end, line, start, end)
+        return len(segment)
 
     def _warn_split(self, line: int, col: int) -> None:
         if self._warned_split:
@@ -147,6 +152,28 @@ class Document:
             self._text = change.text
             self._starts = line_starts(change.text)
 
+    def apply_changes(self, changes: Sequence[types.TextDocumentContentChangeEvent]) -> None:
+        """Apply one ``didChange``'s changes, in order, in time linear in the edit: a single
+        change is spliced in place; several ranged changes ("Replace All" sends one per
+        match) are applied to the document's lines (:class:`_Lines`), and the text and its
+        line starts rebuilt once at the end, not once per change."""
+        if len(changes) < 2:
+            for change in changes:
+                self.apply_change(change)
+            return
+        lines: _Lines | None = None
+        for change in changes:
+            if not isinstance(change, types.TextDocumentContentChangePartial):
+                lines = None  # a whole new text: what came before it does not matter
+                self.apply_change(change)
+                continue
+            if lines is None:
+                lines = _Lines(self)
+            lines.replace(change.range, change.text)
+        if lines is not None:
+            self._text = "".join(lines.lines)
+            self._starts = line_starts(self._text)
+
     def _splice(self, a: int, b: int, new: str) -> None:
         # Line starts strictly before the edited line's predecessor cannot change, nor can starts
         # at or after b + 1 (old offsets) except for a shift: whether offset s starts a line
@@ -169,6 +196,65 @@ class Document:
         self._starts = starts[: i0 + 1] + middle + [s + delta for s in starts[j:]]
 
 
+class _Lines:
+    """A document as a list of its lines, each with its break (the last one without), for a
+    batch of ranged edits: an edit costs its own length and that of the lines it touches (and
+    a pointer shift when it adds or removes lines), never the whole text."""
+
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+        self.lines = _KEEP_BREAKS.split(doc._text)
+
+    def _place(self, position: types.Position) -> tuple[int, int]:
+        """(line, index in that line) of a client position, as ``Document.cursor`` resolves
+        an edit's (a line past the end means the end of the text)."""
+        line, col = position.line, position.character
+        if line < 0 or col < 0:
+            raise PositionError(f"negative position {line}:{col}")
+        if line >= len(self.lines):
+            line, col = len(self.lines) - 1, 1 << 62
+        text = self.lines[line]
+        content = text[:len(text) - len(_break_of(text))]
+        return line, self.doc._column(content, line, col, snap=True)
+
+    def replace(self, rng: types.Range, new: str) -> None:
+        a, b = self._place(rng.start), self._place(rng.end)
+        if b < a:
+            a, b = b, a
+        first, last = a[0], b[0]
+        lines = self.lines
+        if first == last and "\n" not in new and "\r" not in new:
+            line = lines[first]  # within one line, no break made or lost: the common case
+            lines[first] = line[:a[1]] + new + line[b[1]:]
+            return
+        piece = lines[first][:a[1]] + new + lines[last][b[1]:]
+        # A break may join with its neighbour ("\r" then "\n" is one break): re-split the
+        # lines on either side too when that can happen.
+        if first > 0 and lines[first - 1].endswith("\r"):
+            first -= 1
+            piece = lines[first] + piece
+        if last + 1 < len(lines) and piece.endswith("\r"):
+            last += 1
+            piece += lines[last]
+        ends = [m.end() for m in _BREAK.finditer(piece)]
+        out = [piece[s:e] for s, e in zip([0, *ends], ends, strict=False)]
+        if last == len(lines) - 1 or not ends or ends[-1] != len(piece):
+            out.append(piece[ends[-1] if ends else 0:])
+        lines[first:last + 1] = out
+
+
+#: Splits a text after each LSP line break, keeping it (the last piece has none, and is "" when
+#: the text ends with a break), as ``fim.lines.line_starts`` counts lines.
+_KEEP_BREAKS = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
+
+
+def _break_of(line: str) -> str:
+    """The break that ends ``line`` ("" for the last line)."""
+    if line.endswith("\r\n"):
+        return "\r\n"
+    return line[-1:] if line.endswith(("\n", "\r")) else ""
+
+
 class DocumentStore:
     """The open documents, by URI."""
 
@@ -185,8 +271,7 @@ class DocumentStore:
         doc = self._docs.get(params.text_document.uri)
         if doc is None:
             return None
-        for change in params.content_changes:
-            doc.apply_change(change)
+        doc.apply_changes(params.content_changes)
         doc.version = params.text_document.version
         return doc
 

@@ -300,7 +300,10 @@ class ModelHost:
                     if generation != self._generation:
                         return
                     hint = _hint_for(exc, model)
-                    log.error("model load failed: %s", hint, exc_info=exc)
+                    # A server that cannot be reached is one line, not a traceback: the
+                    # message says all there is (the reconnect timer tries again).
+                    log.error("model load failed: %s", hint,
+                              exc_info=None if isinstance(exc, ConnectionError) else exc)
                     self._set_state(HostState(LoadState.ERROR, model, hint))
                     if remote is not None:
                         self._start_timer()

@@ -19,6 +19,13 @@ cache while the user reads; the wider anchor takes over once it is cached.
 
 Anchors are remembered with the text that follows them, so an edit above the anchor (which
 moves its offset) does not lose it.
+
+The planner runs on the editor's event loop, so what it tokenizes is bounded by the token
+budgets, never by the document: a text longer than ``MAX_CHARS_PER_TOKEN`` characters per token
+of a budget is taken as over that budget without being tokenized (a 5 MB line once blocked
+every request for seconds here).  No code tokenizer packs that many characters into each of a
+thousand tokens; the only cost of the rule is a prompt start placed later than it could be on
+such a text, which the prompt builder cuts to the window anyway.
 """
 
 from __future__ import annotations
@@ -32,6 +39,8 @@ _SIGNATURE = 80
 #: more characters per token than source code has: where the search for a start begins
 _CHARS_PER_TOKEN = 8
 _NEWLINE = re.compile("\n")
+#: characters per token above which a text is over budget without tokenizing it (see above)
+MAX_CHARS_PER_TOKEN = 32
 
 
 @dataclass(frozen=True)
@@ -84,12 +93,13 @@ class AnchorPlanner:
         tokens above the cursor."""
         found = self._find(uri, text)
         if found is not None and found <= cursor:
-            tokens = self.count(text[found:cursor])
+            tokens = self._count(text, found, cursor, self.left_max)
             reach = self._anchors[uri].reach
             if tokens <= self.left_max and tokens - reach <= self.left_first:
                 return self._remember(uri, text, found, max(reach, tokens))
         start = self.fit(text, cursor, self.left_first)
-        return self._remember(uri, text, start, self.count(text[start:cursor]))
+        return self._remember(uri, text, start,
+                              self._count(text, start, cursor, self.left_max))
 
     def wider(self, uri: str, text: str, cursor: int) -> int | None:
         """A start up to ``left_max`` tokens above ``cursor`` if that is earlier than the
@@ -102,7 +112,14 @@ class AnchorPlanner:
 
     def adopt(self, uri: str, text: str, offset: int) -> None:
         """Make ``offset`` the anchor (its prompt up to the end of ``text`` is now cached)."""
-        self._remember(uri, text, offset, self.count(text[offset:]))
+        self._remember(uri, text, offset, self._count(text, offset, len(text), self.left_max))
+
+    def _count(self, text: str, start: int, end: int, budget: int) -> int:
+        """Tokens of ``text[start:end]``, or ``budget + 1`` without tokenizing when it is longer
+        than ``MAX_CHARS_PER_TOKEN`` characters per token of ``budget`` (see the module)."""
+        if end - start > max(1, budget) * MAX_CHARS_PER_TOKEN:
+            return budget + 1
+        return self.count(text[start:end])
 
     def fit(self, text: str, cursor: int, budget: int) -> int:
         """The earliest line start whose text up to ``cursor`` holds at most ``budget``
@@ -119,14 +136,14 @@ class AnchorPlanner:
                 starts.insert(0, 0)
             if not starts:  # one long line
                 return text.rfind("\n", 0, cursor) + 1
-            if floor == 0 or self.count(text[starts[0]:cursor]) > budget:
+            if floor == 0 or self._count(text, starts[0], cursor, budget) > budget:
                 break
             reach *= 2
         # A shorter text never has more tokens: binary search the earliest fitting start.
         lo, hi, best = 0, len(starts) - 1, len(starts) - 1
         while lo <= hi:
             mid = (lo + hi) // 2
-            if self.count(text[starts[mid]:cursor]) <= budget:
+            if self._count(text, starts[mid], cursor, budget) <= budget:
                 best, hi = mid, mid - 1
             else:
                 lo = mid + 1

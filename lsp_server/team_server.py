@@ -21,6 +21,14 @@ put ``prompt_tokens_details.cached_tokens`` in each answer's usage: how many pro
 prefix cache served, which Seam's client reports (``seam/status``) instead of its estimate.
 The API key, if any, is read from ``SEAM_VLLM_API_KEY`` (never a command-line argument, which
 other users can see).
+
+The address is checked before vLLM starts: a port outside 0..65535 or a host that names no
+address here is refused, and the address is bound once to see that it is free.  ``--port 0``
+picks a free port here and gives vLLM that port (vLLM would pick its own, which the command
+could not know), so the URL printed is the one vLLM listens on.  The URL printed for editors
+is one they can reach: on a wildcard host (``0.0.0.0``, ``::``) the machine's name, besides
+the loopback address for an editor on the same machine; an IPv6 address is bracketed
+(``http://[::1]:8000``), as URLs and the ``vllmServer`` setting want it.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -56,11 +65,67 @@ def add_team_options(p: argparse.ArgumentParser) -> None:
                         f"(default: {DEFAULT_MODEL})")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default: 127.0.0.1; 0.0.0.0 for a team)")
-    p.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    p.add_argument("--port", type=port_number, default=8000,
+                   help="port, 0 for a free one (default: 8000)")
     p.add_argument("--max-model-len", type=cli_args.positive_int, default=4096,
                    help="longest prompt plus completion in tokens (default: 4096)")
     p.add_argument("vllm_args", nargs="*", metavar="-- VLLM_ARG",
                    help="further arguments for vLLM's server, after -- (default: none)")
+
+
+def port_number(text: str) -> int:
+    """A TCP port, 0 to 65535 (0: a free one is picked)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port lies between 0 and 65535, not {value}")
+    return value
+
+
+WILDCARDS = ("0.0.0.0", "::", "")
+
+
+def bind_check(host: str, port: int) -> int:
+    """Bind ``host:port`` once and let go: the port vLLM will get (a free one for 0);
+    ``ValueError`` with the reason when the host names no address here or the port is
+    taken."""
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as err:
+        raise ValueError(f"--host {host!r} names no address here ({err})") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as err:
+            raise ValueError(f"cannot listen on {url_for(host, port)}: "
+                             f"{err.strerror or err}") from None
+        return sock.getsockname()[1]
+
+
+def url_for(host: str, port: int) -> str:
+    """``http://host:port``, with an IPv6 address in brackets."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def local_url(host: str, port: int) -> str:
+    """Where this machine reaches the server (what the command polls)."""
+    if host in ("::",):
+        return url_for("::1", port)
+    return url_for("127.0.0.1" if host in WILDCARDS else host, port)
+
+
+def editor_urls(host: str, port: int) -> list[str]:
+    """The URLs editors put in their ``vllmServer`` setting: on a wildcard host, the
+    machine's name (for the team) and the loopback address (an editor on this machine)."""
+    if host in WILDCARDS:
+        return [url_for(socket.getfqdn() or socket.gethostname(), port),
+                local_url(host, port)]
+    return [url_for(host, port)]
 
 
 def add_team_command(subparsers) -> None:
@@ -123,6 +188,10 @@ def team_server(argv: list[str]) -> int:
         args = team_parser().parse_args(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
+    try:
+        port = bind_check(args.host, args.port)
+    except ValueError as err:
+        return cli_args.fail("seam team-server", str(err))
     import importlib.util
 
     if importlib.util.find_spec("vllm") is None:
@@ -137,18 +206,18 @@ def team_server(argv: list[str]) -> int:
     extra = list(args.vllm_args)
     if env.get(KEY_ENV):
         env["VLLM_API_KEY"] = env[KEY_ENV]  # vLLM reads its key from there too
-    cmd = vllm_command(model, args.host, args.port, args.max_model_len, extra)
+    cmd = vllm_command(model, args.host, port, args.max_model_len, extra)
     print("seam team-server: starting " + " ".join(cmd[1:]), file=sys.stderr, flush=True)
     # vLLM runs in a session of its own (its worker processes with it), so it is stopped
     # here, on Ctrl-C or a SIGTERM (a service manager's stop), never left running.
     signal.signal(signal.SIGTERM, _interrupt)
     proc = subprocess.Popen(cmd, env=env, start_new_session=True)
-    host = "127.0.0.1" if args.host in ("0.0.0.0", "::", "") else args.host
-    url = f"http://{host}:{args.port}"
+    url = local_url(args.host, port)
+    urls = editor_urls(args.host, port)
     try:
         if wait_ready(url, proc, START_TIMEOUT_S):
             print(f"seam team-server: ready at {url} (editors: engine \"vllm\", server "
-                  f"\"{url}\")", flush=True)
+                  + " or ".join(f'"{u}"' for u in urls) + ")", flush=True)
         return proc.wait()
     except KeyboardInterrupt:
         return 130

@@ -34,6 +34,7 @@ from quotient import LanguageMode, Scope
 from .fallback import outside_parses
 from .grammar import python_tokenizer
 from .left_window import LeftWindow, WindowTooLarge, find_left_window
+from .outside import PENDING_REASON, outside_state
 from .right_window import (
     MAX_RIGHT_CHARS,
     ExactWindow,
@@ -105,13 +106,25 @@ class FimLanguage:
         if self._base_mode is not LanguageMode.EXACT:
             return self._base_mode
         if self._checked_mode is None:
-            outside = [self.left[: self.left_start], self.right[self._outside_right:]]
+            # A large outside text is judged in the background (``outside``): until it is,
+            # the mode is exact within the windows, and the reason says that the text far
+            # from the cursor is unconfirmed.
+            answers = [outside_state(self.left[: self.left_start]),
+                       outside_state(self.right[self._outside_right:])]
             if self._skipped:
                 # An inner cut assumes the block's header and the body statements it left out
                 # are complete: they must parse as a block of their own.
-                outside.append(self._skipped + " " * (self._body_column or 1) + "pass\n")
-            self._checked_mode = LanguageMode.EXACT if all(map(outside_parses, outside)) \
-                else LanguageMode.WINDOW
+                answers.append(outside_parses(self._skipped + " " * (self._body_column or 1)
+                                              + "pass\n"))
+            if False in answers:
+                self._checked_mode = LanguageMode.WINDOW
+            elif None in answers:
+                self.reason = self.reason or PENDING_REASON
+                return LanguageMode.EXACT  # asked again, the answer may be known
+            else:
+                self._checked_mode = LanguageMode.EXACT
+            if self.reason == PENDING_REASON:
+                self.reason = ""
         return self._checked_mode
 
     def check_region(self) -> tuple[int, int] | None:

@@ -139,7 +139,7 @@ class FimState:
         the recognizer accepts (with the INDENT/DEDENTs its line start implies)."""
         c = tail[0]
         if c == "#":
-            return True
+            return "\0" not in tail  # CPython refuses a NUL, in a comment too
         if c == "\\":
             return tail == "\\"
         shared = self.shared
@@ -229,7 +229,7 @@ class FimState:
         tail = head[tail_start:]
         nxt = right[i:i + 1]
         if tail[0] == "#":
-            if nxt in ("", "\n", "\r"):
+            if nxt in ("", "\n", "\r") and "\0" not in tail:
                 return lexed.terminals, lexed.layout
             return None
         if tail[0] == "\\":

@@ -362,7 +362,8 @@ class ThreadGovernor:
         self.cpus = max(1, cpus)
         self.monitor = monitor
         self.policy = policy or ThreadPolicy()
-        self.pinned = pinned
+        self.pinned: int | None = None
+        self.pin(pinned)
         self.last = ThreadChoice(pinned or self.most, ThreadSource.PINNED if pinned
                                  else ThreadSource.UNMEASURED)
 
@@ -370,6 +371,13 @@ class ThreadGovernor:
         """Fix the count (``None``: choose it from the load again)."""
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be at least 1, not {threads}")
+        if threads is not None and threads > self.cpus and threads != self.pinned:
+            # More threads than CPUs only make them wait on each other (256 on 2 CPUs made
+            # suggestions 15 times slower): the count is honoured, and the user told.
+            log.warning("threads is %d but this process may use %d CPU%s: llama.cpp will be "
+                        "much slower than with %d; set \"threads\" to at most %d, or to "
+                        "\"auto\"", threads, self.cpus, "" if self.cpus == 1 else "s",
+                        self.cpus, self.cpus)
         self.pinned = threads
 
     @property

@@ -1,17 +1,33 @@
 """A streamed answer made into a middle, as the in-process engine makes one: kept whole after a
 stop token when the file parses with it, cut at the right-context stop, at the best-ranked
 stop point when the budget or the clock cut it off, or back to its longest parsing prefix.
+
+A middle never holds more than the request's token budget allows, whatever the server sent
+(one that ignores ``max_tokens`` must not turn a 10 MB line into a 10 MB suggestion): the
+stream stops reading after ``max_tokens`` steps (``Streamed.overran``) and the text is cut at
+``MAX_TOKEN_CHARS`` characters per token of the budget, then treated as cut by the budget.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from fim import decoding
 from fim.api import CompletionRequest
 from fim.options import Mode, StopReason
 from fim.stopping import RIGHT_PROBE_CHARS, right_rewrite_cut, wrapped_right
-from fim.vllm.stream import Streamed
+from fim.vllm.stream import MAX_TOKEN_CHARS, Streamed
+
+
+def capped(req: CompletionRequest, got: Streamed) -> Streamed:
+    """``got`` with its text cut to what ``req.max_tokens`` tokens can hold, marked cut by the
+    budget when that removed anything (see the module docstring)."""
+    limit = max(1, req.max_tokens) * MAX_TOKEN_CHARS
+    if len(got.text) <= limit and not got.overran:
+        return got
+    return replace(got, text=got.text[:limit], finish="length", overran=True,
+                   stop_logps=[(at, lp) for at, lp in got.stop_logps if at <= limit])
 
 
 def after_heal(text: str, healed: str) -> str | None:
@@ -77,6 +93,7 @@ def finish(req: CompletionRequest, got: Streamed, healed: str = ""
     which the file parses (``best_complete``), or none."""
     if got.stop is StopReason.CANCELLED:
         return None, StopReason.CANCELLED, None
+    got = capped(req, got)
     stop = StopReason.EOS if got.finish == "stop" else (got.stop or StopReason.BUDGET)
     after = after_heal(got.text, healed)
     if after is None:  # ended while still re-typing the healed characters: no middle

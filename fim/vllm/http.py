@@ -1,14 +1,25 @@
-"""JSON over HTTP to a model server: the connection, the headers, the errors.
+"""JSON over HTTP to a model server: the connection, the headers, the errors, and the bounds
+on what a peer may do to the client.
 
 Split out of ``fim.vllm.client`` so that the transport (what a misbehaving peer can do to the
 client: how much it may send, how long it may take) lives in one place, apart from what the
-engine asks of the server.
+engine asks of the server.  Every caller goes through :meth:`Http.send`, which puts a watchdog
+on the connection: at the call's total deadline the socket is shut down, whatever the peer is
+doing (a socket timeout alone bounds one read, and a peer that trickles a byte every few
+seconds never trips it).  :meth:`Http.call` reads at most :attr:`Http.MAX_BODY_BYTES` of an
+answer.  Text a peer sent (a status line, an error message) reaches the user's message only
+through :func:`printable`: short, with control characters escaped.
 """
 
 from __future__ import annotations
 
+import heapq
 import http.client
+import itertools
 import json
+import socket
+import threading
+import time
 import urllib.parse
 from collections.abc import Callable
 
@@ -18,11 +29,88 @@ class VllmError(ConnectionError):
     ``ConnectionError``: callers that report I/O failures report this one too)."""
 
 
+#: Characters of a peer's own text quoted in a message.
+QUOTE_CHARS = 120
+
+
+def printable(text: object, limit: int = QUOTE_CHARS) -> str:
+    """A peer's text made safe to show: bytes decoded leniently, control characters (a NUL, a
+    CR or LF, an escape sequence) written as escapes, cut to ``limit`` characters."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", "replace")
+    text = str(text)
+    out = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text[:limit])
+    return out + ("…" if len(text) > limit else "")
+
+
+class Watchdog:
+    """Shuts a connection's socket down at a deadline (see the module docstring); ``fired``
+    says whether it did.  :meth:`cancel` it once the exchange is over (one left running only
+    shuts down a socket that is closed by then).  All watchdogs share one thread."""
+
+    _lock = threading.Condition()
+    _heap: list[tuple[float, int, Watchdog]] = []
+    _thread: threading.Thread | None = None
+    _ids = itertools.count()
+
+    def __init__(self, seconds: float) -> None:
+        self.fired = False
+        self.cancelled = False
+        self.sock: socket.socket | None = None
+        with Watchdog._lock:
+            heapq.heappush(Watchdog._heap, (time.monotonic() + max(0.0, seconds),
+                                            next(Watchdog._ids), self))
+            if Watchdog._thread is None:
+                Watchdog._thread = threading.Thread(target=Watchdog._run, daemon=True,
+                                                    name="seam-http-watchdog")
+                Watchdog._thread.start()
+            Watchdog._lock.notify()
+
+    def watch(self, sock: socket.socket | None) -> None:
+        """The socket to shut down (once connected); at once when the deadline has passed."""
+        self.sock = sock
+        if self.fired:
+            self._shut()
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self.sock = None
+
+    def _shut(self) -> None:
+        sock = self.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # closed already
+
+    @staticmethod
+    def _run() -> None:
+        heap = Watchdog._heap
+        while True:
+            with Watchdog._lock:
+                while not heap or heap[0][0] > time.monotonic():
+                    Watchdog._lock.wait(None if not heap else heap[0][0] - time.monotonic())
+                _, _, dog = heapq.heappop(heap)
+            if not dog.cancelled:
+                dog.fired = True
+                dog._shut()
+
+
 class Http:
-    """Small JSON-over-HTTP calls with timeouts and clear errors."""
+    """Small JSON-over-HTTP calls with total deadlines, byte limits and clear errors."""
+
+    #: Bytes a whole JSON answer (a model list, a tokenization, an error) may hold: far above
+    #: any real one, far below what would hurt the editor's process.
+    MAX_BODY_BYTES = 4 << 20
 
     def __init__(self, url: str, api_key: str | None, timeout: float) -> None:
         parts = urllib.parse.urlsplit(url)
+        try:
+            parts.port  # noqa: B018 - a port out of range raises here, not at the first call
+        except ValueError as err:
+            raise VllmError(f"server must be an http(s) URL such as http://host:8000, "
+                            f"not {url!r} ({err})") from None
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise VllmError(f"server must be an http(s) URL such as http://host:8000, "
                             f"not {url!r}")
@@ -44,31 +132,87 @@ class Http:
 
     def send(self, method: str, path: str, body: dict | None = None,
              timeout: float | None = None,
-             opened: Callable[[http.client.HTTPConnection], None] | None = None
+             opened: Callable[[http.client.HTTPConnection], None] | None = None,
+             total: float | None = None,
              ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         """Send a request; ``opened`` hears of the connection before anything is sent (so
-        another thread can hang up while the server has not answered yet)."""
+        another thread can hang up while the server has not answered yet).
+
+        ``timeout`` bounds one socket read; ``total`` (by default ``timeout``) the whole
+        exchange, the answer's reading included: a :class:`Watchdog` shuts the socket down
+        then (``conn.watchdog``, which the caller cancels when done with the answer)."""
+        timeout = timeout or self.timeout
         conn = self.connection(timeout)
+        dog = Watchdog(total if total is not None else timeout)
+        conn.watchdog = dog  # type: ignore[attr-defined]
         if opened is not None:
             opened(conn)
+        sent = False
         try:
+            conn.connect()
+            dog.watch(conn.sock)
             conn.request(method, self.base + path,
                          json.dumps(body).encode() if body is not None else None,
                          self.headers())
+            sent = True
             return conn, conn.getresponse()
         except (OSError, http.client.HTTPException) as err:
+            dog.cancel()
             conn.close()
-            raise VllmError(f"the vLLM server at {self.url} does not answer: {err}") from err
+            raise VllmError(self.failure(err, sent, dog.fired, total or timeout)) from err
+
+    def failure(self, err: BaseException, sent: bool, timed_out: bool, seconds: float) -> str:
+        """A true sentence for what went wrong with one exchange: nothing there, no answer in
+        time, an answer that is not HTTP, or a connection closed without one."""
+        where = f"the vLLM server at {self.url}"
+        if timed_out or isinstance(err, TimeoutError):
+            return (f"{where} did not answer within {seconds:g} s" if not sent else
+                    f"{where} did not finish its answer within {seconds:g} s")
+        if not sent:
+            return f"{where} cannot be reached: {printable(err)}"
+        if isinstance(err, http.client.BadStatusLine) and not isinstance(
+                err, http.client.RemoteDisconnected):
+            return (f"{where} answered something that is not HTTP (is it a vLLM server?): "
+                    f"{printable(err.line)}")
+        if isinstance(err, http.client.LineTooLong):
+            return f"{where} answered with an HTTP header line too long to read"
+        if isinstance(err, http.client.HTTPException) and not isinstance(err, OSError):
+            return f"{where} answered malformed HTTP: {printable(err)}"
+        return f"{where} closed the connection without a complete answer: {printable(err)}"
 
     def call(self, method: str, path: str, body: dict | None = None) -> dict:
+        """One JSON request and its JSON answer, within ``timeout`` in total and
+        :attr:`MAX_BODY_BYTES`."""
         conn, resp = self.send(method, path, body)
+        dog: Watchdog = conn.watchdog  # type: ignore[attr-defined]
         try:
-            data = resp.read()
+            data = read_bounded(resp, self.MAX_BODY_BYTES)
         except (OSError, http.client.HTTPException) as err:
-            raise VllmError(f"the vLLM server at {self.url} broke off: {err}") from err
+            raise VllmError(self.failure(err, True, dog.fired, self.timeout)) from err
         finally:
+            dog.cancel()
             conn.close()
+        if data is None:
+            raise VllmError(f"the vLLM server at {self.url} sent an answer longer than "
+                            f"{self.MAX_BODY_BYTES >> 20} MiB to {method} {path}")
+        if dog.fired:
+            raise VllmError(self.failure(TimeoutError(), True, True, self.timeout))
         return json_or_error(self.url, resp.status, data)
+
+
+def read_bounded(resp: http.client.HTTPResponse, limit: int) -> bytes | None:
+    """The answer's body, or ``None`` when it holds more than ``limit`` bytes (the rest is not
+    read)."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        piece = resp.read(min(1 << 16, limit + 1 - size))
+        if not piece:
+            return b"".join(chunks)
+        chunks.append(piece)
+        size += len(piece)
+        if size > limit:
+            return None
 
 
 def json_or_error(url: str, status: int, data: bytes) -> dict:
@@ -82,5 +226,5 @@ def json_or_error(url: str, status: int, data: bytes) -> dict:
             err = out.get("error", out.get("message", out))
             detail = err.get("message", err) if isinstance(err, dict) else err
         raise VllmError(f"the vLLM server at {url} answered HTTP {status}"
-                        + (f": {detail}" if detail else " with no JSON"))
+                        + (f": {printable(detail)}" if detail else " with no JSON"))
     return out

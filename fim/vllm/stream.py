@@ -1,6 +1,13 @@
 """One streamed completion from the server, read on a thread so that cancel and the
 deadline are polled, and the per-step facts (stop log-probabilities, the likeliest token at the
 last step) read off its chunks.
+
+What a server sends is bounded whatever it does: one line of the stream holds at most
+``Stream.MAX_LINE_BYTES``, the whole stream ``Stream.MAX_STREAM_BYTES``, and the exchange ends
+at the request's deadline plus ``Stream.READ_MARGIN_S`` (``Stream.UNBUDGETED_READ_S`` without
+a deadline: a warm-up too) in total, however slowly the bytes come (``fim.vllm.http``'s
+watchdog).  A server that streams more steps than the request's ``max_tokens`` is cut there
+(``Streamed.overran``), as if it had stopped for the budget.
 """
 
 from __future__ import annotations
@@ -16,7 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fim.options import StopReason
-from fim.vllm.http import Http, VllmError, json_or_error
+from fim.vllm.http import Http, VllmError, json_or_error, printable, read_bounded
+
+#: Characters one token may stand for, at most (the longest tokens of code models' vocabularies
+#: are runs of spaces or punctuation well under this): the text kept of an answer is at most
+#: this many per token of the request's budget.
+MAX_TOKEN_CHARS = 128
 
 
 @dataclass
@@ -35,6 +47,8 @@ class Streamed:
     #: per step: where its token starts in ``text`` and the log-probability the raw model
     #: gave a stop token there (``None``: no stop among the step's top ids)
     stop_logps: list[tuple[int, float | None]] = field(default_factory=list)
+    #: the server sent more steps than the request's ``max_tokens``: the rest was not read
+    overran: bool = False
 
 
 class Stream:
@@ -47,6 +61,11 @@ class Stream:
     #: The read timeout of a request without a time budget (a queued request on a busy
     #: server may wait this long for its first token): never shorter than the HTTP timeout.
     UNBUDGETED_READ_S = 60.0
+    #: Bytes one line of the event stream may hold (a step's chunk with 20 top log-
+    #: probabilities is a few kilobytes).
+    MAX_LINE_BYTES = 1 << 20
+    #: Bytes the whole event stream may hold.
+    MAX_STREAM_BYTES = 8 << 20
 
     def __init__(self, http_: Http, body: dict, cancel: Callable[[], bool] | None,
                  deadline: float | None,
@@ -54,6 +73,9 @@ class Stream:
                  stops: tuple[str, ...] = ()) -> None:
         self.http, self.body, self.cancel, self.deadline = http_, body, cancel, deadline
         self.stops = stops  # the stop tokens' texts, as logprobs name them
+        budget = body.get("max_tokens")
+        #: characters of answer kept (see ``MAX_TOKEN_CHARS``)
+        self.max_chars = (max(1, budget) if isinstance(budget, int) else 4096) * MAX_TOKEN_CHARS
         self.events: queue.Queue = queue.Queue()
         self.conn: http.client.HTTPConnection | None = None
         self.resp: http.client.HTTPResponse | None = None
@@ -84,6 +106,10 @@ class Stream:
                 if kind == "error":
                     raise value
                 if kind == "done":
+                    return out
+                if kind == "overran":
+                    out.overran = True
+                    out.finish = "length"  # as if the server had kept the budget
                     return out
                 self._take(out, value)
         finally:
@@ -126,6 +152,8 @@ class Stream:
             out.answered = True
             piece = choice.get("text") or ""
             out.stop_logps += stop_logps_of(choice.get("logprobs"), len(out.text), self.stops)
+            if len(out.text) + len(piece) > self.max_chars:  # kept no longer than the budget
+                piece, out.overran = piece[:max(0, self.max_chars - len(out.text))], True
             out.text += piece
             out.last_piece = piece or out.last_piece
             out.tokens += 1
@@ -149,35 +177,31 @@ class Stream:
         left = max(0.0, self.deadline - time.monotonic())
         return max(self.http.timeout, left + self.READ_MARGIN_S)
 
+    def total_s(self) -> float:
+        """Seconds the whole exchange may take, from connecting to the last byte: as long as
+        one read may wait (:meth:`read_timeout`), counted once for all of them."""
+        return self.read_timeout()
+
     def _read(self) -> None:
+        conn = None
         try:
-            _, resp = self.http.send("POST", "/v1/completions", self.body,
-                                     timeout=self.read_timeout(), opened=self._opened)
+            conn, resp = self.http.send("POST", "/v1/completions", self.body,
+                                        timeout=self.read_timeout(), opened=self._opened,
+                                        total=self.total_s())
             self.resp = resp
             if self.hung_up:
                 resp.close()
                 return
             if resp.status != 200:
-                json_or_error(self.http.url, resp.status, resp.read())
-            done = False
-            for raw in resp:
-                line = raw.decode("utf-8", "replace").strip()
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    done = True
-                    break
-                try:
-                    chunk = json.loads(data)
-                except ValueError:
-                    raise VllmError(f"the vLLM server at {self.http.url} sent a "
-                                    f"malformed event: {data[:80]!r}") from None
-                if "error" in chunk:
-                    raise VllmError(f"the vLLM server at {self.http.url} failed: "
-                                    f"{chunk['error']}")
-                self.events.put(("chunk", chunk))
-            if not done and not self.hung_up:  # vLLM always ends with [DONE]: not a stream
+                data = read_bounded(resp, Http.MAX_BODY_BYTES) or b""
+                json_or_error(self.http.url, resp.status, data)
+            done = self._lines(resp)
+            if conn.watchdog.fired and not done:
+                raise VllmError(f"the vLLM server at {self.http.url} did not finish its "
+                                f"answer within {self.total_s():g} s")
+            if done is None:
+                self.events.put(("overran", None))
+            elif not done and not self.hung_up:  # vLLM always ends with [DONE]: not a stream
                 raise VllmError(f"the vLLM server at {self.http.url} ended the answer "
                                 "without finishing it (is it a vLLM server?)")
             self.events.put(("done", None))
@@ -188,8 +212,54 @@ class Stream:
         except Exception as err:  # noqa: BLE001 - the thread's boundary: all goes to run()
             # (Reading a response whose connection this client hung up raises whatever
             # http.client meets: ValueError, AttributeError, OSError.)
-            self.events.put(("error", VllmError(
-                f"the vLLM server at {self.http.url} broke off: {err}")))
+            what = (f"did not finish its answer within {self.total_s():g} s"
+                    if conn is not None and conn.watchdog.fired
+                    else f"broke off: {printable(err)}")
+            self.events.put(("error", VllmError(f"the vLLM server at {self.http.url} {what}")))
+        finally:
+            if conn is not None:
+                conn.watchdog.cancel()
+                conn.close()
+
+    def _lines(self, resp: http.client.HTTPResponse) -> bool | None:
+        """Read the event stream into ``events``: ``True`` at ``[DONE]``, ``False`` when it
+        ended without one, ``None`` when the server sent more steps than ``max_tokens``."""
+        steps_max = self.body.get("max_tokens")
+        size = steps = 0
+        while True:
+            raw = resp.readline(self.MAX_LINE_BYTES + 1)
+            if not raw:
+                return False
+            size += len(raw)
+            if len(raw) > self.MAX_LINE_BYTES:
+                raise VllmError(f"the vLLM server at {self.http.url} sent a line longer "
+                                f"than {self.MAX_LINE_BYTES >> 20} MiB")
+            if size > self.MAX_STREAM_BYTES:
+                raise VllmError(f"the vLLM server at {self.http.url} sent more than "
+                                f"{self.MAX_STREAM_BYTES >> 20} MiB for one answer")
+            line = raw.decode("utf-8", "replace").strip()
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+            if data == "[DONE]":
+                return True
+            try:
+                chunk = json.loads(data)
+            except ValueError:
+                raise VllmError(f"the vLLM server at {self.http.url} sent a "
+                                f"malformed event: {printable(data, 80)}") from None
+            if not isinstance(chunk, dict):
+                raise VllmError(f"the vLLM server at {self.http.url} sent an event that "
+                                f"is not an object: {printable(data, 80)}")
+            if "error" in chunk:
+                raise VllmError(f"the vLLM server at {self.http.url} failed: "
+                                f"{printable(chunk['error'])}")
+            choices = chunk.get("choices")
+            steps += len(choices) if isinstance(choices, list) else 0
+            if isinstance(steps_max, int) and steps > steps_max + 1:
+                # (one more than the budget: vLLM's stop token may come in a chunk of its own)
+                return None
+            self.events.put(("chunk", chunk))
 
 
 def refuse() -> None:

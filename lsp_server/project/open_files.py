@@ -36,6 +36,11 @@ MIN_EXCERPT_TOKENS = 32
 #: only when the editor keeps this many open, then the least recent go).
 MAX_VISITS = 256
 MAX_OUTLINES = 4096
+#: A document longer than this is not parsed for its outline (its first lines stand in), and
+#: what is shown of any document is cut to ``MAX_SHOWN_CHARS`` at a line end: this runs on the
+#: editor's event loop, where a 5 MB line once took half a minute (issue 28).
+MAX_OUTLINE_CHARS = 1_000_000
+MAX_SHOWN_CHARS = 16_000
 
 
 class OpenFiles:
@@ -68,6 +73,10 @@ class OpenFiles:
         hit = self._outlines.get(doc.uri)
         if hit is not None and (hit[0] is doc.text or hit[0] == doc.text):
             return hit[1]
+        if len(doc.text) > MAX_OUTLINE_CHARS:
+            found = _bounded("\n".join(doc.text[:MAX_SHOWN_CHARS].split("\n")[:OPEN_FILE_LINES]))
+            self._outlines.put(doc.uri, (doc.text, found))
+            return found
         self.parses += 1
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -77,6 +86,7 @@ class OpenFiles:
                 found = None
         if found is None:  # not parsable now: its first lines
             found = "\n".join(doc.text.split("\n", OPEN_FILE_LINES)[:OPEN_FILE_LINES])
+        found = _bounded(found)
         self._outlines.put(doc.uri, (doc.text, found))
         return found
 
@@ -87,7 +97,7 @@ class OpenFiles:
             return self._outline_of(doc)
         lines = doc.text.split("\n")
         lo = max(0, min(line - OPEN_FILE_LINES // 2, len(lines) - OPEN_FILE_LINES))
-        return "\n".join(lines[lo:lo + OPEN_FILE_LINES])
+        return _bounded("\n".join(lines[lo:lo + OPEN_FILE_LINES]))
 
     def pick(self, query: ContextQuery, cap: int) -> Picked:
         recency = {u: i for i, u in enumerate(self._visits)}
@@ -112,3 +122,12 @@ class OpenFiles:
             chosen[k] = ContextFile(path, body)
             spent += extra
         return Picked(tuple(chosen[k] for k in sorted(chosen)), spent)
+
+
+def _bounded(text: str) -> str:
+    """``text`` cut to ``MAX_SHOWN_CHARS`` at its last line end within them (or at the limit
+    when its first line is longer)."""
+    if len(text) <= MAX_SHOWN_CHARS:
+        return text
+    end = text.rfind("\n", 0, MAX_SHOWN_CHARS)
+    return text[:end if end > 0 else MAX_SHOWN_CHARS]
