@@ -10,7 +10,7 @@ import math
 from fim import decoding
 from fim.api import CompletionRequest
 from fim.options import Mode, StopReason
-from fim.stopping import RIGHT_PROBE_CHARS, right_rewrite_cut, wrapped_right
+from fim.stopping import RightStop, right_rewrite_cut
 from fim.vllm.stream import Streamed
 
 
@@ -53,21 +53,21 @@ def right_context_end(req: CompletionRequest, text: str, last: str, wanted: str
                        ) -> str | None:
     """The middle when the server's row ended because the model's next token, ``wanted``,
     would re-write the right context (``None`` when it would not): the in-process decoder's
-    rule (``fim.stopping.right_rewrite_cut``) over the last token (``last``, the end of
-    ``text``) and ``wanted``, with a parse of the file as the complete point.  A cut inside
-    the last token drops its end; one inside ``wanted`` keeps its first characters."""
+    rule (``fim.stopping.right_rewrite_cut``) over the middle, its last token (``last``,
+    the end of ``text``) and ``wanted``, with a parse of the file as the complete point.  A
+    cut inside the middle drops what follows it (the tokens that settled a short agreement
+    too); one inside ``wanted`` keeps its first characters."""
     if not wanted or "\ufffd" in wanted:
         return None
     base = max(0, len(text) - len(last)) if text.endswith(last) else len(text)
-    right = req.right[:RIGHT_PROBE_CHARS]
-    piece = text[base:] + wanted
+    piece = text + wanted
 
     def complete_at(c: int) -> bool:
-        return decoding.parses(req.left + text[:base] + piece[:c] + req.right)
+        return decoding.parses(req.left + piece[:c] + req.right)
 
-    c = right_rewrite_cut(piece, text[base - 1] if base else "", right,
-                          wrapped_right(right, req.right_wraps), complete_at)
-    return None if c is None else text[:base] + piece[:c]
+    c = right_rewrite_cut(piece, len(text), base, RightStop.of(req.right, req.right_wraps),
+                          complete_at)
+    return None if c is None else piece[:c]
 
 
 def finish(req: CompletionRequest, got: Streamed, healed: str = ""
