@@ -230,6 +230,9 @@ class DecodeOptions:
     #: docstring or call wrapped by its author): the right context compared with line
     #: breaks, their indentation and a comment's ``#`` read as one space.
     right_wraps: bool = False
+    #: The cursor has only blanks before it on its line (the right context's first line is
+    #: a whole line, whose re-write needs more agreement: ``fim.stopping.RightStop``).
+    line_start: bool = False
     #: Constrained mode: the first tokens to take (an earlier run's path and a branch off
     #: it, ``fim.alternatives``); a forced token the constraint refuses ends the decode
     #: with no middle (stop ``no_candidate``).
@@ -298,7 +301,7 @@ class _Decoder:
                                                        hooks.progress)
         self.seq = _Sequence(heal=healed.encode("utf-8"))
         self.right = RightStop.of(options.right_context if self.constrained else "",
-                                  options.right_wraps)
+                                  options.right_wraps, options.line_start)
         self.steps: list[Step] = []
         self.stop_list = sorted(setup.stop_ids)
         self.tokens = 0
@@ -420,6 +423,14 @@ class _Decoder:
             cut = self._rewrites_right(candidates[0])
             if cut is not None:
                 self._took(candidates, 0, chars, taken=self.tokens > before)
+                return _Choice(stop=StopReason.RIGHT_CONTEXT, line_cut=cut)
+        elif (self.right and finite[0] and candidates[0] in setup.stop_ids and not forced
+              and not seq.heal and not seq.pending and cache.is_complete(state)):
+            # The model ends here: a re-write it wrote before the end is cut off.
+            cut = rewrite_cut_after(cache, self.steps, state, seq.joined(), "", self.right,
+                                    ending=True)
+            if cut is not None:
+                self._took(candidates, 0, seq.chars, taken=False)
                 return _Choice(stop=StopReason.RIGHT_CONTEXT, line_cut=cut)
         for index, (tid, ok) in enumerate(zip(candidates, finite, strict=True)):
             if not ok:

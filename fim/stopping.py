@@ -147,7 +147,9 @@ def wrapped_right(right: str, wraps: bool) -> str:
 #: An agreement with the right context this long (characters besides blanks) is a re-write
 #: without looking further; a shorter one only once it reaches the end of the right
 #: context's first line with text (issue 29: `` is`` against ``istributed``, ``    return``
-#: against ``    return True`` are coincidences the next tokens refute).
+#: against ``    return True`` are coincidences the next tokens refute).  An agreement of
+#: whole lines needs twice as much, or the end of the second line with text: a short line
+#: (``continue``, ``return True``) is often the model's own next line too.
 STRONG_AGREEMENT = 8
 
 
@@ -159,41 +161,71 @@ def _nonblank(text: str) -> int:
     return len(text) - text.count(" ") - text.count("\t") - text.count("\n")
 
 
+def at_line_start(left: str) -> bool:
+    """Whether a cursor after ``left`` has nothing but blanks before it on its line."""
+    return not left[left.rfind("\n") + 1:].strip()
+
+
+def _text_line_ends(right: str, count: int) -> list[int]:
+    """Where the first ``count`` lines of ``right`` with text end (after their last character
+    besides blanks); the end of its text for those it lacks."""
+    ends, at = [], 0
+    for line in right.split("\n"):
+        if len(ends) == count:
+            break
+        if line.strip():
+            ends.append(at + len(line.rstrip(" \t\r")))
+        at += len(line) + 1
+    last = len(right.rstrip())
+    return ends + [last] * (count - len(ends))
+
+
 @dataclass(frozen=True)
 class RightStop:
     """What the right-context stop compares the model's text with: the start of the text
     after the cursor (``RIGHT_PROBE_CHARS``), that text as a line wrap reads
-    (``wrapped_right``; ``""``: not looked for), and where its first line with text ends
-    (after its last character besides blanks), as written and as the wrap reads it: the
-    point an agreement must reach to be taken as a re-write before it is
-    ``STRONG_AGREEMENT`` long."""
+    (``wrapped_right``; ``""``: not looked for), whether the cursor has only blanks before it
+    on its line (``line_start``: the right context's first line is a whole line), and where
+    its first two lines with text end (after their last character besides blanks), as
+    written and (the first) as the wrap reads it: the points an agreement must reach to be
+    taken as a re-write before it is long enough (``STRONG_AGREEMENT``)."""
 
     right: str
     wrapped: str = ""
+    line_start: bool = False
     line_end: int = 0
+    next_line_end: int = 0
     wrapped_line_end: int = 0
+    wrapped_next_line_end: int = 0
 
     @classmethod
-    def of(cls, right: str, wraps: bool) -> RightStop:
+    def of(cls, right: str, wraps: bool, line_start: bool = False) -> RightStop:
         right = right[:RIGHT_PROBE_CHARS]
-        at, line_end = 0, 0
-        for line in right.split("\n"):
-            if line.strip():
-                line_end = at + len(line.rstrip(" \t\r"))
-                break
-            at += len(line) + 1
+        first, second = _text_line_ends(right, 2)
         wrapped = wrapped_right(right, wraps)
-        return cls(right, wrapped, line_end, len(unwrap(right[:line_end])) if wrapped else 0)
+        return cls(right, wrapped, line_start, first, second,
+                   len(unwrap(right[:first])) if wrapped else 0,
+                   len(unwrap(right[:second])) if wrapped else 0)
 
     def __bool__(self) -> bool:
         return bool(self.right.strip())
 
-    def settled(self, agreement: str) -> bool:
+    def settled(self, agreement: str, whole_lines: bool = False, ending: bool = False
+                ) -> bool:
         """Whether ``agreement`` (a prefix of the right context, or text that starts with all
         of it) is evidence enough of a re-write: all of the right context, as far as the end
-        of its first line with text, or ``STRONG_AGREEMENT`` characters besides blanks."""
-        return (agreement.startswith(self.right) or len(agreement) >= self.line_end
-                or _nonblank(agreement) >= STRONG_AGREEMENT)
+        of its first line with text, or ``STRONG_AGREEMENT`` characters besides blanks; for
+        an agreement of ``whole_lines``, as far as the end of the second line with text, or
+        twice as many characters.  Where the model ends its middle (``ending``), a re-write
+        it wrote as far as the end of the first line with text is one."""
+        if agreement.startswith(self.right):
+            return True
+        if ending:
+            return len(agreement) >= self.line_end
+        if whole_lines:
+            return (len(agreement) >= self.next_line_end
+                    or _nonblank(agreement) >= 2 * STRONG_AGREEMENT)
+        return len(agreement) >= self.line_end or _nonblank(agreement) >= STRONG_AGREEMENT
 
     def wrapped_agreement(self, tail: str) -> str:
         """``tail`` as a line wrap reads it, when that is how the right context's next line
@@ -207,10 +239,23 @@ class RightStop:
             return flat
         return ""
 
-    def settled_wrapped(self, flat: str) -> bool:
+    def settled_wrapped(self, flat: str, whole_lines: bool = False) -> bool:
         """:meth:`settled` for an agreement with the wrapped right context."""
-        return (flat.startswith(self.wrapped) or len(flat) >= self.wrapped_line_end
-                or _nonblank(flat) >= STRONG_AGREEMENT)
+        if flat.startswith(self.wrapped):
+            return True
+        if whole_lines:
+            return (len(flat) >= self.wrapped_next_line_end
+                    or _nonblank(flat) >= 2 * STRONG_AGREEMENT)
+        return len(flat) >= self.wrapped_line_end or _nonblank(flat) >= STRONG_AGREEMENT
+
+    def whole_lines(self, text: str, c: int) -> bool:
+        """Whether a re-write starting at ``text[c]`` (``text`` the middle) starts a line of
+        the file: after a line break, or after nothing but blanks on a line that has
+        nothing else before them."""
+        if text[c] == "\n":
+            return True
+        start = text.rfind("\n", 0, c) + 1
+        return not text[start:c].strip() and (start > 0 or self.line_start)
 
 
 def complete_at_marks(cache: FeedCache, marks: Sequence[Step], state: ConstraintState,
@@ -234,20 +279,21 @@ def complete_at_marks(cache: FeedCache, marks: Sequence[Step], state: Constraint
 
 
 def rewrite_cut_after(cache: FeedCache, marks: Sequence[Step], state: ConstraintState,
-                      joined: str, added: str, stop: RightStop) -> int | None:
+                      joined: str, added: str, stop: RightStop, ending: bool = False
+                      ) -> int | None:
     """:func:`right_rewrite_cut` over a decode's states, as the in-process decoder and vLLM's
     rows both ask it: ``joined`` is the middle so far, ``marks`` its steps (the state and
     length before each token, ``Step.text`` what the token added), ``state`` the state after
-    it, ``added`` the characters of the token the model wants next; the cut (a middle
-    length), or ``None``."""
+    it, ``added`` the characters of the token the model wants next (``""`` where it wants
+    to stop: ``ending``); the cut (a middle length), or ``None``."""
     text = joined + added
     base = marks[-1].chars if marks else 0
     return right_rewrite_cut(text, len(joined), base, stop,
-                             complete_at_marks(cache, marks, state, text, len(joined)))
+                             complete_at_marks(cache, marks, state, text, len(joined)), ending)
 
 
 def right_rewrite_cut(text: str, done: int, base: int, stop: RightStop,
-                      complete_at: Callable[[int], bool]) -> int | None:
+                      complete_at: Callable[[int], bool], ending: bool = False) -> int | None:
     """Where in ``text`` the middle ends because the model would re-write the right context,
     or ``None``.
 
@@ -265,8 +311,12 @@ def right_rewrite_cut(text: str, done: int, base: int, stop: RightStop,
     the decode takes as usual (the look-ahead costs decode steps, not a new prompt): they
     either carry it on until it is settled, and the cut goes back to where it started, or
     part from the right context (`` is`` then `` the`` against ``istributed``;
-    ``    return`` then ``False`` against ``    return True``).  The earliest re-write that
-    starts at a complete point is the cut.
+    ``    return`` then ``False`` against ``    return True``).  An agreement of whole lines
+    needs more (a short line like ``continue`` is often the model's own next line too), except
+    where the model ends the middle after it (``ending``: ``text`` is the middle, and the
+    model's likeliest token a stop where the middle is complete), when it reaches the end of
+    the first line with text.  The earliest re-write that starts at a complete point is the
+    cut.
     """
     right = stop.right
     if not stop:
@@ -283,9 +333,9 @@ def right_rewrite_cut(text: str, done: int, base: int, stop: RightStop,
         if c and _blank(text[c - 1]) and _blank(first):
             continue  # inside a run of blanks
         if right.startswith(tail) or tail.startswith(right):
-            settled = stop.settled(tail)
+            settled = stop.settled(tail, stop.whole_lines(text, c), ending)
         elif flat := stop.wrapped_agreement(tail):
-            settled = stop.settled_wrapped(flat)
+            settled = stop.settled_wrapped(flat, stop.whole_lines(text, c))
         else:
             continue
         if settled and complete_at(c):

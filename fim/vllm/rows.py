@@ -28,7 +28,7 @@ import numpy as np
 from fim.decoding import FeedCache, HealIndex, _Sequence
 from fim.engines.vocab import Vocabulary, build_vocabulary
 from fim.options import SCOPES, Scope
-from fim.stopping import RightStop, Step, rewrite_cut_after
+from fim.stopping import RightStop, Step, at_line_start, rewrite_cut_after
 from fim.templates import detect_template, stop_ids
 from quotient.constraint import Constraint, ConstraintState
 
@@ -300,7 +300,8 @@ class RowConstraint:
         self.right_stops = 0  # steps ended because the best token re-wrote the right context
         # The state and middle length before each token (where a re-write may start).
         self.marks: list[Step] = []
-        self.right = RightStop.of(args.right if args.right_stop else "", args.right_wraps)
+        self.right = RightStop.of(args.right if args.right_stop else "", args.right_wraps,
+                                  at_line_start(args.left))
 
     @property
     def dead(self) -> bool:

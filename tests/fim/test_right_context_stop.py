@@ -192,3 +192,29 @@ def test_a_settled_rewrite_after_a_refuted_one_is_cut(random_loaded):
     assert [t.token for t in out.trace] == kept
     assert (out.end_step.token, out.end_step.chars) == starts[len(kept)]
     assert out.end_step.chars >= len(res.middle)
+
+
+def test_one_short_line_of_agreement_is_no_rewrite(random_loaded):
+    """The execution benchmark's ``parse_config:5``: the hole is ``if not line or
+    line.startswith("#"):`` and the model writes two guards, each with its own ``continue``.
+    The first ``continue`` line is the right context's first line, but the next is not: the
+    middle does not end there (the comment guard would be lost); it ends before the second,
+    which the right context's next line follows."""
+    left = ("def parse_config(text):\n    config = {}\n    for line in text.splitlines():\n"
+            "        line = line.strip()\n")
+    right = ('            continue\n        key, _, value = line.partition("=")\n'
+             "        config[key.strip()] = value.strip()\n    return config\n")
+    middle = '        if not line:\n            continue\n        if line.startswith("#"):\n'
+    engine, _ = python_engine(random_loaded, middle + right)
+    res = engine.complete(CompletionRequest(left, right, max_tokens=48, scope="free"))
+    assert (res.middle, res.stop) == (middle, "right_context")
+
+
+def test_a_rewrite_the_model_ends_after_is_cut(random_loaded):
+    """The model writes its line and the right context's next line, then stops: one whole
+    line is not enough to settle a re-write while the model goes on, but where it ends, the
+    duplicate is cut off."""
+    engine, _ = python_engine(random_loaded, "a += 1\n    a *= 2\n")
+    res = engine.complete(CompletionRequest("def f(a):\n    ", "\n    a *= 2\n    return a\n",
+                                            max_tokens=24, scope="block"))
+    assert (res.middle, res.stop) == ("a += 1", "right_context")

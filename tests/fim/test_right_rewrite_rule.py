@@ -15,7 +15,7 @@ import ast
 
 import pytest
 
-from fim.stopping import RightStop, right_rewrite_cut
+from fim.stopping import RightStop, at_line_start, right_rewrite_cut
 
 
 def parses(source: str) -> bool:
@@ -29,16 +29,18 @@ def parses(source: str) -> bool:
 def first_cut(left: str, right: str, tokens: list[str], wraps: bool = True
               ) -> tuple[int, str] | None:
     """The first step at which the rule cuts, as a decode asks it (the middle so far, its
-    last token's start, the next token), and the middle there; ``None`` if it never does."""
-    stop = RightStop.of(right, wraps)
+    last token's start, the next token), and the middle there; ``None`` if it never does.
+    After the last token the model wants to stop (``ending``)."""
+    stop = RightStop.of(right, wraps, at_line_start(left))
     middle, base = "", 0
-    for step, wanted in enumerate(tokens):
+    for step, wanted in enumerate([*tokens, ""]):
         text = middle + wanted
 
         def complete_at(c: int, text: str = text) -> bool:
             return parses(left + text[:c] + right)
 
-        c = right_rewrite_cut(text, len(middle), base, stop, complete_at)
+        c = right_rewrite_cut(text, len(middle), base, stop, complete_at,
+                              ending=step == len(tokens))
         if c is not None:
             return step, text[:c]
         base, middle = len(middle), text
@@ -118,3 +120,35 @@ def test_the_right_stop_settles_at_its_first_line_with_text():
     assert stop.wrapped == " return a b " and not stop.settled_wrapped(" return")
     assert stop.settled_wrapped(" return a")
     assert not RightStop.of("  \n\n", wraps=True)
+
+
+PARSE_CONFIG = """def parse_config(text):
+    config = {}
+    for line in text.splitlines():
+        line = line.strip()
+"""
+
+
+def test_one_short_line_of_agreement_is_no_rewrite():
+    """The hole is ``if not line or line.startswith("#"):``; the model writes two guards, each
+    with its own ``continue``.  Its first ``continue`` line is the right context's first line,
+    but the line after it is not: cut there, the comment guard was lost (the execution
+    benchmark's ``parse_config:5``).  The second ``continue`` is followed by the right
+    context's next line, and that is the re-write."""
+    right = ('            continue\n        key, _, value = line.partition("=")\n'
+             "        config[key.strip()] = value.strip()\n")
+    tokens = ["        if", " not", " line", ":\n", "           ", " continue", "\n", "       ",
+              " if", " line", ".startswith", '("#', '"):', "\n", "           ", " continue",
+              "\n", "       ", " key", ",", " _", ",", " value", " =", " line"]
+    assert first_cut(PARSE_CONFIG, right, tokens) == (
+        22, '        if not line:\n            continue\n        if line.startswith("#"):\n')
+
+
+def test_a_rewrite_the_model_ends_after_is_cut():
+    # The model writes its line, then the right context's next line, and stops: the duplicate
+    # line is cut off though one line is short of settling a whole-line agreement.
+    left, right = "def f(a):\n    ", "\n    a *= 2\n    return a\n"
+    assert first_cut(left, right, ["a", " +=", " 1", "\n", "   ", " a", " *=", " 2", "\n"]) \
+        == (9, "a += 1")
+    # Not where the model stops after a prefix of the line (" is" before "istributed").
+    assert first_cut("# d", "istributed on an AS IS BASIS\n", ["ata", " is"]) is None

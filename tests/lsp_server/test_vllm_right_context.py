@@ -69,6 +69,16 @@ def test_a_short_agreement_is_no_stop(peer):
     assert (res.middle, res.stop) == ("cannot ", StopReason.EOS)
 
 
+def test_a_rewrite_before_the_models_own_stop_is_cut(peer):
+    # The model wrote its line and the right context's next line, then stopped by itself:
+    # the duplicate line is cut off as the in-process decoder cuts it (issue 29).
+    peer.middle = "a += 1\n    a *= 2\n"
+    res = VllmEngine.connect(peer.url).complete(
+        _request(left="def f(a):\n    ", right="\n    a *= 2\n    return a\n",
+                 scope=Scope.BLOCK, max_tokens=24))
+    assert (res.middle, res.stop) == ("a += 1", StopReason.RIGHT_CONTEXT)
+
+
 def test_off_and_sampled_requests_do_not_ask_for_it(peer):
     peer.wanted = "be"
     engine = VllmEngine.connect(peer.url)

@@ -170,6 +170,24 @@ def test_a_short_agreement_refuted_by_the_next_token_ends_no_row(table, random_t
     assert right_stops == 0 and out == _script(random_tokenizer, said)
 
 
+def test_a_rewrite_the_model_ends_after_is_cut_by_the_client(table, random_tokenizer,
+                                                             in_process):
+    """The model writes its line and the right context's next line, then its own stop: the
+    row ends by itself, and the client cuts the duplicate off where the in-process decoder
+    does."""
+    left, right, said = "def f(a):\n    ", "\n    a *= 2\n    return a\n", "a += 1\n    a *= 2\n"
+    script = _script(random_tokenizer, said)
+    in_process.step_model = _Scripted(in_process.step_model.vocab_size, script)
+    req = CompletionRequest(left, right, max_tokens=24, scope="block")
+    res = Engine(in_process, heal=False).complete(req)
+    assert (res.middle, res.stop) == ("a += 1", StopReason.RIGHT_CONTEXT)
+    out, right_stops = run_processor(table, random_tokenizer, left, right, said, "block")
+    assert right_stops == 0 and out == script
+    decode = random_tokenizer.decode
+    assert right_context_end(req, decode(out[:-1]), decode(out[-2:-1]), "",
+                             ending=True) == res.middle
+
+
 def test_a_sampled_row_does_not_take_the_stop(table, random_tokenizer):
     left, right, said, scope = CASES[0]
     args = SeamArgs(left, right, scope, right_stop=True)
