@@ -47,6 +47,7 @@ from fim.stopping import (
     Step,
     best_stopping_point,
     complete_line_end,
+    pending_rewrite,
     rewrite_cut_after,
     unwrap,
 )
@@ -522,7 +523,11 @@ class _Decoder:
             return None
         if self.line_stop:
             return end
-        self.on_line(self.seq.joined()[:end])
+        middle = self.seq.joined()[:end]
+        if not (self.right and pending_rewrite(middle, self.right)):
+            # (A line that may be the right context's start again is not shown until the
+            # next tokens settle it or part from it.)
+            self.on_line(middle)
         return None
 
     # ----- the answer -------------------------------------------------------------------

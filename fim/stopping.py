@@ -341,3 +341,22 @@ def right_rewrite_cut(text: str, done: int, base: int, stop: RightStop,
         if settled and complete_at(c):
             return c
     return None
+
+
+def pending_rewrite(text: str, stop: RightStop) -> bool:
+    """Whether the end of ``text`` (a middle) agrees with the start of the right context so
+    far (a tail with something besides blanks, not starting inside a run of blanks, that the
+    right context starts with): a re-write the next tokens may still settle, so the middle
+    is not yet worth showing as it is."""
+    right = stop.right
+    if not stop:
+        return False
+    for c in range(max(0, len(text) - len(right)), len(text)):
+        tail = text[c:]
+        if not tail.strip():
+            return False
+        if c and _blank(text[c - 1]) and _blank(tail[0]):
+            continue
+        if right.startswith(tail):
+            return True
+    return False

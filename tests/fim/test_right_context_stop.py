@@ -218,3 +218,17 @@ def test_a_rewrite_the_model_ends_after_is_cut(random_loaded):
     res = engine.complete(CompletionRequest("def f(a):\n    ", "\n    a *= 2\n    return a\n",
                                             max_tokens=24, scope="block"))
     assert (res.middle, res.stop) == ("a += 1", "right_context")
+
+
+def test_a_line_that_may_be_a_rewrite_is_not_shown_early(random_loaded):
+    """An empty line's early answer is its first complete line end; a line that agrees with
+    the right context's next line so far is held back until the next tokens settle it (here
+    they do, and the middle ends before it) instead of being shown as a duplicate."""
+    engine, _ = python_engine(random_loaded, "a += 1\n    a *= 2\n    return a\n")
+    shown: list[str] = []
+    res = engine.complete(CompletionRequest("def f(a):\n    ",
+                                            "\n    a *= 2\n    return a\n    y = 3\n",
+                                            max_tokens=24, scope="block"),
+                          on_partial=shown.append)
+    assert (res.middle, res.stop) == ("a += 1", "right_context")
+    assert shown == ["a += 1"]
