@@ -190,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
             p.error("--report-only reads the rows from --json")
         saved = json.loads(args.json.read_text(encoding="utf-8"))
         record = RunRecord(**saved["run"])
-        body = saved["describe"] + "\n\n" + table(saved["rows"])
+        body = (saved["describe"] + "\n\n" + table(saved["rows"]) + "\nRendered from the "
+                f"rows in `{args.json}` by `{command_line()}`; measured as follows.\n")
         publish(body, record, args.figures, args.section)
         return 0
     from fim.api import Engine
