@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.report import RunRecord, command_line, model_packages, write_section  # noqa: E402
 from fim.api import CompletionRequest, Engine  # noqa: E402
-from fim.decoding import DecodeOptions, decode, parses  # noqa: E402
+from fim.decode_options import DecodeOptions  # noqa: E402
+from fim.decoding import decode, parses  # noqa: E402
 from fim.eval.datasets import build_cases  # noqa: E402
 from fim.templates import build_prompt  # noqa: E402
 

@@ -26,7 +26,8 @@ from collections.abc import Callable
 
 from fim import decoding
 from fim.alternatives import Alternative, search
-from fim.decoding import DecodeHooks, DecodeSetup, HealIndex
+from fim.decode_options import DecodeHooks
+from fim.decoding import DecodeSetup, HealIndex
 from fim.engine_interface import EngineFeatures, Runtime
 from fim.engines.backend import Backend
 from fim.engines.loading import load_backend

@@ -13,9 +13,10 @@ incomplete UTF-8 tail waits for the next token.
   the state ``is_complete()``.  When the token budget runs out or no candidate survives, the
   answer is the stopping point with the best length-weighted EOS log-probability among the
   positions (any character, also inside a token) where the language is complete, or failure.
-  Where the model's best token would begin re-writing the right context and the middle is
-  complete there, the middle ends there (``right_context``, issue 18): the constraint would
-  otherwise forbid the duplicate and force the model on until something connects.
+  Where the model's best token carries a re-write of the right context far enough to settle
+  it and the middle is complete where the re-write began, the middle ends there
+  (``right_context``, issues 18 and 29): the constraint would otherwise forbid the duplicate
+  and force the model on until something connects.
 
 For ranked alternatives (``fim.alternatives``) a decode can be told its first tokens
 (``forced``: a run that follows an earlier one and branches off it) and keeps a trace: each
@@ -30,11 +31,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from fim.decode_options import DecodeHooks, DecodeOptions
 from fim.engines.step_model import StepModel
 from fim.engines.vocab import Vocabulary
 from fim.healing import GeneratedBytes, HealIndex
@@ -42,12 +43,13 @@ from fim.options import MODES, Mode, StopReason
 from fim.parse_check import checked_cut, longest_parsing_prefix, parses
 from fim.stopping import (
     FeedCache,
+    RightStop,
     Step,
     best_stopping_point,
     complete_line_end,
+    pending_rewrite,
     rewrite_cut_after,
     unwrap,
-    wrapped_right,
 )
 from quotient.constraint import ConstraintState
 
@@ -132,62 +134,6 @@ def _order(scores: np.ndarray, k: int) -> list[int]:
     return top[np.lexsort((top, -scores[top]))].tolist()
 
 
-@dataclass(frozen=True)
-class DecodeOptions:
-    """How one decode runs: the mode, budgets and stopping rules (``CompletionRequest``'s
-    decoding fields, see ``fim.api``).
-
-    ``min_tokens`` forbids stop tokens before that many tokens (like ``generate``'s
-    ``min_new_tokens``); benchmarks use it to compare equal lengths.  ``deadline`` is a
-    ``time.monotonic()`` instant.
-
-    Line ends: where the text gains a newline and (in constrained mode) the middle up to that
-    newline is complete, ``line_stop`` ends the decode there (stop ``line_end``; the middle
-    excludes the newline: a mid-line suggestion that stays on its line).  Unconstrained modes
-    treat every newline as such a point.
-
-    The right context: see ``right_context`` below and ``_Decoder._rewrites_right``.
-    """
-
-    mode: Mode | str
-    max_tokens: int
-    top_k: int = 50
-    temperature: float = 0.0
-    seed: int = 0
-    min_tokens: int = 0
-    line_stop: bool = False
-    deadline: float | None = None
-    #: The start of the text after the cursor (constrained mode; empty: off).  Where the
-    #: model's best next token would begin re-writing it and the middle is complete at that
-    #: point, the middle ends there (stop ``right_context``) instead of being forced on.
-    right_context: str = ""
-    #: Also where the model writes the next line's text on to the cursor's line (a comment,
-    #: docstring or call wrapped by its author): the right context compared with line
-    #: breaks, their indentation and a comment's ``#`` read as one space.
-    right_wraps: bool = False
-    #: Constrained mode: the first tokens to take (an earlier run's path and a branch off
-    #: it, ``fim.alternatives``); a forced token the constraint refuses ends the decode
-    #: with no middle (stop ``no_candidate``).
-    forced: tuple[int, ...] = ()
-    #: Keep a ``TraceStep`` per token and the middle's log-probability (``Decoded.trace``).
-    trace: bool = False
-
-
-@dataclass(frozen=True)
-class DecodeHooks:
-    """Who hears of a decode while it runs.
-
-    ``cancel`` is polled before every model step.  ``on_line`` is told each middle that ends
-    at a complete line end while decoding goes on (an editor can show the first line while
-    the rest is still being written).  ``progress(phase, done, total)`` hears of the prompt
-    (``prefill``, in tokens) and of the middle (``decode``, tokens out of ``max_tokens``).
-    """
-
-    cancel: Callable[[], bool] | None = None
-    on_line: Callable[[str], None] | None = None
-    progress: Callable[[str, int, int], None] | None = None
-
-
 def decode(setup: DecodeSetup, prompt_ids: list[int], healed: str, options: DecodeOptions,
            state: ConstraintState | None = None, cache: FeedCache | None = None,
            hooks: DecodeHooks | None = None) -> Decoded:
@@ -232,9 +178,8 @@ class _Decoder:
         self.line_stop, self.on_line, self.progress = (options.line_stop, hooks.on_line,
                                                        hooks.progress)
         self.seq = GeneratedBytes(heal=healed.encode("utf-8"))
-        self.right = options.right_context if self.constrained else ""
-        # The right context as a line wrap reads, when it starts on a new line.
-        self.wrapped = wrapped_right(self.right, options.right_wraps)
+        self.right = RightStop.of(options.right_context if self.constrained else "",
+                                  options.right_wraps, options.line_start)
         self.steps: list[Step] = []
         self.stop_list = sorted(setup.stop_ids)
         self.tokens = 0
@@ -357,6 +302,14 @@ class _Decoder:
             if cut is not None:
                 self._took(candidates, 0, chars, taken=self.tokens > before)
                 return _Choice(stop=StopReason.RIGHT_CONTEXT, line_cut=cut)
+        elif (self.right and finite[0] and candidates[0] in setup.stop_ids and not forced
+              and not seq.heal and not seq.pending and cache.is_complete(state)):
+            # The model ends here: a re-write it wrote before the end is cut off.
+            cut = rewrite_cut_after(cache, self.steps, state, seq.joined(), "", self.right,
+                                    ending=True)
+            if cut is not None:
+                self._took(candidates, 0, seq.chars, taken=False)
+                return _Choice(stop=StopReason.RIGHT_CONTEXT, line_cut=cut)
         for index, (tid, ok) in enumerate(zip(candidates, finite, strict=True)):
             if not ok:
                 break  # only disallowed ids are left
@@ -408,34 +361,31 @@ class _Decoder:
             self.end_logp, self.end_step = logp, step
 
     def _rewrites_right(self, tid: int) -> int | None:
-        """Where the middle ends if the model's best token ``tid`` starts re-writing the right
-        context, or ``None``.
+        """Where the middle ends if the model's best token ``tid`` carries a re-write of the
+        right context far enough to be sure of it, or ``None`` (``fim.stopping``'s
+        ``right_rewrite_cut``).
 
-        The model prefers to go on with text the file already has after the cursor: the
-        generated text from the start of the last token, plus ``tid``'s characters, has a
-        tail (with something besides whitespace) that the right context starts with (or
-        that starts with the whole right context).  The earliest such tail whose start is a
-        complete point ends the middle there, so the duplicate is never written and the
-        constraint never has to force a detour around it.  A cut inside ``tid`` keeps the
-        token's characters before the cut (``cannot`` + `` be`` against ``be None")``).  A
-        cut inside a word of the middle is no re-write (``fiel`` + ``d`` is not the
-        ``dataclass`` that follows, though ``fieldataclass`` parses).
+        The model prefers to go on with text the file already has after the cursor: a tail
+        of the middle, with ``tid``'s characters, that the right context starts with.  The
+        earliest such tail, once settled, whose start is a complete point ends the middle
+        there, so the duplicate is never kept and the constraint never has to force a
+        detour around it.  A short agreement is not cut yet: the decode goes on, and the
+        next tokens either settle it (the cut then goes back to where it started, dropping
+        the tokens that confirmed it) or refute it.  A cut inside ``tid`` keeps the token's
+        characters before the cut (``cannot`` + `` be`` against ``be None")``).
         """
         seq, cache = self.seq, self.cache
         moved = seq.advance(self.setup.vocab.token_bytes[tid])
         if moved is None or moved[0] or not moved[2]:
             return None  # healing not done, or no complete characters yet
-        base_state, base = ((self.steps[-1].state, self.steps[-1].chars) if self.steps
-                            else (self.state, seq.chars))
-        done = seq.chars - base  # characters of the last token already in the middle
-        c = rewrite_cut_after(cache, base_state, seq.joined(), base, moved[2], self.right,
-                              self.wrapped)
+        c = rewrite_cut_after(cache, self.steps, self.state, seq.joined(), moved[2],
+                              self.right)
         if c is None:
             return None
-        if c > done:  # the cut is inside this token: its first characters stay
+        if c > seq.chars:  # the cut is inside this token: its first characters stay
             seq.commit(*moved)
             self.tokens += 1
-        return base + c
+        return c
 
     def _after_token(self, added: str) -> int | None:
         """After a token that added a newline: the middle's length at the first complete
@@ -450,7 +400,11 @@ class _Decoder:
             return None
         if self.line_stop:
             return end
-        self.on_line(self.seq.joined()[:end])
+        middle = self.seq.joined()[:end]
+        if not (self.right and pending_rewrite(middle, self.right)):
+            # (A line that may be the right context's start again is not shown until the
+            # next tokens settle it or part from it.)
+            self.on_line(middle)
         return None
 
     # ----- the answer -------------------------------------------------------------------
@@ -479,6 +433,13 @@ class _Decoder:
         """The middle for how the loop ended: cut at the line end, whole, or (constrained,
         out of tokens, time or candidates) at the best complete stopping point."""
         raw = self.seq.joined()
+        if stop == StopReason.RIGHT_CONTEXT and self.trace is not None:
+            # Tokens that confirmed the re-write are not the middle's: the first of them is
+            # where the decode chose to end.
+            after = [t for t in self.trace if t.chars >= line_cut]
+            if after:
+                self.trace = [t for t in self.trace if t.chars < line_cut]
+                self.end_step, self.end_logp = after[0], after[0].logp
         if stop in (StopReason.LINE_END, StopReason.RIGHT_CONTEXT):
             return self._decoded(raw[:line_cut], stop, raw)
         if not self.constrained or stop == StopReason.EOS:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fim.alternatives import Alternative, Ranking
-from fim.decoding import DecodeOptions
+from fim.decode_options import DecodeOptions
 from fim.options import MODES, SCOPES, Mode, Scope, StopReason
-from fim.stopping import RIGHT_PROBE_CHARS
+from fim.stopping import RIGHT_PROBE_CHARS, at_line_start
 from fim.templates import ContextFile, PromptOrder
 from quotient.constraint import LanguageMode
 
@@ -111,7 +111,8 @@ class CompletionRequest:
                              line_stop=self.line_stop, deadline=deadline,
                              right_context=self.right[:RIGHT_PROBE_CHARS]
                              if self.stop_at_right else "",
-                             right_wraps=self.right_wraps, trace=self.ranked)
+                             right_wraps=self.right_wraps,
+                             line_start=at_line_start(self.left), trace=self.ranked)
 
 
 @dataclass

@@ -4,17 +4,19 @@ and the search for the best complete stopping point among them, and the right-co
 The decoding loop (``fim.decoding``) records one :class:`Step` per accepted token; when it runs
 out of tokens, time or candidates, :func:`best_stopping_point` picks the middle among the
 positions where the language is complete, and :func:`complete_line_end` finds line ends where
-the middle may stop early.  :func:`right_rewrite_cut` decides where the model's next token
-would start re-writing the text after the cursor; it is the one rule for the in-process loop,
-the vLLM processor (``fim.vllm``) and the vLLM client, which differ only in how they tell a
-complete point (the constraint's state, or a parse).
+the middle may stop early.  :func:`right_rewrite_cut` decides where the middle ends because
+the model is re-writing the text after the cursor (a short agreement waits for the next tokens
+to settle it, issue 29); it is the one rule for the in-process loop, the vLLM processor
+(``fim.vllm``) and the vLLM client, which differ only in how they tell a complete point (the
+constraint's state, or a parse).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from quotient.constraint import ConstraintState
@@ -142,60 +144,219 @@ def wrapped_right(right: str, wraps: bool) -> str:
     return unwrap(right) if wraps and "\n" in lead and right.strip() else ""
 
 
-def _word(char: str) -> bool:
-    return char.isalnum() or char == "_"
+#: An agreement with the right context this long (characters besides blanks) is a re-write
+#: without looking further; a shorter one only once it reaches the end of the right
+#: context's first line with text (issue 29: `` is`` against ``istributed``, ``    return``
+#: against ``    return True`` are coincidences the next tokens refute).  An agreement of
+#: whole lines needs twice as much, or the end of the second line with text: a short line
+#: (``continue``, ``return True``) is often the model's own next line too.
+STRONG_AGREEMENT = 8
 
 
-def _wrapped_rewrite(tail: str, wrapped: str) -> bool:
-    """``tail`` (at least three characters besides whitespace) is how the right context's next
-    line goes on, written on the cursor's line."""
-    if not wrapped:
-        return False
-    flat = unwrap(tail)
-    return len(flat.strip()) >= 3 and (wrapped.startswith(flat) or flat.startswith(wrapped))
+def _blank(char: str) -> bool:
+    return char in " \t"
 
 
-def rewrite_cut_after(cache: FeedCache, base_state: ConstraintState, joined: str, base: int,
-                      added: str, right: str, wrapped: str) -> int | None:
-    """:func:`right_rewrite_cut` over a decode's states, as the in-process decoder and vLLM's
-    rows both ask it: ``joined`` is the text so far, ``base`` where its last token starts
-    (``base_state`` the constraint's state there) and ``added`` the characters of the token
-    the model wants next; the cut, counted from ``base``, or ``None``."""
-    text = joined[base:] + added
+def _nonblank(text: str) -> int:
+    return len(text) - text.count(" ") - text.count("\t") - text.count("\n")
+
+
+def at_line_start(left: str) -> bool:
+    """Whether a cursor after ``left`` has nothing but blanks before it on its line."""
+    return not left[left.rfind("\n") + 1:].strip()
+
+
+def _text_line_ends(right: str, count: int) -> list[int]:
+    """Where the first ``count`` lines of ``right`` with text end (after their last character
+    besides blanks); the end of its text for those it lacks."""
+    ends, at = [], 0
+    for line in right.split("\n"):
+        if len(ends) == count:
+            break
+        if line.strip():
+            ends.append(at + len(line.rstrip(" \t\r")))
+        at += len(line) + 1
+    last = len(right.rstrip())
+    return ends + [last] * (count - len(ends))
+
+
+@dataclass(frozen=True)
+class RightStop:
+    """What the right-context stop compares the model's text with: the start of the text
+    after the cursor (``RIGHT_PROBE_CHARS``), that text as a line wrap reads
+    (``wrapped_right``; ``""``: not looked for), whether the cursor has only blanks before it
+    on its line (``line_start``: the right context's first line is a whole line), and where
+    its first two lines with text end (after their last character besides blanks), as
+    written and (the first) as the wrap reads it: the points an agreement must reach to be
+    taken as a re-write before it is long enough (``STRONG_AGREEMENT``)."""
+
+    right: str
+    wrapped: str = ""
+    line_start: bool = False
+    line_end: int = 0
+    next_line_end: int = 0
+    wrapped_line_end: int = 0
+    wrapped_next_line_end: int = 0
+
+    @classmethod
+    def of(cls, right: str, wraps: bool, line_start: bool = False) -> RightStop:
+        right = right[:RIGHT_PROBE_CHARS]
+        first, second = _text_line_ends(right, 2)
+        wrapped = wrapped_right(right, wraps)
+        return cls(right, wrapped, line_start, first, second,
+                   len(unwrap(right[:first])) if wrapped else 0,
+                   len(unwrap(right[:second])) if wrapped else 0)
+
+    def __bool__(self) -> bool:
+        return bool(self.right.strip())
+
+    def settled(self, agreement: str, whole_lines: bool = False, ending: bool = False
+                ) -> bool:
+        """Whether ``agreement`` (a prefix of the right context, or text that starts with all
+        of it) is evidence enough of a re-write: all of the right context, as far as the end
+        of its first line with text, or ``STRONG_AGREEMENT`` characters besides blanks; for
+        an agreement of ``whole_lines``, as far as the end of the second line with text, or
+        twice as many characters.  Where the model ends its middle (``ending``), a re-write
+        it wrote as far as the end of the first line with text is one."""
+        if agreement.startswith(self.right):
+            return True
+        if ending:
+            return len(agreement) >= self.line_end
+        if whole_lines:
+            return (len(agreement) >= self.next_line_end
+                    or _nonblank(agreement) >= 2 * STRONG_AGREEMENT)
+        return len(agreement) >= self.line_end or _nonblank(agreement) >= STRONG_AGREEMENT
+
+    def wrapped_agreement(self, tail: str) -> str:
+        """``tail`` as a line wrap reads it, when that is how the right context's next line
+        goes on (at least three characters besides whitespace), written on the cursor's
+        line; else ``""``."""
+        if not self.wrapped:
+            return ""
+        flat = unwrap(tail)
+        if len(flat.strip()) >= 3 and (self.wrapped.startswith(flat)
+                                       or flat.startswith(self.wrapped)):
+            return flat
+        return ""
+
+    def settled_wrapped(self, flat: str, whole_lines: bool = False) -> bool:
+        """:meth:`settled` for an agreement with the wrapped right context."""
+        if flat.startswith(self.wrapped):
+            return True
+        if whole_lines:
+            return (len(flat) >= self.wrapped_next_line_end
+                    or _nonblank(flat) >= 2 * STRONG_AGREEMENT)
+        return len(flat) >= self.wrapped_line_end or _nonblank(flat) >= STRONG_AGREEMENT
+
+    def whole_lines(self, text: str, c: int) -> bool:
+        """Whether a re-write starting at ``text[c]`` (``text`` the middle) starts a line of
+        the file: after a line break, or after nothing but blanks on a line that has
+        nothing else before them."""
+        if text[c] == "\n":
+            return True
+        start = text.rfind("\n", 0, c) + 1
+        return not text[start:c].strip() and (start > 0 or self.line_start)
+
+
+def complete_at_marks(cache: FeedCache, marks: Sequence[Step], state: ConstraintState,
+                      text: str, done: int) -> Callable[[int], bool]:
+    """``complete_at`` for :func:`right_rewrite_cut` over a decode's states: ``marks`` are
+    its steps in order (the state and middle length before each token), ``state`` the state
+    after the middle ``text[:done]``; a cut is fed from the last state at or before it."""
 
     def complete_at(c: int) -> bool:
-        state = cache.feed(base_state, text[:c])
-        return state is not None and cache.is_complete(state)
+        if c >= done:
+            at, start = done, state
+        else:
+            k = bisect.bisect_right(marks, c, key=lambda st: st.chars) - 1
+            if k < 0:
+                return False
+            at, start = marks[k].chars, marks[k].state
+        fed = cache.feed(start, text[at:c])
+        return fed is not None and cache.is_complete(fed)
 
-    return right_rewrite_cut(text, joined[base - 1] if base else "", right, wrapped,
-                             complete_at)
+    return complete_at
 
 
-def right_rewrite_cut(text: str, before: str, right: str, wrapped: str,
-                      complete_at: Callable[[int], bool]) -> int | None:
+def rewrite_cut_after(cache: FeedCache, marks: Sequence[Step], state: ConstraintState,
+                      joined: str, added: str, stop: RightStop, ending: bool = False
+                      ) -> int | None:
+    """:func:`right_rewrite_cut` over a decode's states, as the in-process decoder and vLLM's
+    rows both ask it: ``joined`` is the middle so far, ``marks`` its steps (the state and
+    length before each token, ``Step.text`` what the token added), ``state`` the state after
+    it, ``added`` the characters of the token the model wants next (``""`` where it wants
+    to stop: ``ending``); the cut (a middle length), or ``None``."""
+    text = joined + added
+    base = marks[-1].chars if marks else 0
+    return right_rewrite_cut(text, len(joined), base, stop,
+                             complete_at_marks(cache, marks, state, text, len(joined)), ending)
+
+
+def right_rewrite_cut(text: str, done: int, base: int, stop: RightStop,
+                      complete_at: Callable[[int], bool], ending: bool = False) -> int | None:
     """Where in ``text`` the middle ends because the model would re-write the right context,
     or ``None``.
 
-    ``text`` is the middle from the start of its last token, followed by the characters of
-    the token the model wants next; ``before`` is the character before ``text`` (``""`` at
-    the middle's start); ``wrapped`` is ``wrapped_right(right, ...)``; ``complete_at(c)``
-    tells whether the middle ending at ``text[:c]`` is complete.  The earliest tail of
-    ``text`` (with something besides whitespace) that the right context starts with, that
-    starts with the whole right context, or that is the right context's next line written on
-    this one, is a re-write; its start ``c`` is the cut when the middle is complete there.
-    A tail starting inside a word of the middle is no re-write (``fiel`` + ``d`` is not the
-    ``dataclass`` that follows).
+    ``text`` is the middle so far (its first ``done`` characters; its last token starts at
+    ``base``) followed by the characters of the token the model wants next;
+    ``complete_at(c)`` tells whether the middle ending at ``text[:c]`` is complete.  A tail
+    of ``text`` (with something besides whitespace) is an agreement when the right context
+    starts with it, or it starts with the whole right context; it may start anywhere the
+    right context could begin again, inside a word of the middle too (the cursor may split
+    a word: ``BaseM|odel`` re-written as ``BaseModel):``), but not inside a run of blanks
+    (``    `` + ``    return`` is a line indented deeper than the right context's
+    ``    return``).  The right context's next line written on this one (``stop.wrapped``,
+    compared as a line wrap reads) agrees too, from three characters.  An agreement is a
+    re-write once :meth:`RightStop.settled`; a shorter one is left to the next tokens, which
+    the decode takes as usual (the look-ahead costs decode steps, not a new prompt): they
+    either carry it on until it is settled, and the cut goes back to where it started, or
+    part from the right context (`` is`` then `` the`` against ``istributed``;
+    ``    return`` then ``False`` against ``    return True``).  An agreement of whole lines
+    needs more (a short line like ``continue`` is often the model's own next line too), except
+    where the model ends the middle after it (``ending``: ``text`` is the middle, and the
+    model's likeliest token a stop where the middle is complete), when it reaches the end of
+    the first line with text.  The earliest re-write that starts at a complete point is the
+    cut.
     """
-    for c in range(len(text)):
+    right = stop.right
+    if not stop:
+        return None
+    # An agreement lies within about the right context's length of the middle's end, or
+    # starts in the last token (all of the right context written again).
+    for c in range(max(0, min(base, done - len(right))), len(text)):
+        first = text[c]
+        if c < base and first != right[0] and not (stop.wrapped and first in " \t\n"):
+            continue
         tail = text[c:]
         if not tail.strip():
             return None
-        if not (right.startswith(tail) or (right.strip() and tail.startswith(right))
-                or _wrapped_rewrite(tail, wrapped)):
+        if c and _blank(text[c - 1]) and _blank(first):
+            continue  # inside a run of blanks
+        if right.startswith(tail) or tail.startswith(right):
+            settled = stop.settled(tail, stop.whole_lines(text, c), ending)
+        elif flat := stop.wrapped_agreement(tail):
+            settled = stop.settled_wrapped(flat, stop.whole_lines(text, c))
+        else:
             continue
-        prev = text[c - 1] if c else before
-        if prev and _word(prev) and _word(tail[0]):
-            continue
-        if complete_at(c):
+        if settled and complete_at(c):
             return c
     return None
+
+
+def pending_rewrite(text: str, stop: RightStop) -> bool:
+    """Whether the end of ``text`` (a middle) agrees with the start of the right context so
+    far (a tail with something besides blanks, not starting inside a run of blanks, that the
+    right context starts with): a re-write the next tokens may still settle, so the middle
+    is not yet worth showing as it is."""
+    right = stop.right
+    if not stop:
+        return False
+    for c in range(max(0, len(text) - len(right)), len(text)):
+        tail = text[c:]
+        if not tail.strip():
+            return False
+        if c and _blank(text[c - 1]) and _blank(tail[0]):
+            continue
+        if right.startswith(tail):
+            return True
+    return False

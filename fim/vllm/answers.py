@@ -16,7 +16,7 @@ from dataclasses import replace
 from fim import decoding
 from fim.api import CompletionRequest
 from fim.options import Mode, StopReason
-from fim.stopping import RIGHT_PROBE_CHARS, right_rewrite_cut, wrapped_right
+from fim.stopping import RightStop, at_line_start, right_rewrite_cut
 from fim.vllm.stream import MAX_TOKEN_CHARS, Streamed
 
 
@@ -65,25 +65,27 @@ def asks_right_stop(req: CompletionRequest) -> bool:
     return req.mode == Mode.CONSTRAINED and req.stop_at_right and req.temperature <= 0
 
 
-def right_context_end(req: CompletionRequest, text: str, last: str, wanted: str
-                       ) -> str | None:
+def right_context_end(req: CompletionRequest, text: str, last: str, wanted: str,
+                      ending: bool = False) -> str | None:
     """The middle when the server's row ended because the model's next token, ``wanted``,
     would re-write the right context (``None`` when it would not): the in-process decoder's
-    rule (``fim.stopping.right_rewrite_cut``) over the last token (``last``, the end of
-    ``text``) and ``wanted``, with a parse of the file as the complete point.  A cut inside
-    the last token drops its end; one inside ``wanted`` keeps its first characters."""
-    if not wanted or "\ufffd" in wanted:
+    rule (``fim.stopping.right_rewrite_cut``) over the middle, its last token (``last``,
+    the end of ``text``) and ``wanted``, with a parse of the file as the complete point.  A
+    cut inside the middle drops what follows it (the tokens that settled a short agreement
+    too); one inside ``wanted`` keeps its first characters.  ``ending``: the row ended with
+    the model's own stop (``wanted`` is ``""``), where a re-write written before it is cut
+    off as the in-process decoder cuts it."""
+    if (not wanted and not ending) or "\ufffd" in wanted:
         return None
     base = max(0, len(text) - len(last)) if text.endswith(last) else len(text)
-    right = req.right[:RIGHT_PROBE_CHARS]
-    piece = text[base:] + wanted
+    piece = text + wanted
 
     def complete_at(c: int) -> bool:
-        return decoding.parses(req.left + text[:base] + piece[:c] + req.right)
+        return decoding.parses(req.left + piece[:c] + req.right)
 
-    c = right_rewrite_cut(piece, text[base - 1] if base else "", right,
-                          wrapped_right(right, req.right_wraps), complete_at)
-    return None if c is None else text[:base] + piece[:c]
+    stop = RightStop.of(req.right, req.right_wraps, at_line_start(req.left))
+    c = right_rewrite_cut(piece, len(text), base, stop, complete_at, ending)
+    return None if c is None else piece[:c]
 
 
 def finish(req: CompletionRequest, got: Streamed, healed: str = ""
@@ -104,8 +106,10 @@ def finish(req: CompletionRequest, got: Streamed, healed: str = ""
     end = None  # the right-context stop's middle (the row was ended there)
     # Only a request that asked for the stop: a sampled row's last top token differs from the
     # token drawn there as a matter of course, and it was no reason the row ended.
-    if asks_right_stop(req) and got.finish == "stop" and got.wanted is not None:
-        end = right_context_end(req, text, got.last_piece, got.wanted)
+    if asks_right_stop(req) and got.finish == "stop":
+        # ``wanted`` is ``None`` where the model's own likeliest token ended the row.
+        end = right_context_end(req, text, got.last_piece, got.wanted or "",
+                                ending=got.wanted is None)
     if req.line_stop or req.mode == Mode.CONSTRAINED:
         for k, ch in enumerate(text[:len(end)] if end is not None else text):
             if ch == "\n" and req.line_stop and decoding.parses(req.left + text[:k] + req.right):

@@ -28,9 +28,11 @@ settings reach; see there why that is exact): greedy leaves its first viable id,
 temperature a viable id Seam draws itself, top-k/top-p/min-p the viable ids those settings can
 still keep.  Every id not checked and found viable becomes ``-inf``, so no unviable token is
 ever sampled, whatever the settings.  A greedy row whose request asked for the right-context
-stop (``seam_right_stop``) ends where its likeliest id would start re-writing the text after
-the cursor and the middle is complete there, the rule of the in-process decoder
-(``fim.stopping.right_rewrite_cut``): only the stop ids are left at that step.  Sampled rows
+stop (``seam_right_stop``) ends where its likeliest id would carry a re-write of the text after
+the cursor far enough to settle it and the middle is complete where the re-write began, the
+rule of the in-process decoder (``fim.stopping.right_rewrite_cut``): only the stop ids are left
+at that step (a short agreement is left to the next steps, which the row takes as usual; the
+client cuts what they wrote).  Sampled rows
 do not take it: their "next token" is a draw (vLLM's, for top-k/top-p) the client cannot see
 again, so the client could not report the stop; there the constraint refuses the duplicate and
 the draw goes on.  When no id is viable (the constraint's dead end, or a

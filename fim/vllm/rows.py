@@ -28,7 +28,7 @@ from fim.engines.vocab import Vocabulary, build_vocabulary
 from fim.healing import GeneratedBytes, HealIndex
 from fim.language_cache import LanguageHit
 from fim.options import SCOPES, Scope
-from fim.stopping import RIGHT_PROBE_CHARS, rewrite_cut_after, wrapped_right
+from fim.stopping import RightStop, Step, at_line_start, rewrite_cut_after
 from fim.templates import detect_template, stop_ids
 from quotient.constraint import ConstraintState
 
@@ -263,10 +263,10 @@ class RowConstraint:
         self.steps = 0  # steps this row was masked in
         self.forced = 0  # steps where nothing was viable and only stop tokens were left
         self.right_stops = 0  # steps ended because the best token re-wrote the right context
-        # The state and middle length before the last token (where a re-write may start).
-        self.base_state, self.base_chars = self.state, 0
-        self.right = args.right[:RIGHT_PROBE_CHARS] if args.right_stop else ""
-        self.wrapped = wrapped_right(self.right, args.right_wraps)
+        # The state and middle length before each token (where a re-write may start).
+        self.marks: list[Step] = []
+        self.right = RightStop.of(args.right if args.right_stop else "", args.right_wraps,
+                                  at_line_start(args.left))
 
     @property
     def dead(self) -> bool:
@@ -286,7 +286,7 @@ class RowConstraint:
                 self.state = None
                 continue
             nxt = self.cache.feed(self.state, moved[2]) if moved[2] else self.state
-            self.base_state, self.base_chars = self.state, self.seq.chars
+            self.marks.append(Step(self.state, self.seq.chars, 0.0, moved[2]))
             self.seq.commit(*moved)
             self.state = nxt
 
@@ -321,17 +321,15 @@ class RowConstraint:
         """Where the middle ends (its length) if ``tid``, the row's best token, would start
         re-writing the right context at a complete point; ``None`` otherwise or when the
         request did not ask for the stop.  The rule is the in-process decoder's
-        (``fim.stopping.right_rewrite_cut``), over the same states: from the start of the
-        last token."""
+        (``fim.stopping.right_rewrite_cut``), over the same states; a short agreement is
+        left to the next steps, which the row takes as usual."""
         if not self.right or self.dead or self.finished or tid in self.table.stop_ids:
             return None
         moved = self._moved(tid)
         if moved is None or moved[0] or not moved[2]:
             return None  # healing not done, or no complete characters yet
-        base = self.base_chars
-        c = rewrite_cut_after(self.cache, self.base_state, self.seq.joined(), base, moved[2],
-                              self.right, self.wrapped)
-        return None if c is None else base + c
+        return rewrite_cut_after(self.cache, self.marks, self.state, self.seq.joined(),
+                                 moved[2], self.right)
 
     def candidates(self) -> np.ndarray | None:
         """The only ids that can be viable, when a cheap rule knows them (``None``: any id

@@ -9,11 +9,15 @@ there.  Counting the model's steps shows that no detour was decoded.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from test_editor_requests import Scripted
 
+from fim import decoding
 from fim.api import CompletionRequest, Engine
 from fim.engines.transformers_engine import backend_from_loaded
+from fim.stopping import RightStop
 
 
 def python_engine(random_loaded, text: str) -> tuple[Engine, Scripted]:
@@ -49,8 +53,15 @@ def test_the_middle_ends_where_the_right_context_is_rewritten(random_loaded, lef
     res = engine.complete(CompletionRequest(left, right, max_tokens=24, scope=scope))
     assert (res.middle, res.stop) == (expected, "right_context")
     assert res.parses
-    # The model was not stepped past the point where the duplicate began.
-    assert script.steps <= len(engine.tokenizer.encode(expected)) + 1
+    # The model was not stepped past the point where the duplicate was settled: the right
+    # context's first line with text, or ``STRONG_AGREEMENT`` characters of it, re-written.
+    assert script.steps <= len(engine.tokenizer.encode(expected + settling(right))) + 1
+
+
+def settling(right: str) -> str:
+    """The shortest start of ``right`` that settles a re-write of it."""
+    stop = RightStop.of(right, wraps=False)
+    return next(right[:n] for n in range(1, len(right) + 1) if stop.settled(right[:n]))
 
 
 def test_without_it_the_constraint_forces_a_detour(random_loaded):
@@ -111,3 +122,113 @@ def test_the_next_line_written_on_this_one_is_a_rewrite_too(random_loaded, left,
     # or to the same one found again by the best-stopping-point search after the budget).
     assert exact_only.stop != "right_context"
     assert exact_only.middle != expected or exact_only.tokens > res.tokens
+
+
+# Issue 29: where the agreement with the right context starts inside a word of the middle
+# (the hole ends inside a word), and where a short agreement is a coincidence.
+INSIDE_A_WORD = [
+    ("class Config(", "odel):\n    x: int = 1\n", "Settings, BaseModel):\n",
+     "Settings, BaseM"),
+    ("url = ", "R_DOCUMENTATION_URL\n", "PROVIDER_DOCUMENTATION_URL\n", "PROVIDE"),
+    ("class A:\n    def f(self, t):\n        se", "lf._record_duration(t)\n",
+     "lf.metrics.flush()\n        self._record_duration(t)\n", "lf.metrics.flush()\n        se"),
+]
+
+
+@pytest.mark.parametrize(("left", "right", "said", "expected"), INSIDE_A_WORD)
+def test_a_rewrite_starting_inside_a_word_ends_the_middle(random_loaded, left, right, said,
+                                                          expected):
+    """Before, the re-write was not seen: the duplicate stayed where it parses
+    (``PROVIDERR_DOCUMENTATION_URL``) or the constraint forced a detour."""
+    engine, script = python_engine(random_loaded, said)
+    res = engine.complete(CompletionRequest(left, right, max_tokens=32, scope="free"))
+    assert (res.middle, res.stop, res.parses) == (expected, "right_context", True)
+    assert script.steps <= len(engine.tokenizer.encode(expected + settling(right))) + 1
+
+
+COINCIDENCES = [
+    # the hole is `return False`, the line after it `return True`: `    return` agrees
+    ("def f(x):\n    if x:\n        log(x)\n", "    return True\n", "    return False\n",
+     "    return False\n"),
+    # the same with the middle's line indented deeper than the right context's
+    ("def f(x):\n    if x:\n", "    return True\n", "        return False\n",
+     "        return False\n"),
+    # prose: " is" is how "istributed" begins
+    ("# Licensed software d", 'istributed on an "AS IS" BASIS.\nx = 1\n',
+     "ata is read, then d", "ata is read, then d"),
+]
+
+
+@pytest.mark.parametrize(("left", "right", "said", "expected"), COINCIDENCES)
+def test_a_short_agreement_refuted_by_the_next_tokens_is_no_stop(random_loaded, left, right,
+                                                                  said, expected):
+    """Before, the middle ended at the first token that agreed (bare indentation, or one
+    space of prose), and the file parsed with the wrong body."""
+    engine, _ = python_engine(random_loaded, said)
+    res = engine.complete(CompletionRequest(left, right, max_tokens=32, scope="free"))
+    assert res.middle == expected and res.parses
+
+
+def test_a_settled_rewrite_after_a_refuted_one_is_cut(random_loaded):
+    left, right = "def f(x):\n    if x:\n        log(x)\n", "    return True\n"
+    said = "    return False\n    return True\n"
+    engine, _ = python_engine(random_loaded, said)
+    req = CompletionRequest(left, right, max_tokens=32, scope="free")
+    res = engine.complete(req)
+    assert (res.middle, res.stop) == ("    return False\n", "right_context")
+    # Traced, the tokens that settled the re-write are not the middle's: the trace ends
+    # with the middle, and the first re-written token is where the decode chose to end.
+    engine, _ = python_engine(random_loaded, said)
+    entry, state, _, prompt = engine._prepare(req, None)
+    out = decoding.decode(engine._setup, prompt.ids, prompt.healed,
+                          dataclasses.replace(req.decode_options(None), trace=True), state,
+                          entry.cache)
+    assert out.middle == res.middle
+    starts, at = [], 0  # each scripted token and where it starts in the middle
+    for tid in engine.tokenizer.encode(said):
+        starts.append((tid, at))
+        at += len(engine.tokenizer.decode([tid]))
+    kept = [tid for tid, at in starts if at < len(res.middle)]
+    assert [t.token for t in out.trace] == kept
+    assert (out.end_step.token, out.end_step.chars) == starts[len(kept)]
+    assert out.end_step.chars >= len(res.middle)
+
+
+def test_one_short_line_of_agreement_is_no_rewrite(random_loaded):
+    """The execution benchmark's ``parse_config:5``: the hole is ``if not line or
+    line.startswith("#"):`` and the model writes two guards, each with its own ``continue``.
+    The first ``continue`` line is the right context's first line, but the next is not: the
+    middle does not end there (the comment guard would be lost); it ends before the second,
+    which the right context's next line follows."""
+    left = ("def parse_config(text):\n    config = {}\n    for line in text.splitlines():\n"
+            "        line = line.strip()\n")
+    right = ('            continue\n        key, _, value = line.partition("=")\n'
+             "        config[key.strip()] = value.strip()\n    return config\n")
+    middle = '        if not line:\n            continue\n        if line.startswith("#"):\n'
+    engine, _ = python_engine(random_loaded, middle + right)
+    res = engine.complete(CompletionRequest(left, right, max_tokens=48, scope="free"))
+    assert (res.middle, res.stop) == (middle, "right_context")
+
+
+def test_a_rewrite_the_model_ends_after_is_cut(random_loaded):
+    """The model writes its line and the right context's next line, then stops: one whole
+    line is not enough to settle a re-write while the model goes on, but where it ends, the
+    duplicate is cut off."""
+    engine, _ = python_engine(random_loaded, "a += 1\n    a *= 2\n")
+    res = engine.complete(CompletionRequest("def f(a):\n    ", "\n    a *= 2\n    return a\n",
+                                            max_tokens=24, scope="block"))
+    assert (res.middle, res.stop) == ("a += 1", "right_context")
+
+
+def test_a_line_that_may_be_a_rewrite_is_not_shown_early(random_loaded):
+    """An empty line's early answer is its first complete line end; a line that agrees with
+    the right context's next line so far is held back until the next tokens settle it (here
+    they do, and the middle ends before it) instead of being shown as a duplicate."""
+    engine, _ = python_engine(random_loaded, "a += 1\n    a *= 2\n    return a\n")
+    shown: list[str] = []
+    res = engine.complete(CompletionRequest("def f(a):\n    ",
+                                            "\n    a *= 2\n    return a\n    y = 3\n",
+                                            max_tokens=24, scope="block"),
+                          on_partial=shown.append)
+    assert (res.middle, res.stop) == ("a += 1", "right_context")
+    assert shown == ["a += 1"]

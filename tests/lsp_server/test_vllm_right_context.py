@@ -31,7 +31,9 @@ def _request(**fields) -> CompletionRequest:
 
 
 def test_a_row_stopped_before_the_right_context_reports_it(peer):
-    peer.wanted = "be"  # the model wanted to go on with the text after the cursor
+    # The model went on with the text after the cursor ("be None"), and its likeliest next
+    # token '")' settled the re-write: the middle ends where the re-write began.
+    peer.middle, peer.wanted = "cannot be None", '")'
     res = VllmEngine.connect(peer.url).complete(_request())
     assert (res.middle, res.stop, res.parses) == ("cannot ", StopReason.RIGHT_CONTEXT, True)
     sent = peer.log.completions[-1]
@@ -50,12 +52,31 @@ def test_the_models_own_stop_is_an_end_of_sequence(peer):
 
 
 def test_a_cut_inside_the_last_token_drops_its_end(peer):
-    # The peer streams two characters a chunk: "ab", ","; the model wanted " b" next, so the
-    # re-write of ", b)" began inside the last token, and the middle ends before it.
-    peer.middle, peer.wanted = "ab,", " b"
+    # The peer streams two characters a chunk: "ab", ", ", "b"; the model wanted ")" next,
+    # which settles the re-write of ", b)" begun inside an earlier token: the middle ends
+    # before it.
+    peer.middle, peer.wanted = "ab, b", ")"
     res = VllmEngine.connect(peer.url).complete(
         _request(left="def f(a, b):\n    return g(", right=", b)\n"))
     assert (res.middle, res.stop) == ("ab", StopReason.RIGHT_CONTEXT)
+
+
+def test_a_short_agreement_is_no_stop(peer):
+    # "be" alone is not yet a re-write of 'be None")': a row the server ended there did not
+    # end for the right context (issue 29).
+    peer.wanted = "be"
+    res = VllmEngine.connect(peer.url).complete(_request())
+    assert (res.middle, res.stop) == ("cannot ", StopReason.EOS)
+
+
+def test_a_rewrite_before_the_models_own_stop_is_cut(peer):
+    # The model wrote its line and the right context's next line, then stopped by itself:
+    # the duplicate line is cut off as the in-process decoder cuts it (issue 29).
+    peer.middle = "a += 1\n    a *= 2\n"
+    res = VllmEngine.connect(peer.url).complete(
+        _request(left="def f(a):\n    ", right="\n    a *= 2\n    return a\n",
+                 scope=Scope.BLOCK, max_tokens=24))
+    assert (res.middle, res.stop) == ("a += 1", StopReason.RIGHT_CONTEXT)
 
 
 def test_off_and_sampled_requests_do_not_ask_for_it(peer):

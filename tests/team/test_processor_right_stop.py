@@ -41,6 +41,12 @@ CASES = [
     ("def f(a):\n    ", "\n    return a\n", "a += 1\n    return a\n", "block"),
     ('def f():\n    """Stop after the', '\n    tool batch ends.\n    """\n',
      " current tool batch ends.\n", "statement"),
+    # issue 29: the re-write starts inside a word of the middle (the hole ends in a word)
+    ("class Config(", "odel):\n    x: int = 1\n", "Settings, BaseModel):\n", "free"),
+    ("url = ", "R_DOCUMENTATION_URL\n", "PROVIDER_DOCUMENTATION_URL\n", "free"),
+    # and a short agreement ("    return") refuted, then the right context written again
+    ("def f(x):\n    if x:\n        log(x)\n", "    return True\n",
+     "    return False\n    return True\n", "free"),
 ]
 
 
@@ -114,11 +120,18 @@ def test_a_greedy_row_ends_where_the_right_context_would_be_rewritten(
         table, random_tokenizer, left, right, said, scope):
     out, right_stops = run_processor(table, random_tokenizer, left, right, said, scope)
     assert right_stops == 1 and out[-1] in table.stop_ids
-    text = random_tokenizer.decode(out[:-1])
-    # What came out is the middle without the re-written text (before the stop the model
-    # was still writing its own middle).
-    assert len(out) - 1 < len(_script(random_tokenizer, said)) - 1
-    assert not text.endswith(right.strip()[:3])
+    # The row stopped before the script's end, and the middle the client makes of it has
+    # no re-written text (what the row wrote after the middle, while the agreement with the
+    # right context was short, is cut off).
+    script = _script(random_tokenizer, said)
+    taken = len(out) - 1
+    assert taken < len(script) - 1
+    decode = random_tokenizer.decode
+    req = CompletionRequest(left, right, scope=scope)
+    middle = right_context_end(req, decode(out[:-1]), decode(out[-2:-1]),
+                               decode(script[taken:taken + 1]))
+    assert middle is not None and said.startswith(middle)
+    assert not middle.endswith(right.strip()[:3])
     # Without the stop the constraint refuses the duplicate and the row goes on.
     longer, none = run_processor(table, random_tokenizer, left, right, said, scope,
                                  right_stop=False)
@@ -145,6 +158,34 @@ def test_the_processor_and_the_in_process_decoder_end_at_the_same_token(
     middle = right_context_end(req, decode(out[:-1]), decode(out[-2:-1]),
                                 decode(script[taken:taken + 1]))
     assert middle == res.middle
+
+
+def test_a_short_agreement_refuted_by_the_next_token_ends_no_row(table, random_tokenizer):
+    """``    return`` is how ``    return True`` begins; ``False`` after it is not (issue 29):
+    the row writes its middle to the end."""
+    said = "    return False\n"
+    out, right_stops = run_processor(table, random_tokenizer,
+                                     "def f(x):\n    if x:\n        log(x)\n",
+                                     "    return True\n", said, "free")
+    assert right_stops == 0 and out == _script(random_tokenizer, said)
+
+
+def test_a_rewrite_the_model_ends_after_is_cut_by_the_client(table, random_tokenizer,
+                                                             in_process):
+    """The model writes its line and the right context's next line, then its own stop: the
+    row ends by itself, and the client cuts the duplicate off where the in-process decoder
+    does."""
+    left, right, said = "def f(a):\n    ", "\n    a *= 2\n    return a\n", "a += 1\n    a *= 2\n"
+    script = _script(random_tokenizer, said)
+    in_process.step_model = _Scripted(in_process.step_model.vocab_size, script)
+    req = CompletionRequest(left, right, max_tokens=24, scope="block")
+    res = Engine(in_process, heal=False).complete(req)
+    assert (res.middle, res.stop) == ("a += 1", StopReason.RIGHT_CONTEXT)
+    out, right_stops = run_processor(table, random_tokenizer, left, right, said, "block")
+    assert right_stops == 0 and out == script
+    decode = random_tokenizer.decode
+    assert right_context_end(req, decode(out[:-1]), decode(out[-2:-1]), "",
+                             ending=True) == res.middle
 
 
 def test_a_sampled_row_does_not_take_the_stop(table, random_tokenizer):
