@@ -38,6 +38,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,17 @@ def vsix(tooling: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert build.returncode == 0, f"build_vscode.sh failed:\n{build.stderr}"
     assert out.is_file()
     return out
+
+
+def test_vsix_carries_the_repositorys_license(vsix: Path) -> None:
+    """`npm run package` copies the root LICENSE into the extension (no second copy in git, no
+    --skip-license); the .vsix holds it, with the bundle, manifest and README only."""
+    with zipfile.ZipFile(vsix) as z:
+        names = set(z.namelist())
+        assert z.read("extension/LICENSE.txt") == (ROOT / "LICENSE").read_bytes()
+    assert {"extension/package.json", "extension/readme.md",
+            "extension/dist/extension.js"} <= names, names
+    assert not any(n.startswith(("extension/src/", "extension/node_modules/")) for n in names)
 
 
 def _free_port() -> int:
