@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,3 +102,23 @@ def test_the_extension_license_is_the_repositorys_copied_at_package_time() -> No
     assert tracked == "", "editors/vscode/LICENSE is a second copy of the root LICENSE in git"
     ignored = subprocess.run(["git", "check-ignore", "-q", "editors/vscode/LICENSE"], cwd=ROOT)
     assert ignored.returncode == 0, "the copied LICENSE must be git-ignored"
+
+
+def test_the_python_package_names_the_same_repository_as_the_editors() -> None:
+    manifest = json.loads((VSCODE / "package.json").read_text())
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
+    repository = manifest["repository"]["url"]
+    assert urls["Repository"] == repository, (urls, repository)
+    assert urls["Issues"] == manifest["bugs"]["url"]
+    home = repository.removesuffix(".git")
+    assert urls["Homepage"] == home and manifest["homepage"].startswith(home + "/")
+    for url in urls.values():
+        assert url.startswith(home), url
+    # The Neovim plugin installs from the same repository.
+    nvim = (ROOT / "editors" / "nvim" / "README.md").read_text()
+    assert f'vim.pack.add({{ "{home}" }})' in nvim
+    owner_name = home.removeprefix("https://github.com/")
+    assert f'"{owner_name}",' in (ROOT / "editors" / "nvim" / "lazy.lua").read_text()
+    # Files the package's links point at exist in the repository.
+    for url in (urls["Documentation"], urls["Changelog"]):
+        assert (ROOT / url.split("/blob/main/", 1)[1]).is_file(), url
