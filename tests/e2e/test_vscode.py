@@ -338,6 +338,8 @@ def test_model_error_shows_in_status_bar_and_fixing_the_setting_recovers(
     result = run_in_vscode(vsix, tmp_path, out, {"seam.model": str(missing)}, {
         "expect": "error",
         "screenshot": str(out / "error.png"),
+        "diagnose": True,
+        "screenshotDiagnosis": str(out / "diagnosis.png"),
         "fixSetting": {"key": "seam.model", "value": "random:santacoder"},
         "screenshotRecovered": str(out / "recovered.png"),
     })
@@ -345,6 +347,16 @@ def test_model_error_shows_in_status_bar_and_fixing_the_setting_recovers(
     # The notification names the model and the setting to change.
     assert str(missing) in result["notification"], result
     assert "seam.model" in result["notification"], result
+    # The status item's tooltip holds what `seam doctor --json` found, with its fix, and
+    # "Seam: Diagnose" opens the whole report.
+    tooltip = result["tooltip"]
+    assert f"Problem (engine): model '{missing}'" in tooltip, tooltip
+    assert 'Fix: check the "model" and "engine" settings' in tooltip, tooltip
+    # The editor wraps long lines at its width: the text as one run is what the document holds.
+    diagnosis = result["diagnosis"].replace("\n", "")
+    assert re.search(r"\d+ problems? found", diagnosis), diagnosis
+    assert re.search(r"\*\*problem\*\* \| engine \| model '" + re.escape(str(missing)),
+                     diagnosis), diagnosis
     # Correcting seam.model reaches the running server (didChangeConfiguration), which loads
     # the new model without a restart.
     assert result["recovered"].endswith("Seam: ready"), result

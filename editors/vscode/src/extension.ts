@@ -22,15 +22,21 @@ function diagnose(): Promise<DoctorOutcome> {
 const ENABLED_KEY = "seam.completionsEnabled";
 
 let seam: SeamClient | undefined;
+/** Where "Seam: Diagnose" shows its last report. */
+const DIAGNOSIS_URI = vscode.Uri.from({ scheme: "seam-doctor", path: "Seam diagnosis.md" });
+// Set when the window closes: the server then stops on purpose, and nothing needs diagnosing.
+let closing = false;
 
 export function activate(context: vscode.ExtensionContext): void {
   const output = vscode.window.createOutputChannel("Seam", { log: true });
   const status = new StatusItem("seam.toggleCompletions", "seam.diagnose");
+  let diagnosisText = "";
+  const diagnosisChanged = new vscode.EventEmitter<vscode.Uri>();
   // When the server fails or stops, ask the doctor why, for the tooltip. One run at a time; a
   // state change while it runs makes its answer stale, so it is dropped.
   let diagnosing = false;
   status.onStateChange = (state) => {
-    if (!status.needsDiagnosis || diagnosing) {
+    if (closing || !status.needsDiagnosis || diagnosing) {
       return;
     }
     diagnosing = true;
@@ -82,8 +88,18 @@ export function activate(context: vscode.ExtensionContext): void {
         status.setDiagnosis(tooltipLines(outcome.report));
       }
       output.info(markdown);
-      const doc = await vscode.workspace.openTextDocument({ language: "markdown", content: markdown });
+      // A read-only document of its own: it updates on the next run and closes without asking
+      // whether to save it.
+      diagnosisText = markdown;
+      diagnosisChanged.fire(DIAGNOSIS_URI);
+      const doc = await vscode.workspace.openTextDocument(DIAGNOSIS_URI);
+      await vscode.languages.setTextDocumentLanguage(doc, "markdown");
       await vscode.window.showTextDocument(doc, { preview: true });
+    }),
+    diagnosisChanged,
+    vscode.workspace.registerTextDocumentContentProvider(DIAGNOSIS_URI.scheme, {
+      onDidChange: diagnosisChanged.event,
+      provideTextDocumentContent: () => diagnosisText,
     }),
     vscode.workspace.onDidOpenTextDocument((doc) => {
       if (!started && wanted(doc)) {
@@ -115,6 +131,7 @@ export function activate(context: vscode.ExtensionContext): void {
 }
 
 export async function deactivate(): Promise<void> {
+  closing = true;
   await seam?.stop();
   seam = undefined;
 }
