@@ -14,7 +14,9 @@
 // the user's keybindings.json), saving after each; the file's text after each step comes back
 // as "afterWord" and "afterLine", the ghost text before each as "ghost" and "ghostBeforeLine".
 // With "expect": "error" it only waits for the status bar to report a server error and returns
-// {"status", "notification"}; given "fixSetting" {key, value} it then changes that setting in
+// {"status", "notification"}; with "diagnose" it also returns the status item's tooltip
+// ("tooltip", where the doctor's findings go) and the text "Seam: Diagnose" opens ("diagnosis");
+// given "fixSetting" {key, value} it then changes that setting in
 // the Settings editor and waits for the server to come back ready ("recovered"). With
 // "expect": "ready" it waits for the model to be ready and returns {"status", "notifications"}.
 // playwright-core is found through NODE_PATH (the test points it at .e2e/tools/node_modules);
