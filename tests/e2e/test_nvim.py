@@ -219,7 +219,9 @@ def test_ghost_text_accept_and_save_parses(nvim) -> None:
     assert "Traceback" not in log, log[-3000:]
 
 
-def test_checkhealth(tmp_path) -> None:
+def _checkhealth(tmp_path: Path, setup: str, file: Path | None = None) -> str:
+    """The text of `:checkhealth seam` in a headless Neovim configured with ``setup`` (Lua
+    fields of ``require('seam').setup``), run with ``file`` open."""
     binary = nvim_binary()
     if binary is None:
         pytest.skip("Neovim not installed (bash scripts/setup.sh dev,e2e)")
@@ -227,19 +229,46 @@ def test_checkhealth(tmp_path) -> None:
     cmd = [sys.executable, "-m", "lsp_server.cli", "serve"]
     cmd_lua = f"vim.json.decode({json.dumps(json.dumps(cmd))})"
     init.write_text(f"vim.opt.rtp:prepend({json.dumps(str(PLUGIN))})\n"
-                    f"require('seam').setup({{cmd = {cmd_lua}}})\n")
+                    f"require('seam').setup({{cmd = {cmd_lua}, {setup}}})\n")
     report = tmp_path / "health.txt"
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         env[var] = str(tmp_path / var.lower())
-    subprocess.run([binary, "--headless", "-n", "-i", "NONE", "-u", str(init),
+    opened = [str(file)] if file is not None else []
+    subprocess.run([binary, "--headless", "-n", "-i", "NONE", "-u", str(init), *opened,
                     "-c", "checkhealth seam", "-c", f"write! {report}", "-c", "qa!"],
-                   env=env, check=True, timeout=120, capture_output=True)
-    text = report.read_text()
+                   env=env, check=True, timeout=180, capture_output=True)
+    return report.read_text()
+
+
+def test_checkhealth(tmp_path) -> None:
+    source = tmp_path / "ok.py"
+    source.write_text(SOURCE)
+    text = _checkhealth(tmp_path, "settings = {model = 'random:santacoder'}", source)
     assert "has vim.lsp.inline_completion" in text
-    assert "serve --help` runs" in text, text
+    # The doctor ran with the plugin's command and reported, among others, the engine it would
+    # pick and the buffer's file as served.
+    assert "seam: doctor" in text, text
+    assert re.search(r"OK engine: model \S+ .*runs on the \S+ engine", text), text
+    assert re.search(r"OK file: ok\.py", text), text
+    # The plugin's log file, in this test's own XDG_STATE_HOME: the doctor read the same one.
+    assert str(tmp_path / "xdg_state_home" / "seam" / "server.log") in text, text
     assert "ERROR" not in text, text
+
+
+def test_checkhealth_reports_the_doctors_problems(tmp_path) -> None:
+    """A model that is not there and a buffer whose type is not served: both come from
+    `seam doctor --json`, as errors with the doctor's advice."""
+    missing = tmp_path / "missing.gguf"
+    notes = tmp_path / "notes.txt"
+    notes.write_text("remember the milk\n")
+    text = _checkhealth(tmp_path, f"settings = {{model = {_lua(str(missing))}}}", notes)
+    assert re.search(rf"ERROR engine: .*GGUF file not found: {re.escape(str(missing))}", text), text
+    assert re.search(r"ERROR file: notes\.txt: .*not served", text), text
+    # Each problem carries the doctor's fix as advice.
+    assert text.count("ADVICE") >= 2, text
+    assert 'check the "model" and "engine" settings' in text, text
 
 
 # A hole where the deterministic random model does propose a (string-literal) argument.

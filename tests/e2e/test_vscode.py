@@ -38,6 +38,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,17 @@ def vsix(tooling: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert build.returncode == 0, f"build_vscode.sh failed:\n{build.stderr}"
     assert out.is_file()
     return out
+
+
+def test_vsix_carries_the_repositorys_license(vsix: Path) -> None:
+    """`npm run package` copies the root LICENSE into the extension (no second copy in git, no
+    --skip-license); the .vsix holds it, with the bundle, manifest and README only."""
+    with zipfile.ZipFile(vsix) as z:
+        names = set(z.namelist())
+        assert z.read("extension/LICENSE.txt") == (ROOT / "LICENSE").read_bytes()
+    assert {"extension/package.json", "extension/readme.md",
+            "extension/dist/extension.js"} <= names, names
+    assert not any(n.startswith(("extension/src/", "extension/node_modules/")) for n in names)
 
 
 def _free_port() -> int:
@@ -326,6 +338,8 @@ def test_model_error_shows_in_status_bar_and_fixing_the_setting_recovers(
     result = run_in_vscode(vsix, tmp_path, out, {"seam.model": str(missing)}, {
         "expect": "error",
         "screenshot": str(out / "error.png"),
+        "diagnose": True,
+        "screenshotDiagnosis": str(out / "diagnosis.png"),
         "fixSetting": {"key": "seam.model", "value": "random:santacoder"},
         "screenshotRecovered": str(out / "recovered.png"),
     })
@@ -333,6 +347,16 @@ def test_model_error_shows_in_status_bar_and_fixing_the_setting_recovers(
     # The notification names the model and the setting to change.
     assert str(missing) in result["notification"], result
     assert "seam.model" in result["notification"], result
+    # The status item's tooltip holds what `seam doctor --json` found, with its fix, and
+    # "Seam: Diagnose" opens the whole report.
+    tooltip = result["tooltip"]
+    assert f"Problem (engine): model '{missing}'" in tooltip, tooltip
+    assert 'Fix: check the "model" and "engine" settings' in tooltip, tooltip
+    # The editor wraps long lines at its width: the text as one run is what the document holds.
+    diagnosis = result["diagnosis"].replace("\n", "")
+    assert re.search(r"\d+ problems? found", diagnosis), diagnosis
+    assert re.search(r"\*\*problem\*\* \| engine \| model '" + re.escape(str(missing)),
+                     diagnosis), diagnosis
     # Correcting seam.model reaches the running server (didChangeConfiguration), which loads
     # the new model without a restart.
     assert result["recovered"].endswith("Seam: ready"), result

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,3 +87,38 @@ def test_nvim_readme_lists_the_same_server_settings_as_vscode() -> None:
         - {key.removeprefix("seam.") for key in EXTENSION_ONLY}
     assert nvim == vscode, {"only in Neovim's README": sorted(nvim - vscode),
                             "only in VS Code's manifest": sorted(vscode - nvim)}
+
+
+def test_the_extension_license_is_the_repositorys_copied_at_package_time() -> None:
+    """One LICENSE in git (the root's): `npm run package` copies it into editors/vscode, where
+    it is ignored, and nothing packages with --skip-license."""
+    scripts = json.loads((VSCODE / "package.json").read_text())["scripts"]
+    assert "../../LICENSE" in scripts["license"] and "'LICENSE'" in scripts["license"], scripts
+    assert scripts["package"].startswith("npm run license && vsce package"), scripts
+    for text in (*scripts.values(), (ROOT / "scripts" / "build_vscode.sh").read_text()):
+        assert "--skip-license" not in text
+    tracked = subprocess.run(["git", "ls-files", "editors/vscode/LICENSE"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout
+    assert tracked == "", "editors/vscode/LICENSE is a second copy of the root LICENSE in git"
+    ignored = subprocess.run(["git", "check-ignore", "-q", "editors/vscode/LICENSE"], cwd=ROOT)
+    assert ignored.returncode == 0, "the copied LICENSE must be git-ignored"
+
+
+def test_the_python_package_names_the_same_repository_as_the_editors() -> None:
+    manifest = json.loads((VSCODE / "package.json").read_text())
+    urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
+    repository = manifest["repository"]["url"]
+    assert urls["Repository"] == repository, (urls, repository)
+    assert urls["Issues"] == manifest["bugs"]["url"]
+    home = repository.removesuffix(".git")
+    assert urls["Homepage"] == home and manifest["homepage"].startswith(home + "/")
+    for url in urls.values():
+        assert url.startswith(home), url
+    # The Neovim plugin installs from the same repository.
+    nvim = (ROOT / "editors" / "nvim" / "README.md").read_text()
+    assert f'vim.pack.add({{ "{home}" }})' in nvim
+    owner_name = home.removeprefix("https://github.com/")
+    assert f'"{owner_name}",' in (ROOT / "editors" / "nvim" / "lazy.lua").read_text()
+    # Files the package's links point at exist in the repository.
+    for url in (urls["Documentation"], urls["Changelog"]):
+        assert (ROOT / url.split("/blob/main/", 1)[1]).is_file(), url

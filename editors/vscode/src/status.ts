@@ -1,6 +1,7 @@
 // The status bar item that tells the user what the server is doing: idle (no file to complete
 // yet), starting, loading the model (with the server's $/progress percentage), ready, or failed
-// (with the server's message).
+// (with the server's message). When Seam is not ready, the tooltip also holds what
+// `seam doctor` found (problems first) and a click runs "Seam: Diagnose" for the full report.
 import * as vscode from "vscode";
 
 export type ServerState = "idle" | "starting" | "loading" | "ready" | "error" | "stopped";
@@ -10,11 +11,16 @@ export class StatusItem implements vscode.Disposable {
   private state: ServerState = "stopped";
   private detail = "";
   private enabled = true;
+  private diagnosis: string[] = [];
+  /** Called with each new state, e.g. to ask the doctor why the server is not ready. */
+  onStateChange: ((state: ServerState) => void) | undefined;
 
-  constructor(toggleCommand: string) {
+  constructor(
+    private readonly toggleCommand: string,
+    private readonly diagnoseCommand: string,
+  ) {
     this.item = vscode.window.createStatusBarItem("seam.status", vscode.StatusBarAlignment.Right, 100);
     this.item.name = "Seam";
-    this.item.command = toggleCommand;
     this.render();
     this.item.show();
   }
@@ -24,9 +30,32 @@ export class StatusItem implements vscode.Disposable {
   }
 
   set(state: ServerState, detail = ""): void {
+    const changed = state !== this.state;
     this.state = state;
     this.detail = detail;
+    if (changed) {
+      this.diagnosis = []; // it explained the state before
+    }
     this.render();
+    if (changed) {
+      this.onStateChange?.(state);
+    }
+  }
+
+  /** Whether the state is one the doctor should explain: the server is not running or failed. */
+  get needsDiagnosis(): boolean {
+    return this.state === "error" || this.state === "stopped";
+  }
+
+  /** The doctor's lines for the tooltip (they stay until the state changes). */
+  setDiagnosis(lines: string[]): void {
+    this.diagnosis = lines;
+    this.render();
+  }
+
+  /** The tooltip as shown (for the tests and the Diagnose command). */
+  get tooltip(): string {
+    return typeof this.item.tooltip === "string" ? this.item.tooltip : "";
   }
 
   setEnabled(enabled: boolean): void {
@@ -58,7 +87,16 @@ export class StatusItem implements vscode.Disposable {
     if (this.detail) {
       lines.push(this.detail);
     }
-    lines.push(this.enabled ? "Click to turn completions off." : "Click to turn completions on.");
+    if (this.diagnosis.length > 0) {
+      lines.push("", "seam doctor:", ...this.diagnosis, "");
+    }
+    if (this.needsDiagnosis) {
+      this.item.command = this.diagnoseCommand;
+      lines.push("Click for the full diagnosis (Seam: Diagnose).");
+    } else {
+      this.item.command = this.toggleCommand;
+      lines.push(this.enabled ? "Click to turn completions off." : "Click to turn completions on.");
+    }
     this.item.tooltip = lines.join("\n");
     this.item.backgroundColor =
       this.state === "error" ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;

@@ -14,7 +14,9 @@
 // the user's keybindings.json), saving after each; the file's text after each step comes back
 // as "afterWord" and "afterLine", the ghost text before each as "ghost" and "ghostBeforeLine".
 // With "expect": "error" it only waits for the status bar to report a server error and returns
-// {"status", "notification"}; given "fixSetting" {key, value} it then changes that setting in
+// {"status", "notification"}; with "diagnose" it also returns the status item's tooltip
+// ("tooltip", where the doctor's findings go) and the text "Seam: Diagnose" opens ("diagnosis");
+// given "fixSetting" {key, value} it then changes that setting in
 // the Settings editor and waits for the server to come back ready ("recovered"). With
 // "expect": "ready" it waits for the model to be ready and returns {"status", "notifications"}.
 // playwright-core is found through NODE_PATH (the test points it at .e2e/tools/node_modules);
@@ -177,6 +179,38 @@ async function main() {
       await toast.waitFor({ state: "visible" });
       result.notification = (await toast.innerText()).trim();
       await page.screenshot({ path: config.screenshot, animations: "disabled" });
+      if (config.diagnose) {
+        // The extension asks `seam doctor` why the server failed and puts the answer in the
+        // item's tooltip (it comes a moment after the error): hover until it is there.
+        log("reading the doctor's findings from the status item's tooltip");
+        const hover = page.locator(".workbench-hover, .monaco-hover").filter({ hasText: "seam doctor:" }).first();
+        const deadline = Date.now() + timeout;
+        for (;;) {
+          await page.mouse.move(10, 10);
+          await failed.hover();
+          try {
+            await hover.waitFor({ state: "visible", timeout: 5000 });
+            break;
+          } catch (err) {
+            if (Date.now() > deadline) {
+              throw err;
+            }
+          }
+        }
+        result.tooltip = (await hover.innerText()).trim();
+        await page.mouse.move(10, 10);
+        log("running Seam: Diagnose");
+        await runCommand(page, "Seam: Diagnose");
+        const report = page
+          .locator(".editor-group-container.active .monaco-editor .view-lines", { hasText: "Seam: Diagnose" })
+          .first();
+        await report.waitFor({ state: "visible" });
+        result.diagnosis = (await report.innerText()).replace(/\u00a0/g, " ");
+        await page.screenshot({ path: config.screenshotDiagnosis, animations: "disabled" });
+        // Read-only, so it closes without a question; back to scale.py for the fix below.
+        await page.keyboard.press("Control+W");
+        await report.waitFor({ state: "detached" });
+      }
       if (config.fixSetting) {
         // Fix the setting the way a user would, in the Settings editor: the extension pushes
         // workspace/didChangeConfiguration, the server loads the new model, the item turns ready.
