@@ -248,3 +248,18 @@ def test_a_replace_all_body_is_scanned_in_few_python_steps() -> None:
     assert ends[-1] == len(body) - (len(body) - 1) // 65536 * 65536
     chunks = len(ends)
     assert _CountingScan.steps < 40 + 20 * chunks, _CountingScan.steps
+
+
+def test_a_long_document_is_scanned_in_few_python_steps() -> None:
+    """A didOpen's text is one string cut by every chunk's end, with an escape on each line:
+    its rest is run over in one match, not a step per escape (one per line before)."""
+    text = "".join(f"value_{i} = 'tab\\there'\n" for i in range(5000))
+    body = json.dumps({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+        "textDocument": {"uri": "file:///a.py", "languageId": "python", "version": 1,
+                         "text": text}}}).encode()
+    for chunk in (65536, 4093):
+        scan = _CountingScan()
+        _CountingScan.steps = 0
+        ends = [scan.feed(body[i:i + chunk]) for i in range(0, len(body), chunk)]
+        assert ends[-1] == len(body) - (len(body) - 1) // chunk * chunk
+        assert _CountingScan.steps < 40 + 4 * len(ends), (chunk, _CountingScan.steps)
