@@ -91,6 +91,39 @@ def cursor_near_middle(text: str) -> int:
     return i + 3
 
 
+async def replace_all(session: LspSession, count: int) -> dict[str, Any]:
+    """A ``didChange`` with one ranged change per line of a ``count``-line file, and how long
+    the ``seam/status`` sent right after it waits (what any request waits behind the edit)."""
+    uri = f"file:///bench/replace_{count}.py"
+    text = "".join(f"value_{i} = old_name(x)\n" for i in range(count))
+    session.open(uri, text)
+    await session.request("seam/status", {})
+    changes = []
+    for i in reversed(range(count)):
+        start = text.index("old_name", text.index(f"value_{i} ="))
+        changes.append({"range": {"start": position_of(text, start),
+                                  "end": position_of(text, start + 8)},
+                        "text": "new_name"})
+    session.versions[uri] += 1
+    t0 = time.perf_counter()
+    session.notify("textDocument/didChange", {
+        "textDocument": {"uri": uri, "version": session.versions[uri]},
+        "contentChanges": changes})
+    await session.request("seam/status", {})
+    waited = time.perf_counter() - t0
+    session.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    return {"changes": count, "status_wait_s": round(waited, 3)}
+
+
+async def replace_only(model: str) -> list[dict]:
+    with tempfile.TemporaryDirectory() as tmp:
+        session = LspSession({"model": model}, Path(tmp) / "server.log")
+        await session.start()
+        edits = [await replace_all(session, count) for count in REPLACE_COUNTS]
+        await session.close()
+    return edits
+
+
 async def sizes(model: str) -> tuple[list[dict], list[dict]]:
     lines = big_file(12).split("\n")
     rows, edits = [], []
@@ -108,24 +141,7 @@ async def sizes(model: str) -> tuple[list[dict], list[dict]]:
                                      cut=False)
         rows.append({"file": "one 5 MB line", "megabytes": round(len(text) / 1e6, 2), **row})
         for count in REPLACE_COUNTS:
-            uri = f"file:///bench/replace_{count}.py"
-            text = "".join(f"value_{i} = old_name(x)\n" for i in range(count))
-            session.open(uri, text)
-            await session.request("seam/status", {})
-            changes = []
-            for i in reversed(range(count)):
-                start = text.index("old_name", text.index(f"value_{i} ="))
-                changes.append({"range": {"start": position_of(text, start),
-                                          "end": position_of(text, start + 8)},
-                                "text": "new_name"})
-            session.versions[uri] += 1
-            t0 = time.perf_counter()
-            session.notify("textDocument/didChange", {
-                "textDocument": {"uri": uri, "version": session.versions[uri]},
-                "contentChanges": changes})
-            await session.request("seam/status", {})
-            edits.append({"changes": count, "status_wait_s":
-                          round(time.perf_counter() - t0, 3)})
+            edits.append(await replace_all(session, count))
         await session.close()
     return rows, edits
 
@@ -191,9 +207,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--peer-s", type=float, default=15.0,
                    help="seconds seam serve spends on each misbehaving server (default 15)")
     p.add_argument("--skip-peers", action="store_true")
+    p.add_argument("--replace-only", action="store_true",
+                   help="only the Replace All table, printed (not written to --figures)")
     p.add_argument("--figures", type=Path, default=None,
                    help="write the tables into this page's file-size section")
     args = p.parse_args(argv)
+    if args.replace_only:
+        print(json.dumps(asyncio.run(replace_only(args.model)), indent=1))
+        return 0
     record = RunRecord(command_line(), packages=model_packages())
     rows, edits = asyncio.run(sizes(args.model))
     bad = [] if args.skip_peers else asyncio.run(peers(args.peer_s))

@@ -4,7 +4,8 @@
 defaults to 127.0.0.1: the server never listens beyond loopback unless told to; PORT 0 picks a
 free one). In stdio mode the process's file descriptor 1 is re-pointed at stderr before
 anything heavy is imported, so a stray ``print`` in a library (or in C code) cannot corrupt the
-protocol stream.
+protocol stream. A library's ``FutureWarning`` or ``DeprecationWarning`` is not printed (as
+with ``seam complete``: ``fim.cli.quiet_library_warnings``); Seam's own warnings are.
 
 In TCP mode every client must present a secret token in its ``initialize`` request, as
 ``initializationOptions.seamToken``: by default a fresh one per start, printed on stderr (never
@@ -181,19 +182,28 @@ def serve(argv: list[str]) -> int:
     try:
         tcp = _bind(args.tcp, args.token_file) if args.tcp else None
         protocol_out = None if tcp else _protect_stdout()
-        # Idle OpenMP threads otherwise spin for a while after each forward pass. On a busy
-        # CPU that spinning delays the event loop (measured here: 5-35 ms before the answer
-        # is sent) and slows the next forward pass several times over. Must be set before
-        # torch loads; an explicit user setting wins.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-        new_session = _sessions(args, limit)
     except _Refused as exc:
         return cli_args.fail("seam serve", str(exc))
-    if tcp is not None:
-        code = _serve_tcp(*tcp, new_session, limit)
-    else:
-        code = _serve_stdio(new_session, protocol_out)
-    _leave(code, protocol_out)
+    # fim's command line is imported only now, after stdout is protected. A library's notice
+    # of its own future (transformers' FutureWarning on every forward pass of some models)
+    # would otherwise reach the editor's output panel on stderr; Seam's own warnings still do.
+    from fim.cli import quiet_library_warnings
+
+    with quiet_library_warnings():
+        try:
+            # Idle OpenMP threads otherwise spin for a while after each forward pass. On a
+            # busy CPU that spinning delays the event loop (measured here: 5-35 ms before the
+            # answer is sent) and slows the next forward pass several times over. Must be set
+            # before torch loads; an explicit user setting wins.
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            new_session = _sessions(args, limit)
+        except _Refused as exc:
+            return cli_args.fail("seam serve", str(exc))
+        if tcp is not None:
+            code = _serve_tcp(*tcp, new_session, limit)
+        else:
+            code = _serve_stdio(new_session, protocol_out)
+        _leave(code, protocol_out)
 
 
 def _bind(address: tuple[str, int], token_file: Path | None) -> tuple[socket.socket, str]:

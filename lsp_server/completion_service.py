@@ -319,7 +319,13 @@ class CompletionService:
             self._record(place.uri, ask.t0, CompletionSource.MODEL, "cancelled-by-client")
             raise
         except Exception as exc:
-            log.error("decode failed for %s: %s", place.uri, type(exc).__name__, exc_info=exc)
+            if isinstance(exc, (ConnectionError, TimeoutError)):
+                # A model server that cannot be reached or answers with an error (VllmError
+                # is a ConnectionError): expected in use, and the message says all there is.
+                log.error("decode failed for %s: %s: %s", place.uri, type(exc).__name__, exc)
+            else:  # a bug: its traceback is what finds it
+                log.error("decode failed for %s: %s", place.uri, type(exc).__name__,
+                          exc_info=exc)
             self.host.report_failure(exc)  # a vLLM server gone: the editor hears of it
             self._record(place.uri, ask.t0, CompletionSource.MODEL, "error",
                          error=type(exc).__name__)

@@ -22,6 +22,30 @@ _QUOTE, _BACKSLASH, _COLON, _COMMA = 0x22, 0x5C, 0x3A, 0x2C
 _STRING_STOP = re.compile(rb'["\\]')
 _OUTSIDE_STOP = re.compile(rb'["{}\[\]:,]')
 _INTEGER = re.compile(rb"-?(0|[1-9][0-9]{0,30})")
+# Below the top level only the bracket depth matters, so one match (in C) runs over whole
+# strings, other bytes and whole values nested up to _NEST_LEVELS deep (which leave the depth as
+# it was), stopping only at a closing bracket, an opener whose value does not end in this chunk
+# or nests deeper, or a string cut by the chunk's end. Every quantifier is
+# possessive and each alternative starts with its own byte, so the match never backtracks; a
+# value cut by the chunk's end is read again at most once per nesting level. Without
+# it a large message (a "Replace All" didChange: 40,000 changes, 4.6 MB) took a Python step per
+# string and bracket: half a second of the event loop.
+_STRING_RE = rb'"(?:[^"\\]++|\\.)*+"'
+_NEST_LEVELS = 4
+
+
+def _deep_run() -> re.Pattern[bytes]:
+    inside = rb'(?:[^"{}\[\]]++|' + _STRING_RE + rb')*+'
+    for _ in range(_NEST_LEVELS):
+        value = rb'\{' + inside + rb'\}|\[' + inside + rb'\]'
+        inside = rb'(?:[^"{}\[\]]++|' + _STRING_RE + rb'|' + value + rb')*+'
+    return re.compile(inside, re.DOTALL)
+
+
+_DEEP_RUN = _deep_run()
+# The rest of a string nothing is captured from, escapes and all, in one match: a document's
+# text cut by a chunk's end holds an escape on every line.
+_STRING_RUN = re.compile(rb'(?:[^"\\]++|\\.)*+', re.DOTALL)
 
 #: Longest id value captured (a longer string id is not recorded: ids are short in practice).
 MAX_ID_BYTES = 1024
@@ -106,6 +130,9 @@ class JsonScan:
             if self._in_string:
                 i = self._string(data, i)
                 continue
+            if self._depth > 1 and self._capturing is None:
+                i = self._deep(data, i)
+                continue
             m = _OUTSIDE_STOP.search(data, i)
             if m is None:
                 if self._capturing in ("id-await", "id-scalar"):
@@ -139,8 +166,36 @@ class JsonScan:
         self._expect_key = self._object
         return i + 1
 
+    def _deep(self, data: bytes, i: int) -> int | None:
+        """Below the top level, outside strings: on to where the depth changes (see
+        ``_DEEP_RUN``), and on from there while the value stays below the top level."""
+        n = len(data)
+        while self._depth > 1:
+            j = _DEEP_RUN.match(data, i).end()  # type: ignore[union-attr]  # never fails
+            if j >= n:
+                return None
+            c = data[j]
+            if c == _QUOTE:
+                self._in_string = True
+                return j + 1
+            if c in (_LBRACE, _LBRACKET):
+                self._depth += 1
+            elif c in (_RBRACE, _RBRACKET):
+                self._depth -= 1
+            i = j + 1
+        return i
+
     def _string(self, data: bytes, i: int) -> int | None:
-        """Inside a string: on to its closing quote or a backslash."""
+        """Inside a string: on to its closing quote (or a backslash, while capturing)."""
+        if self._capturing is None:
+            j = _STRING_RUN.match(data, i).end()  # type: ignore[union-attr]  # never fails
+            if j >= len(data):
+                return None
+            if data[j] == _BACKSLASH:  # the chunk ends right after it
+                self._escape = True
+            else:
+                self._in_string = False
+            return j + 1
         m = _STRING_STOP.search(data, i)
         if m is None:
             self._cap(data[i:])

@@ -9,7 +9,10 @@ pygls structures params with lsprotocol's cattrs converter, which is lenient in 
 * lsprotocol's hooks for unions (``languageId: LanguageKind | string``, a token's
   ``integer | string``, ...) hand any scalar through unchecked, so ``languageId: 7`` arrives as
   an ``int``. :func:`schema_problem_of` walks the structured params once and checks every
-  scalar against its field's declared type.
+  scalar against its field's declared type, except in fields whose type the strict hooks
+  already guarantee (a plain scalar, or a class made only of such fields, as ``Range`` is):
+  a "Replace All" ``didChange`` holds tens of thousands of ranges, and walking each of their
+  positions again cost the event loop as much as structuring them.
 
 Together they make a request whose params break the schema an ``InvalidParams`` answer and a
 notification a dropped message with a warning (``protocol.SeamProtocol._decode``), as the
@@ -84,6 +87,23 @@ def _field_types(cls: type) -> tuple[tuple[str, Any], ...]:
     return tuple((f.name, hints.get(f.name, Any)) for f in attrs.fields(cls))
 
 
+def _trusted(declared: Any, seen: frozenset = frozenset()) -> bool:
+    """Whether :func:`strict_scalars`' hooks alone make any value structured as ``declared``
+    fit it: a plain ``str``/``int``/``float``/``bool``, or an attrs class whose every field is
+    trusted (a class met again inside itself is not)."""
+    if declared in _SCALARS:
+        return True
+    if not (isinstance(declared, type) and attrs.has(declared)) or declared in seen:
+        return False
+    return all(_trusted(t, seen | {declared}) for _, t in _field_types(declared))
+
+
+@functools.cache
+def _checked_fields(cls: type) -> tuple[tuple[str, Any], ...]:
+    """The fields of ``cls`` whose values the structured params must still be checked in."""
+    return tuple((name, t) for name, t in _field_types(cls) if not _trusted(t))
+
+
 def _scalar_fits(value: Any, declared: Any) -> bool | None:
     """Whether scalar ``value`` fits ``declared``; ``None`` when ``declared`` says nothing
     about scalars (an object, an array) so the value cannot fit it."""
@@ -109,33 +129,44 @@ def _scalar_fits(value: Any, declared: Any) -> bool | None:
     return False
 
 
-def _problem(value: Any, declared: Any, where: str, depth: int = 0) -> str | None:
-    """Where ``value`` breaks ``declared``, or ``None``."""
+@functools.cache
+def _none_fits(declared: Any) -> bool:
+    return bool(_scalar_fits(None, declared))
+
+
+def _problem(value: Any, declared: Any, depth: int = 0) -> list[str] | None:
+    """How ``value`` breaks ``declared``, or ``None``: the complaint, then the path's parts
+    from the innermost out (the path is spelt only for a value that breaks the schema)."""
     if depth > 64:  # JSON nesting is bounded by the framing layer; stop anyway
         return None
-    if value is None or isinstance(value, _SCALARS) and not isinstance(value, enum.Enum):
+    if value is None:
+        return None if _none_fits(declared) else [f"{_kind(value)} is not allowed here"]
+    if isinstance(value, _SCALARS) and not isinstance(value, enum.Enum):
         if _scalar_fits(value, declared):
             return None
-        return f"{where}: {_kind(value)} is not allowed here"
+        return [f"{_kind(value)} is not allowed here"]
+    found = None
     if attrs.has(type(value)):
-        for name, field_type in _field_types(type(value)):
-            found = _problem(getattr(value, name), field_type, f"{where}.{name}", depth + 1)
+        for name, field_type in _checked_fields(type(value)):
+            found = _problem(getattr(value, name), field_type, depth + 1)
             if found:
-                return found
-        return None
-    if isinstance(value, Sequence) and not isinstance(value, str):
+                found.append(f".{name}")
+                break
+    elif isinstance(value, Sequence) and not isinstance(value, str):
         item_type = _item_type(declared, Sequence)
         for i, item in enumerate(value):
-            found = _problem(item, item_type, f"{where}[{i}]", depth + 1)
+            found = _problem(item, item_type, depth + 1)
             if found:
-                return found
+                found.append(f"[{i}]")
+                break
     elif isinstance(value, Mapping):
         item_type = _item_type(declared, Mapping)
         for key, item in value.items():
-            found = _problem(item, item_type, f"{where}.{key}", depth + 1)
+            found = _problem(item, item_type, depth + 1)
             if found:
-                return found
-    return None
+                found.append(f".{key}")
+                break
+    return found
 
 
 def _item_type(declared: Any, container: type) -> Any:
@@ -156,4 +187,7 @@ def schema_problem_of(params: Any) -> str | None:
     Params that are not an lsprotocol class (Seam's own methods) are not checked here."""
     if not attrs.has(type(params)):
         return None
-    return _problem(params, type(params), "params")
+    found = _problem(params, type(params))
+    if found is None:
+        return None
+    return "params" + "".join(reversed(found[1:])) + ": " + found[0]

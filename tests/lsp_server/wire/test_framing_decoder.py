@@ -191,3 +191,75 @@ def test_scan_finds_the_top_level_id_and_the_end(rest, msg_id, position, cuts) -
 ])
 def test_scan_id_of_broken_bodies(text, expected) -> None:
     assert scan_id(text) == expected
+
+
+DEEP = st.recursive(JSON_SCALARS | st.sampled_from(['"}]', "\\", '{"a": [', "]]}}"]),
+                    lambda inner: st.lists(inner, min_size=1, max_size=3)
+                    | st.dictionaries(st.sampled_from(["a", "{", '"]']), inner, min_size=1),
+                    max_leaves=40)
+
+
+@settings(max_examples=200)
+@given(st.integers(1, 12), DEEP, st.lists(st.integers(0, 10**4), max_size=12))
+def test_scan_follows_deep_nesting_with_brackets_in_strings(levels, inner, cuts) -> None:
+    """Below the top level the scan runs over whole nested values in one step: values nested
+    deeper than it takes at once, and strings that hold brackets, quotes and backslashes, cut
+    anywhere, still end where the JSON ends."""
+    value: object = inner
+    for _ in range(levels):
+        value = [value, {"k": value if levels < 4 else 1}]
+    text = json.dumps({"jsonrpc": "2.0", "params": value, "id": 5}).encode() + b"\n{junk"
+    scan = JsonScan()
+    end, last = None, 0
+    for p in sorted({c % (len(text) + 1) for c in cuts}) + [len(text)]:
+        found = scan.feed(text[last:p])
+        if found is not None and end is None:
+            end = last + found
+        last = p
+    assert end == len(text) - len(b"\n{junk")
+    assert scan.request_id == 5
+
+
+class _CountingScan(JsonScan):
+    steps = 0
+
+    def _string(self, data, i):
+        _CountingScan.steps += 1
+        return super()._string(data, i)
+
+    def _structural(self, c):
+        _CountingScan.steps += 1
+        return super()._structural(c)
+
+
+def test_a_replace_all_body_is_scanned_in_few_python_steps() -> None:
+    """A didChange with 5,000 ranged changes (what "Replace All" sends) is outlined in a few
+    steps per chunk, not one per string and bracket (about 120,000 before: half a second of
+    the event loop at 40,000 changes)."""
+    changes = [{"range": {"start": {"line": i, "character": 9},
+                          "end": {"line": i, "character": 17}}, "text": "new_name"}
+               for i in range(5000)]
+    body = json.dumps({"jsonrpc": "2.0", "method": "textDocument/didChange",
+                       "params": {"textDocument": {"uri": "file:///a.py", "version": 2},
+                                  "contentChanges": changes}}).encode()
+    scan = _CountingScan()
+    _CountingScan.steps = 0
+    ends = [scan.feed(body[i:i + 65536]) for i in range(0, len(body), 65536)]
+    assert ends[-1] == len(body) - (len(body) - 1) // 65536 * 65536
+    chunks = len(ends)
+    assert _CountingScan.steps < 40 + 20 * chunks, _CountingScan.steps
+
+
+def test_a_long_document_is_scanned_in_few_python_steps() -> None:
+    """A didOpen's text is one string cut by every chunk's end, with an escape on each line:
+    its rest is run over in one match, not a step per escape (one per line before)."""
+    text = "".join(f"value_{i} = 'tab\\there'\n" for i in range(5000))
+    body = json.dumps({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+        "textDocument": {"uri": "file:///a.py", "languageId": "python", "version": 1,
+                         "text": text}}}).encode()
+    for chunk in (65536, 4093):
+        scan = _CountingScan()
+        _CountingScan.steps = 0
+        ends = [scan.feed(body[i:i + chunk]) for i in range(0, len(body), chunk)]
+        assert ends[-1] == len(body) - (len(body) - 1) // chunk * chunk
+        assert _CountingScan.steps < 40 + 4 * len(ends), (chunk, _CountingScan.steps)
