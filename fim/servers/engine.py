@@ -166,12 +166,10 @@ def _openai(http_: Http, options: ServerOptions) -> ServerEngine:
             raise ServerError(f"the server at {http_.url} lists no model; set \"model\"")
         model = str(data[0].get("id"))
         for key in ("max_model_len", "context_length", "max_context_length"):
-            if isinstance(data[0].get(key), int):
+            if isinstance(data[0].get(key), int):  # vLLM, LM Studio
                 window = data[0][key]
-        meta = data[0].get("meta")
-        if window is None and isinstance(meta, dict) and isinstance(meta.get("n_ctx_train"),
-                                                                    int):
-            window = meta["n_ctx_train"]
+    if window is None:
+        window = _llama_server_context(http_)
     template = openai_route.template_for(model, options.template)
     vocab = SeenVocabulary(DEFAULT_CAPACITY)
     tokenizer = openai_route.SentinelTokenizer(template, DEFAULT_CAPACITY)
@@ -184,3 +182,15 @@ def _openai(http_: Http, options: ServerOptions) -> ServerEngine:
                       "tokens estimated, no token healing: the server names no token ids)")
     engine = ServerEngine(backend, route, heal=False, exact_tokens=False, template=template)
     return engine
+
+
+def _llama_server_context(http_: Http) -> int | None:
+    """The context per slot of a llama-server behind the OpenAI route (``/props``); ``None``
+    from any other server (which answers 404 or something else)."""
+    try:
+        props = http_.call("GET", "/props")
+    except VllmError:
+        return None
+    settings = props.get("default_generation_settings")
+    n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+    return n_ctx if isinstance(n_ctx, int) and n_ctx > 0 else None

@@ -18,7 +18,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from fim.servers.errors import ServerError, from_transport
-from fim.servers.positions import End, Event, Position, PositionStream, sse_data
+from fim.servers.positions import (
+    End,
+    Event,
+    Position,
+    PositionStream,
+    read_timeout,
+    sse_data,
+)
 from fim.servers.seen_vocab import SeenVocabulary
 from fim.vllm.http import Http, VllmError, json_or_error
 
@@ -150,7 +157,8 @@ class NativeRoute:
 
     def _send(self, body: dict, opened) -> http.client.HTTPResponse:
         try:
-            _, resp = self.http.send("POST", "/completion", body, opened=opened)
+            _, resp = self.http.send("POST", "/completion", body,
+                                     timeout=read_timeout(self.http), opened=opened)
         except VllmError as err:
             raise from_transport(err, self.name) from None
         if resp.status != 200:

@@ -23,7 +23,14 @@ import json
 from collections.abc import Iterator, Sequence
 
 from fim.servers.errors import ServerError, from_transport
-from fim.servers.positions import End, Event, Position, PositionStream, sse_data
+from fim.servers.positions import (
+    End,
+    Event,
+    Position,
+    PositionStream,
+    read_timeout,
+    sse_data,
+)
 from fim.servers.seen_vocab import SeenVocabulary
 from fim.templates import TEMPLATES, FimTemplate
 from fim.vllm.http import Http, VllmError, json_or_error
@@ -119,7 +126,8 @@ class OpenAIRoute:
 
     def _send(self, body: dict, opened) -> http.client.HTTPResponse:
         try:
-            _, resp = self.http.send("POST", "/v1/completions", body, opened=opened)
+            _, resp = self.http.send("POST", "/v1/completions", body,
+                                     timeout=read_timeout(self.http), opened=opened)
         except VllmError as err:
             raise from_transport(err, self.name) from None
         if resp.status != 200:

@@ -14,11 +14,11 @@ import http.client
 import queue
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from fim.servers.errors import ServerError
+from fim.vllm.http import Http
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,13 @@ def sse_data(resp: http.client.HTTPResponse, name: str) -> Iterator[str]:
             raise ServerError(f"the {name} failed: {line[6:].strip()[:200]}")
 
 
-def monotonic_deadline(ms: float | None) -> float | None:
-    """A ``time.monotonic()`` instant ``ms`` from now (``None``: none)."""
-    return None if ms is None else time.monotonic() + ms / 1e3
+#: Seconds one socket read of a stream may wait (a busy server may take this long to prefill
+#: a long prompt).  The decoding loop does not wait on it: it polls its cancel and deadline
+#: and hangs up (:meth:`PositionStream.close`); this only bounds a reader thread whose server
+#: went silent.
+STREAM_READ_S = 120.0
+
+
+def read_timeout(http_: Http) -> float:
+    """The socket timeout of a streamed request: never below the transport's own."""
+    return max(http_.timeout, STREAM_READ_S)

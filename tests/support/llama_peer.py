@@ -218,9 +218,15 @@ class LlamaPeer:
                         lp = {"tokens": [chosen], "token_logprobs": [top[0][1]],
                               "top_logprobs": [{p: v for p, v in top[:k]}],
                               "text_offset": [0]}
-                    if not self._write(b"data: " + json.dumps({"choices": [{
-                            "index": 0, "text": chosen, "logprobs": lp,
-                            "finish_reason": None}]}).encode() + b"\n\n"):
+                    raw = b"data: " + json.dumps({"choices": [{
+                        "index": 0, "text": chosen, "logprobs": lp,
+                        "finish_reason": None}]}).encode() + b"\n\n"
+                    if peer.behaviour is Behaviour.CUT and len(so_far) > len(peer.left):
+                        self.wfile.write(raw[:len(raw) // 2])
+                        self.wfile.flush()
+                        self.connection.shutdown(2)
+                        return
+                    if not self._write(raw):
                         return
                     so_far += chosen
                 self._write(b"data: " + json.dumps({"choices": [{
