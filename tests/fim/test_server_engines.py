@@ -231,3 +231,34 @@ def test_a_key_echoed_by_the_server_is_blanked():
     from fim.servers.errors import redact
 
     assert redact("bad key sk-abcdef given", "sk-abcdef") == "bad key *** given"
+
+
+# ----- the command line ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+def test_seam_complete_on_a_server(peer, kind, tmp_path, capsys, monkeypatch):
+    from fim.cli import main
+
+    src = tmp_path / "a.py"
+    src.write_text(LEFT + RIGHT)
+    monkeypatch.setenv("SEAM_SERVER_API_KEY", "sk-cli-secret-key")
+    extra = ["--template", "santacoder"] if kind == "openai" else []
+    code = main(["complete", f"{src}:1:5", "--engine", kind, "--server", peer.url,
+                 "--quiet", *extra])
+    out = capsys.readouterr()
+    assert code == 0 and out.out == "1 + 2\n"
+    assert peer.log.auth[-1] == "Bearer sk-cli-secret-key"
+
+
+def test_seam_complete_with_a_server_that_is_down(tmp_path, capsys, monkeypatch):
+    from fim.cli import main
+
+    src = tmp_path / "a.py"
+    src.write_text(LEFT + RIGHT)
+    monkeypatch.setenv("SEAM_SERVER_API_KEY", "sk-cli-secret-key")
+    code = main(["complete", f"{src}:1:5", "--engine", "llama-server", "--server",
+                 f"http://127.0.0.1:{_closed_port()}", "--quiet"])
+    err = capsys.readouterr().err
+    assert code != 0 and "does not answer" in err and err.count("\n") == 1
+    assert "sk-cli-secret-key" not in err and "Traceback" not in err
