@@ -110,8 +110,9 @@ def table(records: dict[str, list[dict]], cases_: list[dict]) -> str:
         lines.append(
             f"| {name} | {answered}/{len(new)} | {exact} | {sim:.3f} | {bad} | "
             f"{p50:.2f} / {quantile([r['seconds'] for r in new], 0.9):.2f} | "
-            f"{statistics.median(r['seconds'] for r in typing):.2f} / "
-            f"{quantile([r['seconds'] for r in typing], 0.9):.2f} | "
+            + (f"{statistics.median(r['seconds'] for r in typing):.2f} / "
+               f"{quantile([r['seconds'] for r in typing], 0.9):.2f} | " if typing else "- | ")
+            +
             f"{p50 / base_p50:.2f} | "
             + (f"{trips:.2f} | {repairs:.2f} |" if name != IN_PROCESS else "- | - |"))
     return "\n".join(lines)
@@ -142,7 +143,7 @@ def viability(records: dict[str, list[dict]]) -> str:
     for name, recs in records.items():
         if not name.startswith("llama-server"):
             continue
-        both = [r["new"] for r in recs] + [r["typing"] for r in recs if r.get("typing")]
+        both = [r["new"] for r in recs]
         hit = [r for r in both if r.get("no_viable")]
         lines.append(f"| {name} | {len(hit)}/{len(both)} | "
                      f"{sum(r.get('middle') is None for r in hit)} |")
@@ -159,7 +160,18 @@ def main(argv: list[str] | None = None) -> int:
                    help="llama-server top-N values; the first also runs the openai route")
     p.add_argument("--out", type=Path, default=Path("/tmp/seam-bench-server-engines.jsonl"))
     p.add_argument("--figures", type=Path, default=None)
+    p.add_argument("--render", action="store_true",
+                   help="only write the tables from the records of an earlier run in --out "
+                        "(the cursors every engine finished; its run record is kept)")
     args = p.parse_args(argv)
+    if args.render:
+        first = json.loads(args.out.read_text(encoding="utf-8").splitlines()[0])
+        earlier = RunRecord(**first["record"])
+        if earlier.load_after is None:  # an interrupted run: stamp it now
+            earlier.finish()
+        render(args.out, cases(first["args"]["cases"]), earlier, args.figures,
+               "Measured (rendered from the run's records)")
+        return 0
     record = RunRecord(command_line(), packages=model_packages())
     cases_ = cases(args.cases)
     spec = bundled.lookup_spec("bundled:qwen2.5-coder-1.5b")
@@ -171,29 +183,48 @@ def main(argv: list[str] | None = None) -> int:
     with LlamaServer(ensure_built(), model, threads=args.threads, context=args.context,
                      batch=1024, cache_reuse=256) as server:
         server.wait_ready()
+        # The other top-N run right after the first, on the prompt it left in the server's
+        # one slot; the openai route last (its text prompt is another token sequence).
         engines: dict[str, object] = {IN_PROCESS: local}
-        for k, n in enumerate(tops):
+        for n in tops:
             engines[f"llama-server, top-{n}"] = connect(
                 "llama-server", ServerOptions(server.url, top_n=n, timeout=60))
-            if k == 0:
-                engines[f"openai route on llama-server, top-{n}"] = connect(
-                    "openai", ServerOptions(server.url, top_n=n, timeout=60))
-        records: dict[str, list[dict]] = {n: [] for n in engines}
+        engines[f"openai route on llama-server, top-{tops[0]}"] = connect(
+            "openai", ServerOptions(server.url, top_n=tops[0], timeout=60))
+        typing = {IN_PROCESS, f"llama-server, top-{tops[0]}",
+                  f"openai route on llama-server, top-{tops[0]}"}
         with open(args.out, "w", encoding="utf-8") as log:
+            log.write(json.dumps({"record": record.as_dict(), "args": vars(args)},
+                                 default=str) + "\n")
             for k, case in enumerate(cases_):
+                line = []
                 for name, engine in engines.items():
                     rec = {"id": case["id"], "engine": name,
                            "new": run_one(engine, case, case["prefix"], args)}
-                    if case["middle"]:
+                    if case["middle"] and name in typing:
                         rec["typing"] = run_one(engine, case,
                                                 case["prefix"] + case["middle"][0], args)
-                    records[name].append(rec)
                     log.write(json.dumps(rec) + "\n")
                     log.flush()
-                print(f"case {k + 1}/{len(cases_)}: " + ", ".join(
-                    f"{n} {r[-1]['new']['seconds']:.1f} s" for n, r in records.items()),
-                    file=sys.stderr, flush=True)
+                    line.append(f"{name} {rec['new']['seconds']:.1f} s")
+                print(f"case {k + 1}/{len(cases_)}: " + ", ".join(line), file=sys.stderr,
+                      flush=True)
     record.finish()
+    render(args.out, cases_, record, args.figures, "Measured")
+    return 0
+
+
+def render(out: Path, cases_: list[dict], record: RunRecord, figures: Path | None,
+           verb: str) -> None:
+    """The tables from the records in ``out`` (the cursors every engine finished)."""
+    lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines() if x]
+    args = argparse.Namespace(**lines[0]["args"])
+    by_engine: dict[str, dict[str, dict]] = {}
+    for rec in lines[1:]:
+        by_engine.setdefault(rec["engine"], {})[rec["id"]] = rec
+    done = [c for c in cases_ if all(c["id"] in recs for recs in by_engine.values())]
+    records = {name: [recs[c["id"]] for c in done] for name, recs in by_engine.items()}
+    cases_ = done
     body = (f"{len(cases_)} held-out cursors (Stack-Boundary and Stack-RandSpan from the "
             f"standard library, alternating), constrained, greedy, at most {args.max_tokens} "
             f"tokens, a {args.context}-token window and {args.threads} threads for every "
@@ -201,11 +232,12 @@ def main(argv: list[str] | None = None) -> int:
             "(built from the same llama.cpp sources, started as llama.vim's README starts "
             "it). Unparsable counts both kinds of request.\n\n"
             + table(records, cases_) + "\n\nPaired by cursor (new place):\n\n"
-            + paired(records, cases_) + "\n\nNo viable token in the top-N (both kinds of "
-            "request; the middle then ends at its best complete point, or there is none):\n\n"
-            + viability(records) + "\n")
-    publish(body, record, args.figures, SECTION)
-    return 0
+            + paired(records, cases_) + "\n\nNo viable token in the top-N (new place; the "
+            "middle then ends at its best complete point, or there is none):\n\n"
+            + viability(records) + "\n\nTyping through: the same cursor after the reference "
+            "middle's first character was typed (in process, llama-server at the first top-N "
+            "and the openai route). Round trips and repairs count both kinds of request.\n")
+    publish(body, record, figures, SECTION, verb)
 
 
 if __name__ == "__main__":
