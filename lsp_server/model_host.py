@@ -49,6 +49,9 @@ log = logging.getLogger(__name__)
 
 #: Where the vLLM server's API key is read when the ``vllmApiKey`` setting is empty.
 API_KEY_ENV = "SEAM_VLLM_API_KEY"
+#: ... and the key of a ``llama-server`` or ``openai`` server, when ``modelServerApiKey``
+#: is empty.
+SERVER_API_KEY_ENV = "SEAM_SERVER_API_KEY"
 #: Token sequences the model keeps cached: a few documents (or regions of one) at a time.
 SLOTS = 4
 WARM_LEFT = "def total(values):\n    result = 0\n    for value in values:\n        result += "
@@ -121,9 +124,42 @@ def reconnect_delays(first: float = RECONNECT_FIRST_S,
         delay = min(delay * 2, longest)
 
 
+class Remote(tuple):
+    """A model server the user runs (``engine: "llama-server"`` or ``"openai"``): its URL,
+    API key, engine and served model's name.  A tuple, with the URL first, as the vLLM
+    server's ``(url, key)`` is: the host names a server by ``remote[0]``."""
+
+    def __new__(cls, url: str, api_key: str, kind: EngineKind, served_model: str) -> Remote:
+        return super().__new__(cls, (url, api_key, kind, served_model))
+
+    def __repr__(self) -> str:  # never the key
+        return f"Remote({self[0]!r}, {self[2]!s})"
+
+
+def _connect(remote: tuple) -> Any:
+    """The engine for a server: the vLLM client for ``(url, key)``, a server engine
+    (``fim.servers``) for a :class:`Remote`."""
+    if isinstance(remote, Remote):
+        from fim.servers.engine import ServerOptions, connect
+
+        url, key, kind, served = remote
+        return connect(kind, ServerOptions(url, key or None, model=served or None))
+    from fim.vllm.client import VllmEngine
+
+    return VllmEngine.connect(*remote)
+
+
 def _hint_for(exc: BaseException, model: str) -> str:
     """A sentence telling the user what to change, from what went wrong."""
     text = f"{type(exc).__name__}: {exc}"
+    from fim.servers.errors import ServerError
+
+    if isinstance(exc, ServerError):
+        return (f"Seam cannot use the model server: {exc}. Check that it runs and the "
+                "`seam.modelServer` (and, where the server needs them, "
+                "`seam.modelServerApiKey` and `seam.servedModel`) settings; Seam keeps "
+                "trying (and at the next completion request) and is ready again once it "
+                "answers.")
     if isinstance(exc, ImportError):
         return (f"Seam could not import a module it needs to load '{model}' ({text}). "
                 "Reinstall Seam with its extras, e.g. `pip install 'seam[bundled]'`.")
@@ -224,19 +260,26 @@ class ModelHost:
 
     def load(self, model: str, device: str = "auto", dtype: Dtype | str = Dtype.AUTO,
              trust_remote_code: bool = False, engine: EngineKind | str = EngineKind.AUTO,
-             window: int | None = None, server: str = "", api_key: str = ""
-             ) -> threading.Thread:
+             window: int | None = None, server: str = "", api_key: str = "",
+             server_model: str = "") -> threading.Thread:
         """Start loading ``model`` with ``engine`` in the background; returns the loader
         thread. ``window`` is the prompt-plus-middle context requests will use (``None``:
         the engine's default, which on llama.cpp is the CPU policy's 2,048 tokens).
         ``server`` and ``api_key``: the vLLM server of ``engine="vllm"`` (then ``model``,
-        ``device`` and ``dtype`` are the server's business and only name it here)."""
+        ``device`` and ``dtype`` are the server's business and only name it here); the same
+        for the model server of ``engine="llama-server"`` or ``"openai"``, with
+        ``server_model``, the served model's name ("" for the first it lists)."""
         runtime = engine
-        key = (model, device, dtype, trust_remote_code, engine, window, server, api_key)
+        key = (model, device, dtype, trust_remote_code, engine, window, server, api_key,
+               server_model)
         # The key from the environment when no setting gives it (as for `seam complete`).
+        kind = EngineKind.parse(engine)
         remote = ((server, api_key or os.environ.get(API_KEY_ENV, ""))
-                  if EngineKind.parse(engine) is EngineKind.VLLM else None)
-        model = (server or "(no vllmServer set)") if remote else model
+                  if kind is EngineKind.VLLM else
+                  Remote(server, api_key or os.environ.get(SERVER_API_KEY_ENV, ""), kind,
+                         server_model) if kind.remote else None)
+        unset = "(no vllmServer set)" if kind is EngineKind.VLLM else "(no server set)"
+        model = (server or unset) if remote else model
         with self._lock:
             self._generation += 1
             generation = self._generation
@@ -262,9 +305,7 @@ class ModelHost:
             tables.start()
             try:
                 if remote is not None:
-                    from fim.vllm.client import VllmEngine
-
-                    engine: Any = VllmEngine.connect(*remote)
+                    engine: Any = _connect(remote)
                     engine.check(self.slow_after_s)  # a server too busy to answer is slow
                 else:
                     from fim.api import Engine
@@ -398,10 +439,8 @@ class ModelHost:
                 if remote is None or generation != self._generation or \
                         self._state.state is not LoadState.ERROR:
                     return
-            from fim.vllm.client import VllmEngine
-
             try:
-                engine = VllmEngine.connect(*remote)
+                engine = _connect(remote)
                 engine.check(self.slow_after_s)
                 state = HostState(LoadState.READY, remote[0], f"{remote[0]} ready")
             except Exception as exc:  # any failure leaves the host in error, not dead
