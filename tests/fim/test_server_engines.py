@@ -262,3 +262,21 @@ def test_seam_complete_with_a_server_that_is_down(tmp_path, capsys, monkeypatch)
     err = capsys.readouterr().err
     assert code != 0 and "does not answer" in err and err.count("\n") == 1
     assert "sk-cli-secret-key" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+def test_the_engines_implement_the_engine_interface_and_warm_the_servers_cache(peer, kind):
+    from fim.engine_interface import CompletionEngine
+
+    engine = _engine(kind, peer)
+    assert isinstance(engine, CompletionEngine)
+    assert not engine.features.ranks_alternatives
+    req = _req()
+    prompt = engine.prompt_for(req)
+    assert engine.uncached(req, prompt) == len(prompt.ids)  # nothing sent yet
+    sent = len(peer.log.completions)
+    assert engine.warm(req, prompt=prompt)
+    assert len(peer.log.completions) == sent + 1
+    assert engine.uncached(req, prompt) == 0  # the server's slot holds the prompt now
+    assert engine.complete(req, prompt=prompt).middle == "1 + 2"
+    assert engine.check(5.0) < 5.0
