@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
+import urllib.request
 
 import pytest
 
@@ -30,8 +31,18 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def llama_server():
     model = bundled.gguf_file(bundled.lookup_spec("bundled:qwen2.5-coder-1.5b"))
-    with LlamaServer(built(), model, threads=2, context=4096, batch=512) as server:
+    # One thread: on a machine busy with other work, llama.cpp's threads spin at their
+    # barriers against each other and a token can take seconds.
+    with LlamaServer(built(), model, threads=1, context=4096, batch=512) as server:
         server.wait_ready()
+        # A server the user already runs has answered before: its first request (the
+        # compute graph, the threads) is not Seam's to wait for, and on a busy machine it
+        # can take longer than the one-token check Seam asks before it reports "ready".
+        request = urllib.request.Request(
+            server.url + "/completion", json.dumps({"prompt": "x = ", "n_predict": 1}).encode(),
+            {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=300):
+            pass
         yield server
 
 
