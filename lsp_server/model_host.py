@@ -126,11 +126,12 @@ def reconnect_delays(first: float = RECONNECT_FIRST_S,
 
 class Remote(tuple):
     """A model server the user runs (``engine: "llama-server"`` or ``"openai"``): its URL,
-    API key, engine and served model's name.  A tuple, with the URL first, as the vLLM
-    server's ``(url, key)`` is: the host names a server by ``remote[0]``."""
+    API key, engine, served model's name and FIM template.  A tuple, with the URL first, as
+    the vLLM server's ``(url, key)`` is: the host names a server by ``remote[0]``."""
 
-    def __new__(cls, url: str, api_key: str, kind: EngineKind, served_model: str) -> Remote:
-        return super().__new__(cls, (url, api_key, kind, served_model))
+    def __new__(cls, url: str, api_key: str, kind: EngineKind, served_model: str,
+                template: str = "") -> Remote:
+        return super().__new__(cls, (url, api_key, kind, served_model, template))
 
     def __repr__(self) -> str:  # never the key
         return f"Remote({self[0]!r}, {self[2]!s})"
@@ -142,8 +143,9 @@ def _connect(remote: tuple) -> Any:
     if isinstance(remote, Remote):
         from fim.servers.engine import ServerOptions, connect
 
-        url, key, kind, served = remote
-        return connect(kind, ServerOptions(url, key or None, model=served or None))
+        url, key, kind, served, template = remote
+        return connect(kind, ServerOptions(url, key or None, model=served or None,
+                                           template=template or None))
     from fim.vllm.client import VllmEngine
 
     return VllmEngine.connect(*remote)
@@ -157,7 +159,8 @@ def _hint_for(exc: BaseException, model: str) -> str:
     if isinstance(exc, ServerError):
         return (f"Seam cannot use the model server: {exc}. Check that it runs and the "
                 "`seam.modelServer` (and, where the server needs them, "
-                "`seam.modelServerApiKey` and `seam.servedModel`) settings; Seam keeps "
+                "`seam.modelServerApiKey`, `seam.servedModel` and `seam.fimTemplate`) settings; "
+                "Seam keeps "
                 "trying (and at the next completion request) and is ready again once it "
                 "answers.")
     if isinstance(exc, ImportError):
@@ -261,23 +264,24 @@ class ModelHost:
     def load(self, model: str, device: str = "auto", dtype: Dtype | str = Dtype.AUTO,
              trust_remote_code: bool = False, engine: EngineKind | str = EngineKind.AUTO,
              window: int | None = None, server: str = "", api_key: str = "",
-             server_model: str = "") -> threading.Thread:
+             server_model: str = "", template: str = "") -> threading.Thread:
         """Start loading ``model`` with ``engine`` in the background; returns the loader
         thread. ``window`` is the prompt-plus-middle context requests will use (``None``:
         the engine's default, which on llama.cpp is the CPU policy's 2,048 tokens).
         ``server`` and ``api_key``: the vLLM server of ``engine="vllm"`` (then ``model``,
         ``device`` and ``dtype`` are the server's business and only name it here); the same
         for the model server of ``engine="llama-server"`` or ``"openai"``, with
-        ``server_model``, the served model's name ("" for the first it lists)."""
+        ``server_model``, the served model's name ("" for the first it lists), and
+        ``template``, its FIM template ("": from its name or tokens)."""
         runtime = engine
         key = (model, device, dtype, trust_remote_code, engine, window, server, api_key,
-               server_model)
+               server_model, template)
         # The key from the environment when no setting gives it (as for `seam complete`).
         kind = EngineKind.parse(engine)
         remote = ((server, api_key or os.environ.get(API_KEY_ENV, ""))
                   if kind is EngineKind.VLLM else
                   Remote(server, api_key or os.environ.get(SERVER_API_KEY_ENV, ""), kind,
-                         server_model) if kind.remote else None)
+                         server_model, template) if kind.remote else None)
         unset = "(no vllmServer set)" if kind is EngineKind.VLLM else "(no server set)"
         model = (server or unset) if remote else model
         with self._lock:

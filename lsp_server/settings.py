@@ -221,6 +221,15 @@ def _server_model(value: Any) -> str:
     return value.strip()
 
 
+def _fim_template(value: Any) -> str:
+    """"" (from the served model's name, or its tokens) or a FIM template's name."""
+    from fim.templates import TEMPLATES
+
+    if value == "" or (isinstance(value, str) and value in TEMPLATES):
+        return value
+    raise Rejected(_one_of(("", *TEMPLATES)))
+
+
 def _api_key(value: Any) -> str:
     if (not isinstance(value, str) or len(value) > MAX_MODEL_SPEC_CHARS
             or any(not c.isprintable() for c in value)):
@@ -308,6 +317,8 @@ class Settings:
     model_server_api_key: str = _key("modelServerApiKey", _api_key, "", secret=True,
                                      user_only=True)
     served_model: str = _key("servedModel", _server_model, "", user_only=True)
+    #: the served model's FIM template, where its name does not tell it ("": from the name)
+    fim_template: str = _key("fimTemplate", _fim_template, "", user_only=True)
     #: how long the vLLM server may take to answer a one-token question before it is
     #: reported slow (``lsp_server.model_host``); a property of that server, set with it
     vllm_slow_after_ms: int = _key("vllmSlowAfterMs", _slow_after, SLOW_AFTER_MS,
@@ -327,13 +338,13 @@ class Settings:
 
     @property
     def model_key(self) -> tuple[str, str, Dtype, bool, EngineKind, int | None, str, str,
-                                 str]:
+                                 str, str]:
         """What decides whether the model must be reloaded (the context, because llama.cpp
         sizes its cache for it when it loads; the server, key and served model, to connect
         again)."""
         return (self.model, self.device, self.dtype, self.trust_remote_code, self.engine,
                 self.context_tokens, self.remote_server, self.remote_api_key,
-                self.served_model)
+                self.served_model, self.fim_template)
 
     @property
     def remote_server(self) -> str:

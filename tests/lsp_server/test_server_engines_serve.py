@@ -37,6 +37,7 @@ def test_the_settings_choose_the_server_for_each_engine():
     assert Settings().remote_server == ""  # a local engine has none
     assert s.model_key != Settings(engine="llama-server", model_server="http://gpu:8080",
                                    model_server_api_key="k", served_model="other").model_key
+    assert Settings(engine="openai", fim_template="starcoder").fim_template == "starcoder"
 
 
 @pytest.mark.parametrize("kind", ["llama-server", "openai"])
@@ -54,9 +55,9 @@ def test_the_host_connects_fails_and_comes_back(kind, monkeypatch, caplog):
         # The scripted model speaks santacoder's tokens under a name that says qwen.
         peer.start()
         try:
-            if kind == "openai":
+            if kind == "openai":  # its name says qwen: the fimTemplate setting says otherwise
                 host.load("bundled", engine=kind, server=peer.url,
-                          server_model="santacoder-scripted").join(60)
+                          template="santacoder").join(60)
             else:
                 host.retry().join(60)
             assert host.state.state is LoadState.READY, host.state.message

@@ -16,7 +16,7 @@ export const SECTION = "seam";
 /** Settings taken from the user's settings only, never from a workspace. */
 const USER_ONLY_KEYS = [
   "model", "trustRemoteCode", "server.command", "server.python", "vllmServer", "vllmApiKey",
-  "vllmSlowAfterMs", "modelServer", "modelServerApiKey", "servedModel",
+  "vllmSlowAfterMs", "modelServer", "modelServerApiKey", "servedModel", "fimTemplate",
 ] as const;
 type UserOnlyKey = (typeof USER_ONLY_KEYS)[number];
 
@@ -37,6 +37,7 @@ export interface ServerSettings {
   modelServer: string;
   modelServerApiKey: string;
   servedModel: string;
+  fimTemplate: string;
   device: string;
   dtype: string;
   maxTokens: number | "auto";
@@ -75,6 +76,7 @@ export function serverSettings(): ServerSettings {
     modelServer: userValue<string>("modelServer", ""),
     modelServerApiKey: userValue<string>("modelServerApiKey", ""),
     servedModel: userValue<string>("servedModel", ""),
+    fimTemplate: userValue<string>("fimTemplate", ""),
     device: cfg.get<string>("device", "auto"),
     dtype: cfg.get<string>("dtype", "auto"),
     maxTokens: autoWhenZero(cfg.get<number>("maxTokens", 0)),
