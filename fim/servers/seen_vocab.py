@@ -20,6 +20,9 @@ import numpy as np
 #: Length of the logits vector when the server does not say its vocabulary size (larger than
 #: any code model's vocabulary; ids of the OpenAI route are given here, from 1 up).
 DEFAULT_CAPACITY = 1 << 18
+#: How far below the N-th's log-probability a stop token outside the top-N is put (its own
+#: is lower; ln 2: half the N-th's probability).
+STOP_BELOW_N = 0.6931471805599453
 
 
 class _Bytes(dict):
@@ -79,12 +82,24 @@ class SeenVocabulary:
 
     def logits(self, top: Iterable[tuple[int, float]]) -> np.ndarray:
         """A logits vector holding the top-N log-probabilities of the text and stop ids among
-        ``top``; ``-inf`` elsewhere (other control ids included: never generated)."""
+        ``top``; ``-inf`` elsewhere (other control ids included: never generated).
+
+        A stop token outside the top-N gets :data:`STOP_BELOW_N` below the N-th's
+        log-probability: its own is lower, by how much the server does not say, and the
+        loop needs a finite one to rank the places where the middle may end (a stop
+        there is the last candidate, after every text token of the top-N)."""
         out = np.full(self._size, -np.inf, dtype=np.float32)
+        floor = None
         for tid, logp in top:
             if 0 <= tid < self._size and (self.token_bytes[tid] is not None
                                           or tid in self.stop_ids):
-                out[tid] = max(float(logp), -1e30)  # a -inf logprob is still a candidate
+                value = max(float(logp), -1e30)  # a -inf logprob is still a candidate
+                out[tid] = value
+                floor = value if floor is None else min(floor, value)
+        if floor is not None:
+            for tid in self.stop_ids:
+                if 0 <= tid < self._size and not np.isfinite(out[tid]):
+                    out[tid] = floor - STOP_BELOW_N
         return out
 
 

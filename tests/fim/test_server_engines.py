@@ -97,6 +97,17 @@ def test_no_viable_token_and_no_complete_point_gives_no_suggestion(peer, kind):
 
 
 @pytest.mark.parametrize("kind", ENGINES)
+def test_out_of_budget_without_a_stop_in_the_top_n_ends_at_a_complete_point(kind):
+    # The model never offers to stop: the places where the middle may end are still ranked
+    # (a stop outside the top-N is below the N-th), so the budget's end finds one.
+    with LlamaPeer("1 + 2 + 3 + 4 + 5 + 6", left=LEFT) as p:
+        p.hide_stop = True
+        res = _engine(kind, p).complete(_req(max_tokens=6))
+    assert res.stop is StopReason.BEST_COMPLETE and res.middle and res.parses
+    ast.parse(LEFT + res.middle + RIGHT)
+
+
+@pytest.mark.parametrize("kind", ENGINES)
 def test_a_stop_where_the_file_is_incomplete_is_not_taken(peer, kind):
     peer.overrides["1 +"] = [(STOP, -0.1), (" ", -0.9)]
     res = _engine(kind, peer).complete(_req())

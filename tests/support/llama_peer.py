@@ -69,6 +69,8 @@ class LlamaPeer:
                  api_key: str | None = None, port: int = 0) -> None:
         self.middle, self.left, self.api_key, self.port = middle, left, api_key, port
         self.overrides: dict[str, list[tuple[str, float]]] = {}
+        #: the stop token never among the top-N (a model that does not want to stop yet)
+        self.hide_stop = False
         self.behaviour = Behaviour.LLAMA
         self.delay_s = 0.0
         self.log = PeerLog()
@@ -81,6 +83,10 @@ class LlamaPeer:
     def beliefs(self, before: str) -> list[tuple[str, float]]:
         """The top list (piece, logprob) when the text before the cursor reads ``before``
         (the prompt's left context and what was generated), likeliest first."""
+        top = self._beliefs(before)
+        return [p for p in top if p[0] != STOP] if self.hide_stop else top
+
+    def _beliefs(self, before: str) -> list[tuple[str, float]]:
         so_far = before[len(self.left):] if before.startswith(self.left) else None
         if so_far in self.overrides:
             return self.overrides[so_far]
