@@ -160,6 +160,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="llama-server top-N values; the first also runs the openai route")
     p.add_argument("--out", type=Path, default=Path("/tmp/seam-bench-server-engines.jsonl"))
     p.add_argument("--figures", type=Path, default=None)
+    p.add_argument("--section", default=SECTION,
+                   help=f"the figures' section in --figures (default: {SECTION})")
     p.add_argument("--render", action="store_true",
                    help="only write the tables from the records of an earlier run in --out "
                         "(the cursors every engine finished; its run record is kept)")
@@ -170,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         if earlier.load_after is None:  # an interrupted run: stamp it now
             earlier.finish()
         render(args.out, cases(first["args"]["cases"]), earlier, args.figures,
-               "Measured (rendered from the run's records)")
+               "Measured (rendered from the run's records)", args.section)
         return 0
     record = RunRecord(command_line(), packages=model_packages())
     cases_ = cases(args.cases)
@@ -210,12 +212,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"case {k + 1}/{len(cases_)}: " + ", ".join(line), file=sys.stderr,
                       flush=True)
     record.finish()
-    render(args.out, cases_, record, args.figures, "Measured")
+    render(args.out, cases_, record, args.figures, "Measured", args.section)
     return 0
 
 
 def render(out: Path, cases_: list[dict], record: RunRecord, figures: Path | None,
-           verb: str) -> None:
+           verb: str, section: str = SECTION) -> None:
     """The tables from the records in ``out`` (the cursors every engine finished)."""
     lines = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines() if x]
     args = argparse.Namespace(**lines[0]["args"])
@@ -239,7 +241,7 @@ def render(out: Path, cases_: list[dict], record: RunRecord, figures: Path | Non
             + viability(records) + "\n\nTyping through: the same cursor after the reference "
             "middle's first character was typed (in process, llama-server at the first top-N "
             "and the openai route). Round trips and repairs count both kinds of request.\n")
-    publish(body, record, figures, SECTION, verb)
+    publish(body, record, figures, section, verb)
 
 
 if __name__ == "__main__":
