@@ -167,10 +167,12 @@ def main(argv: list[str] | None = None) -> int:
                         "(the cursors every engine finished; its run record is kept)")
     args = p.parse_args(argv)
     if args.render:
-        first = json.loads(args.out.read_text(encoding="utf-8").splitlines()[0])
-        earlier = RunRecord(**first["record"])
-        if earlier.load_after is None:  # an interrupted run: stamp it now
-            earlier.finish()
+        lines = args.out.read_text(encoding="utf-8").splitlines()
+        first = json.loads(lines[0])
+        # The run's record as it finished (its last line), else as it started: the load
+        # after it is then "unknown", never the load when this renders.
+        last = json.loads(lines[-1])
+        earlier = RunRecord(**(last["finished"] if "finished" in last else first["record"]))
         render(args.out, cases(first["args"]["cases"]), earlier, args.figures,
                "Measured (rendered from the run's records)", args.section)
         return 0
@@ -212,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"case {k + 1}/{len(cases_)}: " + ", ".join(line), file=sys.stderr,
                       flush=True)
     record.finish()
+    with open(args.out, "a", encoding="utf-8") as log:
+        log.write(json.dumps({"finished": record.as_dict()}, default=str) + "\n")
     render(args.out, cases_, record, args.figures, "Measured", args.section)
     return 0
 
@@ -223,6 +227,8 @@ def render(out: Path, cases_: list[dict], record: RunRecord, figures: Path | Non
     args = argparse.Namespace(**lines[0]["args"])
     by_engine: dict[str, dict[str, dict]] = {}
     for rec in lines[1:]:
+        if "finished" in rec:
+            continue
         by_engine.setdefault(rec["engine"], {})[rec["id"]] = rec
     done = [c for c in cases_ if all(c["id"] in recs for recs in by_engine.values())]
     records = {name: [recs[c["id"]] for c in done] for name, recs in by_engine.items()}
