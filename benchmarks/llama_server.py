@@ -41,13 +41,23 @@ def cmake_flags() -> list[str]:
     return out.stdout.split()
 
 
-def ensure_built(log=sys.stderr) -> Path:
-    """The path of a built ``llama-server`` (building it once if needed)."""
+def _flags_and_target() -> tuple[list[str], Path]:
     flags = cmake_flags() + ["-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
                              "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_SERVER=ON",
                              "-DCMAKE_BUILD_TYPE=Release"]
     key = hashlib.sha256(f"{VERSION} {' '.join(flags)}".encode()).hexdigest()[:16]
-    target = cache_dir() / key / "llama-server"
+    return flags, cache_dir() / key / "llama-server"
+
+
+def built() -> Path | None:
+    """The cached ``llama-server`` when it was built already (tests skip without it)."""
+    target = _flags_and_target()[1]
+    return target if target.is_file() else None
+
+
+def ensure_built(log=sys.stderr) -> Path:
+    """The path of a built ``llama-server`` (building it once if needed)."""
+    flags, target = _flags_and_target()
     if target.is_file():
         return target
     print(f"building llama-server from llama-cpp-python {VERSION}'s llama.cpp "

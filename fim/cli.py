@@ -72,8 +72,16 @@ def _model_options(p: argparse.ArgumentParser, scope: Scope = Scope.STATEMENT,
                         "bundled one on a CPU, transformers for hub ids, directories and CUDA)")
     p.add_argument("--server", default=None, metavar="URL",
                    help="with --engine vllm: the vLLM server running Seam's constraint "
-                        "(seam team-server); its API key, if any, in SEAM_VLLM_API_KEY "
-                        "(default: none)")
+                        "(seam team-server); its API key, if any, in SEAM_VLLM_API_KEY; "
+                        "with --engine llama-server or openai: the model server you run "
+                        "(llama-server, vLLM, LM Studio, Ollama), its API key, if any, in "
+                        "SEAM_SERVER_API_KEY (default: none)")
+    p.add_argument("--server-model", default=None, metavar="NAME",
+                   help="with --engine openai: the served model's name (default: the first "
+                        "the server lists)")
+    p.add_argument("--top-n", type=cli_args.positive_int, default=None,
+                   help="with --engine llama-server or openai: alternatives per position "
+                        "the server is asked for (default: 10)")
     p.add_argument("--device", type=cli_args.device, default="auto",
                    help="auto, cpu, cuda or cuda:N (default: auto, CUDA when present)")
     p.add_argument("--dtype", type=cli_args.dtype, default=Dtype.AUTO,
@@ -220,8 +228,13 @@ def _decode_progress(quiet: bool):
     return progress, bar.close
 
 
+#: Where ``--engine llama-server`` and ``openai`` read the server's API key (never a flag:
+#: command lines are visible to every user of the machine).
+SERVER_API_KEY_ENV = "SEAM_SERVER_API_KEY"
+
+
 def load_engine(args: argparse.Namespace) -> CompletionEngine:
-    """The engine the command line names: a vLLM server's client, or a model loaded here."""
+    """The engine the command line names: a model server's client, or a model loaded here."""
     from fim.api import Engine
 
     if EngineKind.parse(args.engine) is EngineKind.VLLM:
@@ -231,6 +244,15 @@ def load_engine(args: argparse.Namespace) -> CompletionEngine:
 
         return VllmEngine.connect(args.server, os.environ.get("SEAM_VLLM_API_KEY"),
                                   template=args.template, left_share=args.left_share)
+    if EngineKind.parse(args.engine).remote:
+        import os
+
+        from fim.servers.engine import DEFAULT_TOP_N, ServerOptions, connect
+
+        return connect(args.engine, ServerOptions(
+            args.server or "", os.environ.get(SERVER_API_KEY_ENV) or None,
+            model=args.server_model, template=args.template,
+            top_n=args.top_n or DEFAULT_TOP_N))
     progress, close = _progress_bar(args.quiet or getattr(args, "json", False))
     try:
         return Engine.load(args.model, device=args.device, dtype=args.dtype,

@@ -394,14 +394,15 @@ def _load(settings: Settings, timeout_s: float) -> Finding:
     t0 = time.monotonic()
     thread: threading.Thread = host.load(
         settings.model, settings.device, settings.dtype, False, settings.engine,
-        server=settings.vllm_server, api_key=settings.vllm_api_key)
+        server=settings.remote_server, api_key=settings.remote_api_key,
+        server_model=settings.served_model, template=settings.fim_template)
     thread.join(timeout_s)
     took = time.monotonic() - t0
     state = host.state
     details = {"state": state.state.value, "seconds": round(took, 3)}
     if state.state is LoadState.READY:
         engine = host.engine
-        description = getattr(getattr(engine, "backend", None), "description", "")
+        description = engine.runtime.description if engine is not None else ""
         return Finding(Topic.LOAD, Verdict.OK,
                        f"{state.model} loaded and warmed up in {took:.1f} s"
                        + (f" ({description})" if description else ""),

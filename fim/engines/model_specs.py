@@ -63,6 +63,17 @@ class EngineKind(enum.StrEnum):
     TRANSFORMERS = "transformers"
     #: a vLLM server running Seam's constraint (``fim.vllm.client``): no local model
     VLLM = "vllm"
+    #: llama.cpp's ``llama-server`` over its native API, constrained by verify-and-repair
+    #: (``fim.servers``): no local model
+    LLAMA_SERVER = "llama-server"
+    #: any OpenAI-compatible ``/v1/completions`` with ``logprobs`` (vLLM without Seam's
+    #: processor, LM Studio, Ollama), constrained by verify-and-repair (``fim.servers``)
+    OPENAI = "openai"
+
+    @property
+    def remote(self) -> bool:
+        """Whether this engine is a client of a model server (no local weights)."""
+        return self in (EngineKind.VLLM, EngineKind.LLAMA_SERVER, EngineKind.OPENAI)
 
     @classmethod
     def parse(cls, value: str | EngineKind | None) -> EngineKind:
@@ -71,12 +82,15 @@ class EngineKind(enum.StrEnum):
             return value
         text = (value or "auto").strip().lower()
         aliases = {"llama": "llama.cpp", "llamacpp": "llama.cpp", "llama-cpp": "llama.cpp",
-                   "hf": "transformers", "torch": "transformers"}
+                   "hf": "transformers", "torch": "transformers",
+                   "llama_server": "llama-server", "llamaserver": "llama-server",
+                   "openai-compatible": "openai"}
         try:
             return cls(aliases.get(text, text))
         except ValueError:
             raise ValueError(
-                f"unknown engine {value!r}; use auto, llama.cpp, transformers or vllm"
+                f"unknown engine {value!r}; use auto, llama.cpp, transformers, vllm, "
+                "llama-server or openai"
             ) from None
 
 
@@ -136,6 +150,9 @@ def choose_engine(kind: ModelKind, engine: EngineKind | str | None = None,
     if engine is EngineKind.VLLM:
         raise ModelSpecError("the vllm engine runs no local model: it is a server's URL "
                              "(fim.vllm.client.VllmEngine.connect)")
+    if engine.remote:
+        raise ModelSpecError(f"the {engine} engine runs no local model: it is a server's URL "
+                             "(fim.servers.connect)")
     if engine is EngineKind.AUTO:
         if not kind.is_gguf or cuda_requested(device):
             return EngineKind.TRANSFORMERS

@@ -20,7 +20,8 @@ from fim.api import CompletionRequest
 from fim.options import Mode, Scope, StopReason
 from fim.vllm.client import STOP_LOGPROBS, VllmEngine, VllmError
 from fim.vllm.rows import SeamArgs
-from lsp_server.model_host import API_KEY_ENV, LoadState, ModelHost, reconnect_delays
+from lsp_server.model_host import LoadState, ModelHost, reconnect_delays
+from lsp_server.remote_engines import API_KEY_ENV
 from tests.support.seam_lsp_client import inline, items_of, lsp_session, open_doc, status
 from tests.support.vllm_peer import Behaviour, VllmPeer
 

@@ -16,7 +16,7 @@ export const SECTION = "seam";
 /** Settings taken from the user's settings only, never from a workspace. */
 const USER_ONLY_KEYS = [
   "model", "trustRemoteCode", "server.command", "server.python", "vllmServer", "vllmApiKey",
-  "vllmSlowAfterMs",
+  "vllmSlowAfterMs", "modelServer", "modelServerApiKey", "servedModel", "fimTemplate",
 ] as const;
 type UserOnlyKey = (typeof USER_ONLY_KEYS)[number];
 
@@ -34,6 +34,10 @@ export interface ServerSettings {
   vllmServer: string;
   vllmApiKey: string;
   vllmSlowAfterMs: number;
+  modelServer: string;
+  modelServerApiKey: string;
+  servedModel: string;
+  fimTemplate: string;
   device: string;
   dtype: string;
   maxTokens: number | "auto";
@@ -69,6 +73,10 @@ export function serverSettings(): ServerSettings {
     vllmServer: userValue<string>("vllmServer", ""),
     vllmApiKey: userValue<string>("vllmApiKey", ""),
     vllmSlowAfterMs: userValue<number>("vllmSlowAfterMs", 10000),
+    modelServer: userValue<string>("modelServer", ""),
+    modelServerApiKey: userValue<string>("modelServerApiKey", ""),
+    servedModel: userValue<string>("servedModel", ""),
+    fimTemplate: userValue<string>("fimTemplate", ""),
     device: cfg.get<string>("device", "auto"),
     dtype: cfg.get<string>("dtype", "auto"),
     maxTokens: autoWhenZero(cfg.get<number>("maxTokens", 0)),

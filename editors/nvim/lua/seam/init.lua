@@ -26,7 +26,8 @@ M.defaults = {
   filetypes = nil,
   root_markers = { "pyproject.toml", "setup.py", "setup.cfg", ".git" },
   -- The server's settings (section `seam`): model, engine, vllmServer, vllmApiKey,
-  -- vllmSlowAfterMs, device, dtype, maxTokens, timeBudgetMs, contextTokens, scope, topK,
+  -- vllmSlowAfterMs, modelServer, modelServerApiKey, servedModel, fimTemplate,
+  -- device, dtype, maxTokens, timeBudgetMs, contextTokens, scope, topK,
   -- constrained, languages, contextBudgetTokens, contextDefinitions, contextOpenFiles,
   -- contextRecentEdits, contextSimilarCode, suggestions, threads.
   settings = {},
