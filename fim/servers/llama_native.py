@@ -23,11 +23,11 @@ from fim.servers.positions import (
     Event,
     Position,
     PositionStream,
-    read_timeout,
+    post_stream,
     sse_data,
 )
 from fim.servers.seen_vocab import SeenVocabulary
-from fim.vllm.http import Http, VllmError, json_or_error
+from fim.vllm.http import Http, VllmError
 
 NAME = "llama-server"
 
@@ -156,17 +156,7 @@ class NativeRoute:
         return PositionStream(lambda opened: self._send(body, opened), self._parse, self.name)
 
     def _send(self, body: dict, opened) -> http.client.HTTPResponse:
-        try:
-            _, resp = self.http.send("POST", "/completion", body,
-                                     timeout=read_timeout(self.http), opened=opened)
-        except VllmError as err:
-            raise from_transport(err, self.name) from None
-        if resp.status != 200:
-            try:
-                json_or_error(self.http.url, resp.status, resp.read())
-            except VllmError as err:
-                raise from_transport(err, self.name) from None
-        return resp
+        return post_stream(self.http, "/completion", body, self.name, opened)
 
     def _parse(self, resp: http.client.HTTPResponse) -> Iterator[Event]:
         for data in sse_data(resp, self.name):

@@ -22,18 +22,18 @@ import http.client
 import json
 from collections.abc import Iterator, Sequence
 
-from fim.servers.errors import ServerError, from_transport
+from fim.servers.errors import ServerError
 from fim.servers.positions import (
     End,
     Event,
     Position,
     PositionStream,
-    read_timeout,
+    post_stream,
     sse_data,
 )
 from fim.servers.seen_vocab import SeenVocabulary
 from fim.templates import TEMPLATES, FimTemplate
-from fim.vllm.http import Http, VllmError, json_or_error
+from fim.vllm.http import Http
 from fim.vllm.tokens import EstimatedTokenizer
 
 NAME = "OpenAI-compatible server"
@@ -125,17 +125,7 @@ class OpenAIRoute:
         return PositionStream(lambda opened: self._send(body, opened), self._parse, self.name)
 
     def _send(self, body: dict, opened) -> http.client.HTTPResponse:
-        try:
-            _, resp = self.http.send("POST", "/v1/completions", body,
-                                     timeout=read_timeout(self.http), opened=opened)
-        except VllmError as err:
-            raise from_transport(err, self.name) from None
-        if resp.status != 200:
-            try:
-                json_or_error(self.http.url, resp.status, resp.read())
-            except VllmError as err:
-                raise from_transport(err, self.name) from None
-        return resp
+        return post_stream(self.http, "/v1/completions", body, self.name, opened)
 
     def _id(self, text: str | None, data: bytes | None) -> int | None:
         """The route's id of a token named by ``text`` (and its ``data`` bytes, when the

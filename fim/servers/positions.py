@@ -17,8 +17,16 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from fim.servers.errors import ServerError
-from fim.vllm.http import Http
+from fim.servers.errors import ServerError, from_transport
+from fim.vllm.http import (
+    Http,
+    StreamTooLong,
+    VllmError,
+    event_lines,
+    json_or_error,
+    printable,
+    read_bounded,
+)
 
 
 @dataclass(frozen=True)
@@ -132,13 +140,32 @@ class PositionStream:
 
 
 def sse_data(resp: http.client.HTTPResponse, name: str) -> Iterator[str]:
-    """The ``data:`` payloads of a server-sent event stream (``[DONE]`` included)."""
-    for raw in resp:
-        line = raw.decode("utf-8", "replace").strip()
-        if line.startswith("data:"):
-            yield line[5:].strip()
-        elif line.startswith("error:"):
-            raise ServerError(f"the {name} failed: {line[6:].strip()[:200]}")
+    """The ``data:`` payloads of a server-sent event stream (``[DONE]`` included), read within
+    the transport's byte limits (``fim.vllm.http.event_lines``)."""
+    try:
+        for line in event_lines(resp):
+            if line.startswith("data:"):
+                yield line[5:].strip()
+            elif line.startswith("error:"):
+                raise ServerError(f"the {name} failed: {printable(line[6:].strip(), 200)}")
+    except StreamTooLong as err:
+        raise ServerError(f"the {name} {err}") from None
+
+
+def post_stream(http_: Http, path: str, body: dict, name: str,
+                opened: Callable[[http.client.HTTPConnection], None]
+                ) -> http.client.HTTPResponse:
+    """Send a streamed request to ``path``; the response once the server answered 200, else
+    :class:`ServerError` with what it said (its error body read within the transport's
+    limit)."""
+    try:
+        _, resp = http_.send("POST", path, body, timeout=read_timeout(http_), opened=opened)
+        if resp.status != 200:
+            data = read_bounded(resp, Http.MAX_BODY_BYTES) or b""
+            json_or_error(http_.url, resp.status, data)
+    except VllmError as err:
+        raise from_transport(err, name) from None
+    return resp
 
 
 #: Seconds one socket read of a stream may wait (a busy server may take this long to prefill

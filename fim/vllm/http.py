@@ -21,7 +21,7 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 
 class VllmError(ConnectionError):
@@ -198,6 +198,37 @@ class Http:
         if dog.fired:
             raise VllmError(self.failure(TimeoutError(), True, True, self.timeout))
         return json_or_error(self.url, resp.status, data)
+
+
+#: Bytes one line of a server-sent event stream may hold (a step's chunk with 20 top log-
+#: probabilities is a few kilobytes).
+MAX_EVENT_LINE_BYTES = 1 << 20
+#: Bytes one whole event stream may hold.
+MAX_EVENT_STREAM_BYTES = 8 << 20
+
+
+class StreamTooLong(ValueError):
+    """An event stream broke a byte limit; the message says which, for the caller to put
+    after the server's name."""
+
+
+def event_lines(resp: http.client.HTTPResponse, max_line: int = MAX_EVENT_LINE_BYTES,
+                max_total: int = MAX_EVENT_STREAM_BYTES) -> Iterator[str]:
+    """The lines of a server-sent event stream, stripped, each read no further than
+    ``max_line`` bytes and all of them together at most ``max_total``
+    (:class:`StreamTooLong` past either: a peer that never ends a line or an answer costs no
+    more memory than that)."""
+    size = 0
+    while True:
+        raw = resp.readline(max_line + 1)
+        if not raw:
+            return
+        size += len(raw)
+        if len(raw) > max_line:
+            raise StreamTooLong(f"sent a line longer than {max_line >> 20} MiB")
+        if size > max_total:
+            raise StreamTooLong(f"sent more than {max_total >> 20} MiB for one answer")
+        yield raw.decode("utf-8", "replace").strip()
 
 
 def read_bounded(resp: http.client.HTTPResponse, limit: int) -> bytes | None:

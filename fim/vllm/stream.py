@@ -19,11 +19,21 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from fim.options import StopReason
-from fim.vllm.http import Http, VllmError, json_or_error, printable, read_bounded
+from fim.vllm.http import (
+    MAX_EVENT_LINE_BYTES,
+    MAX_EVENT_STREAM_BYTES,
+    Http,
+    StreamTooLong,
+    VllmError,
+    event_lines,
+    json_or_error,
+    printable,
+    read_bounded,
+)
 
 #: Characters one token may stand for, at most (the longest tokens of code models' vocabularies
 #: are runs of spaces or punctuation well under this): the text kept of an answer is at most
@@ -63,9 +73,9 @@ class Stream:
     UNBUDGETED_READ_S = 60.0
     #: Bytes one line of the event stream may hold (a step's chunk with 20 top log-
     #: probabilities is a few kilobytes).
-    MAX_LINE_BYTES = 1 << 20
+    MAX_LINE_BYTES = MAX_EVENT_LINE_BYTES
     #: Bytes the whole event stream may hold.
-    MAX_STREAM_BYTES = 8 << 20
+    MAX_STREAM_BYTES = MAX_EVENT_STREAM_BYTES
 
     def __init__(self, http_: Http, body: dict, cancel: Callable[[], bool] | None,
                  deadline: float | None,
@@ -224,20 +234,15 @@ class Stream:
     def _lines(self, resp: http.client.HTTPResponse) -> bool | None:
         """Read the event stream into ``events``: ``True`` at ``[DONE]``, ``False`` when it
         ended without one, ``None`` when the server sent more steps than ``max_tokens``."""
+        try:
+            return self._events(event_lines(resp, self.MAX_LINE_BYTES, self.MAX_STREAM_BYTES))
+        except StreamTooLong as err:
+            raise VllmError(f"the vLLM server at {self.http.url} {err}") from None
+
+    def _events(self, lines: Iterator[str]) -> bool | None:
         steps_max = self.body.get("max_tokens")
-        size = steps = 0
-        while True:
-            raw = resp.readline(self.MAX_LINE_BYTES + 1)
-            if not raw:
-                return False
-            size += len(raw)
-            if len(raw) > self.MAX_LINE_BYTES:
-                raise VllmError(f"the vLLM server at {self.http.url} sent a line longer "
-                                f"than {self.MAX_LINE_BYTES >> 20} MiB")
-            if size > self.MAX_STREAM_BYTES:
-                raise VllmError(f"the vLLM server at {self.http.url} sent more than "
-                                f"{self.MAX_STREAM_BYTES >> 20} MiB for one answer")
-            line = raw.decode("utf-8", "replace").strip()
+        steps = 0
+        for line in lines:
             if not line.startswith("data:"):
                 continue
             data = line[5:].strip()
@@ -260,6 +265,7 @@ class Stream:
                 # (one more than the budget: vLLM's stop token may come in a chunk of its own)
                 return None
             self.events.put(("chunk", chunk))
+        return False
 
 
 def refuse() -> None:

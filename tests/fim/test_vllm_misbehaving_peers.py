@@ -109,3 +109,17 @@ def test_a_server_that_is_not_there_cannot_be_reached():
     with pytest.raises(VllmError) as err:
         VllmEngine.connect(f"http://127.0.0.1:{port}")
     assert "cannot be reached" in str(err.value)
+
+
+@pytest.mark.parametrize("bad", [(Misbehaviour.ENDLESS_LINE, 24 << 20)], indirect=True)
+def test_a_model_servers_endless_line_is_refused_at_the_line_limit(bad):
+    """Finding 1 for the engines over servers people run (``fim.servers``): their streams are
+    read within the same line limit (before: ``http.client`` read the whole line)."""
+    from fim.servers.engine import ServerOptions, connect
+    from fim.servers.errors import ServerError
+
+    engine = connect("openai", ServerOptions(bad.url, template="santacoder"))
+    with pytest.raises(ServerError) as err:
+        engine.complete(_request())
+    assert "line longer than 1 MiB" in str(err.value)
+    assert bad.sent < 12 << 20
