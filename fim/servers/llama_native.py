@@ -11,7 +11,6 @@ decoding loop needs (``fim.servers.seen_vocab``).
 from __future__ import annotations
 
 import http.client
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -27,7 +26,7 @@ from fim.servers.positions import (
     sse_data,
 )
 from fim.servers.seen_vocab import SeenVocabulary
-from fim.vllm.http import Http, VllmError
+from fim.vllm.http import Http, MalformedEvent, VllmError, event_object
 
 NAME = "llama-server"
 
@@ -161,13 +160,9 @@ class NativeRoute:
     def _parse(self, resp: http.client.HTTPResponse) -> Iterator[Event]:
         for data in sse_data(resp, self.name):
             try:
-                chunk = json.loads(data)
-            except ValueError:
-                raise ServerError(f"the {self.name} at {self.http.url} sent a malformed "
-                                  f"event: {data[:80]!r}") from None
-            if not isinstance(chunk, dict):
-                raise ServerError(f"the {self.name} at {self.http.url} sent a malformed "
-                                  "event")
+                chunk = event_object(data)
+            except MalformedEvent as err:
+                raise ServerError(f"the {self.name} at {self.http.url} {err}") from None
             if "error" in chunk:
                 err = chunk["error"]
                 msg = err.get("message", err) if isinstance(err, dict) else err

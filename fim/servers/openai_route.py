@@ -19,7 +19,6 @@ Both answer shapes are read: the legacy completions ``logprobs`` (``tokens``,
 from __future__ import annotations
 
 import http.client
-import json
 from collections.abc import Iterator, Sequence
 
 from fim.servers.errors import ServerError
@@ -33,7 +32,7 @@ from fim.servers.positions import (
 )
 from fim.servers.seen_vocab import SeenVocabulary
 from fim.templates import TEMPLATES, FimTemplate
-from fim.vllm.http import Http
+from fim.vllm.http import Http, MalformedEvent, event_object
 from fim.vllm.tokens import EstimatedTokenizer
 
 NAME = "OpenAI-compatible server"
@@ -144,12 +143,9 @@ class OpenAIRoute:
                 yield End("unknown")
                 return
             try:
-                chunk = json.loads(data)
-            except ValueError:
-                raise ServerError(f"the {self.name} at {self.http.url} sent a malformed "
-                                  f"event: {data[:80]!r}") from None
-            if not isinstance(chunk, dict):
-                raise ServerError(f"the {self.name} at {self.http.url} sent a malformed event")
+                chunk = event_object(data)
+            except MalformedEvent as err:
+                raise ServerError(f"the {self.name} at {self.http.url} {err}") from None
             if "error" in chunk:
                 err = chunk["error"]
                 msg = err.get("message", err) if isinstance(err, dict) else err

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import http.client
 import queue
-import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from fim.vllm.http import (
     StreamTooLong,
     VllmError,
     event_lines,
+    hang_up,
     json_or_error,
     printable,
     read_bounded,
@@ -120,19 +120,7 @@ class PositionStream:
         conn = self.conn
         if conn is None:
             return
-        sock = conn.sock
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # already closed by the peer
-        resp = self.resp
-        if resp is not None:
-            try:
-                resp.close()
-            except Exception:  # noqa: BLE001 - the reader thread may be inside it
-                pass
-        conn.close()
+        hang_up(conn, self.resp)
 
     def join(self, timeout: float = 1.0) -> None:
         """Wait a little for the reader thread (tests; it ends on its own after a hang-up)."""

@@ -200,6 +200,34 @@ class Http:
         return json_or_error(self.url, resp.status, data)
 
 
+def refuse() -> None:
+    """Put in place of a connection's ``connect``: a request not sent yet never will be."""
+    raise ConnectionAbortedError("the request was cancelled before it was sent")
+
+
+def hang_up(conn: http.client.HTTPConnection,
+            resp: http.client.HTTPResponse | None) -> None:
+    """Close a streamed request's connection under the thread that reads it (``close`` alone
+    leaves the socket open while the response still reads from it): the server sees the
+    client go and stops generating.  Safe while the reader is inside ``resp``."""
+    conn.connect = refuse  # type: ignore[method-assign]
+    sock = conn.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # already closed by the peer
+    # The descriptor closes only when the response's file is closed too; until then the
+    # server's writes still succeed (after a shutdown Linux drops them silently) and the
+    # server, seeing no error, would run the request to its end.
+    if resp is not None:
+        try:
+            resp.close()
+        except Exception:  # noqa: BLE001 - the reader thread may be inside it
+            pass
+    conn.close()
+
+
 #: Bytes one line of a server-sent event stream may hold (a step's chunk with 20 top log-
 #: probabilities is a few kilobytes).
 MAX_EVENT_LINE_BYTES = 1 << 20
@@ -229,6 +257,23 @@ def event_lines(resp: http.client.HTTPResponse, max_line: int = MAX_EVENT_LINE_B
         if size > max_total:
             raise StreamTooLong(f"sent more than {max_total >> 20} MiB for one answer")
         yield raw.decode("utf-8", "replace").strip()
+
+
+class MalformedEvent(ValueError):
+    """An event's data is not a JSON object; the message says how, for the caller to put
+    after the server's name."""
+
+
+def event_object(data: str) -> dict:
+    """One event's ``data:`` payload as the JSON object it must be (:class:`MalformedEvent`
+    otherwise, quoting the peer's text safely)."""
+    try:
+        chunk = json.loads(data)
+    except ValueError:
+        raise MalformedEvent(f"sent a malformed event: {printable(data, 80)}") from None
+    if not isinstance(chunk, dict):
+        raise MalformedEvent(f"sent an event that is not an object: {printable(data, 80)}")
+    return chunk
 
 
 def read_bounded(resp: http.client.HTTPResponse, limit: int) -> bytes | None:

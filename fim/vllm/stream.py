@@ -13,10 +13,8 @@ watchdog).  A server that streams more steps than the request's ``max_tokens`` i
 from __future__ import annotations
 
 import http.client
-import json
 import math
 import queue
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,12 +25,16 @@ from fim.vllm.http import (
     MAX_EVENT_LINE_BYTES,
     MAX_EVENT_STREAM_BYTES,
     Http,
+    MalformedEvent,
     StreamTooLong,
     VllmError,
     event_lines,
+    event_object,
+    hang_up,
     json_or_error,
     printable,
     read_bounded,
+    refuse,
 )
 
 #: Characters one token may stand for, at most (the longest tokens of code models' vocabularies
@@ -139,23 +141,7 @@ class Stream:
         conn = self.conn
         if conn is None:
             return
-        conn.connect = refuse  # a request not sent yet never will be
-        sock = conn.sock
-        if sock is not None:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # already closed by the peer
-        # The descriptor closes only when the response's file is closed too; until then the
-        # server's writes still succeed (after a shutdown Linux drops them silently) and
-        # vLLM, seeing no error, would run the request to its end.
-        resp = self.resp
-        if resp is not None:
-            try:
-                resp.close()
-            except Exception:  # noqa: BLE001 - the reader thread may be inside it
-                pass
-        conn.close()
+        hang_up(conn, self.resp)
 
     def _take(self, out: Streamed, chunk: dict) -> None:
         for choice in chunk.get("choices") or ():
@@ -249,13 +235,9 @@ class Stream:
             if data == "[DONE]":
                 return True
             try:
-                chunk = json.loads(data)
-            except ValueError:
-                raise VllmError(f"the vLLM server at {self.http.url} sent a "
-                                f"malformed event: {printable(data, 80)}") from None
-            if not isinstance(chunk, dict):
-                raise VllmError(f"the vLLM server at {self.http.url} sent an event that "
-                                f"is not an object: {printable(data, 80)}")
+                chunk = event_object(data)
+            except MalformedEvent as err:
+                raise VllmError(f"the vLLM server at {self.http.url} {err}") from None
             if "error" in chunk:
                 raise VllmError(f"the vLLM server at {self.http.url} failed: "
                                 f"{printable(chunk['error'])}")
@@ -266,10 +248,6 @@ class Stream:
                 return None
             self.events.put(("chunk", chunk))
         return False
-
-
-def refuse() -> None:
-    raise ConnectionAbortedError("the request was cancelled before it was sent")
 
 
 def wanted_token(logprobs: object) -> str | None:
