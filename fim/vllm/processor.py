@@ -55,13 +55,11 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 import torch
+import vllm
 from vllm import SamplingParams
-from vllm.v1.sample.logits_processor import BatchUpdate, MoveDirectionality
-from vllm.v1.sample.logits_processor import LogitsProcessor as V1LogitsProcessor
-from vllm.v1.worker.gpu.sample.logits_processor import LogitsContext, LogitsProcRequestState
-from vllm.v1.worker.gpu.sample.logits_processor import LogitsProcessor as V2LogitsProcessor
 
 from fim.language_cache import LanguageCache
+from fim.vllm import runner_compat
 from fim.vllm.masking import (
     Mode,
     Sampling,
@@ -77,6 +75,20 @@ from fim.vllm.rows import (
     TokenTable,
     warm_completions,
 )
+
+# Each runner's interface apart (``fim.vllm.runner_compat``): a vLLM without one still serves
+# the other.  The version is checked when the plugin loads, in every vLLM process.
+from fim.vllm.runner_compat import (
+    BatchUpdate,
+    LogitsContext,
+    LogitsProcRequestState,
+    MoveDirectionality,
+    V1LogitsProcessor,
+    V2LogitsProcessor,
+)
+
+runner_compat.check_version(vllm.__version__)
+runner_compat.log_load()
 
 #: Languages the rows keep built (``fim.language_cache``): a preempted request that comes back,
 #: the same question asked twice, or a request typed on from an earlier one's left text takes
