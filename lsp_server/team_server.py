@@ -45,8 +45,14 @@ import urllib.request
 
 from fim import cli_args
 from fim.options import DEFAULT_MODEL, canonical_model
+from fim.vllm import speculative
+from fim.vllm.route_guard import LIMIT_ENVS, Limits
 
 PLUGIN = "fim.vllm.processor:SeamLogitsProcessor"
+#: The entry-point group vLLM loads logits-processor plugins from (no flag needed).
+PLUGIN_GROUP = "vllm.logits_processors"
+#: The middleware that closes every route but /health without the key and applies the limits.
+GUARD = "fim.vllm.route_guard.RouteGuard"
 KEY_ENV = "SEAM_VLLM_API_KEY"
 START_TIMEOUT_S = 1800
 
@@ -69,6 +75,12 @@ def add_team_options(p: argparse.ArgumentParser) -> None:
                    help="port, 0 for a free one (default: 8000)")
     p.add_argument("--max-model-len", type=cli_args.positive_int, default=4096,
                    help="longest prompt plus completion in tokens (default: 4096)")
+    for field, name in LIMIT_ENVS.items():
+        flag = "--max-" + field.replace("_", "-")
+        p.add_argument(flag, dest=field, type=cli_args.positive_int,
+                       default=getattr(Limits(), field),
+                       help=f"per-request limit, refused with a 4xx naming it (sets {name}; "
+                            f"default: %(default)s)")
     p.add_argument("vllm_args", nargs="*", metavar="-- VLLM_ARG",
                    help="further arguments for vLLM's server, after -- (default: none)")
 
@@ -156,16 +168,27 @@ def model_path(spec: str) -> str:
 PROMPT_DETAILS = "--enable-prompt-tokens-details"
 
 
+def plugin_installed() -> bool:
+    """Whether Seam's processor is registered in vLLM's plugin group in this environment
+    (``pip install`` of Seam does it): vLLM then loads it with no flag, and naming it with
+    ``--logits-processors`` too would load it twice."""
+    from importlib.metadata import entry_points
+
+    return any(ep.value == PLUGIN for ep in entry_points(group=PLUGIN_GROUP))
+
+
 def vllm_command(model: str, host: str, port: int, max_model_len: int,
-                 extra: list[str]) -> list[str]:
-    """The command line of vLLM's server with the plugin, reporting cached prompt tokens
+                 extra: list[str], installed: bool = True) -> list[str]:
+    """The command line of vLLM's server: the plugin named only where it is not installed
+    (``installed``), the route guard (``GUARD``), and cached prompt tokens reported
     (``PROMPT_DETAILS``, unless ``extra`` sets it either way already)."""
     details = [] if any(a.startswith(("--enable-prompt-tokens-details",
                                        "--no-enable-prompt-tokens-details")) for a in extra) \
         else [PROMPT_DETAILS]
+    plugin = [] if installed else ["--logits-processors", PLUGIN]
     return [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
             "--host", host, "--port", str(port), "--max-model-len", str(max_model_len),
-            "--logits-processors", PLUGIN, *details, *extra]
+            *plugin, "--middleware", GUARD, *details, *extra]
 
 
 def wait_ready(url: str, proc: subprocess.Popen, timeout_s: float) -> bool:
@@ -188,6 +211,8 @@ def team_server(argv: list[str]) -> int:
         args = team_parser().parse_args(argv)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
+    if speculative.turns_on(args.vllm_args):
+        return cli_args.fail("seam team-server", speculative.SPECULATIVE_NOTE)
     try:
         port = bind_check(args.host, args.port)
     except ValueError as err:
@@ -205,9 +230,15 @@ def team_server(argv: list[str]) -> int:
     env = dict(os.environ)
     extra = list(args.vllm_args)
     if env.get(KEY_ENV):
-        env["VLLM_API_KEY"] = env[KEY_ENV]  # vLLM reads its key from there too
-    cmd = vllm_command(model, args.host, port, args.max_model_len, extra)
+        env["VLLM_API_KEY"] = env[KEY_ENV]  # vLLM and the route guard read it from there
+    limits = Limits(**{field: getattr(args, field) for field in LIMIT_ENVS})
+    env.update(limits.as_env())  # the route guard reads them when vLLM starts
+    cmd = vllm_command(model, args.host, port, args.max_model_len, extra, plugin_installed())
     print("seam team-server: starting " + " ".join(cmd[1:]), file=sys.stderr, flush=True)
+    print(f"seam team-server: {speculative.SPECULATIVE_NOTE}; every route but /health "
+          + ("needs the API key" if env.get("VLLM_API_KEY") else "is open (no API key set)")
+          + "; limits per request: " + ", ".join(f"{n}={v}" for n, v in limits.as_env().items()),
+          file=sys.stderr, flush=True)
     # vLLM runs in a session of its own (its worker processes with it), so it is stopped
     # here, on Ctrl-C or a SIGTERM (a service manager's stop), never left running.
     signal.signal(signal.SIGTERM, _interrupt)

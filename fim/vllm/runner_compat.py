@@ -126,19 +126,12 @@ if not (HAS_V1 or HAS_V2):
                           f"({V1_MODULE}, {V2_MODULE}); Seam supports vLLM {SUPPORTED_TEXT}")
 
 
-#: Why a server with Seam's processor runs without speculative decoding (said once at load).
-SPECULATIVE_NOTE = (
-    "speculative decoding is OFF with Seam's constraint: vLLM runs custom logits processors "
-    "only without it (V1 runner: with --speculative-config it refuses --logits-processors "
-    "and skips installed plugins, so constrained requests would run unconstrained; Model "
-    "Runner V2: Seam's processor refuses to load, one row per draft token); start vLLM "
-    "without --speculative-config")
-
-
 def log_load() -> None:
     """The one line a server's log gets when the plugin loads: vLLM's version, the runners
     served, and that speculative decoding is off (``SPECULATIVE_NOTE``)."""
     import vllm
+
+    from fim.vllm.speculative import SPECULATIVE_NOTE
 
     log.info("Seam's logits processor for vLLM %s (runners: %s); %s",
              getattr(vllm, "__version__", "?"), ", ".join(runners()), SPECULATIVE_NOTE)
@@ -151,5 +144,5 @@ def runners() -> list[str]:
 
 __all__ = ["ANY_VERSION_ENV", "BatchUpdate", "HAS_V1", "HAS_V2", "LogitsContext",
            "LogitsProcRequestState", "MoveDirectionality", "SUPPORTED", "SUPPORTED_TEXT",
-           "SPECULATIVE_NOTE", "UnsupportedVllm", "V1LogitsProcessor", "V2LogitsProcessor",
+           "UnsupportedVllm", "V1LogitsProcessor", "V2LogitsProcessor",
            "check_version", "log_load", "runners", "version_tuple"]
