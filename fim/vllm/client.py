@@ -6,7 +6,8 @@ it over vLLM's OpenAI-compatible ``/v1/completions``.  This module is that clien
 fill-in-the-middle prompt with the in-process engines' prompt builder (``fim.templates``: the
 same layout, project context first, the same cut to the window), sends Seam's arguments in
 ``vllm_xargs`` so the server's processor constrains the middle, streams the answer so a
-cancelled request closes the connection (vLLM then aborts the request), and checks the middle
+cancelled request closes the connection (vLLM then aborts the request; only the windows of the
+file the constraint reads travel, ``fim.vllm.context``), and checks the middle
 the way the in-process engine does (``fim.vllm.answers``): a middle that ends at a stop token
 and parses is kept; a constrained one the budget or the clock cut off ends at the token
 boundary the in-process decoder ranks best (``answers.best_stop``: each step's top
@@ -56,6 +57,7 @@ from fim.engines.model_specs import EngineKind
 from fim.options import Mode, StopReason
 from fim.templates import TEMPLATES, ContextIds, FimTemplate, build_prompt
 from fim.vllm.answers import after_heal, asks_right_stop, finish
+from fim.vllm.context import constraint_texts
 from fim.vllm.http import Http, VllmError
 from fim.vllm.rows import SeamArgs
 from fim.vllm.stream import Stream
@@ -370,7 +372,11 @@ class VllmEngine:
             # The right-context stop is a greedy row's (see ``fim.vllm.processor``); the
             # model's raw top token at the step the row ended tells this client it happened
             # (``right_context_end``): vLLM's default logprobs are the raw model's.
-            body["vllm_xargs"] = SeamArgs(req.left, req.right, req.scope, prompt.healed,
+            # Only the windows the constraint reads (``fim.vllm.context``), not the file; each
+            # middle is still checked against the whole file here (``answers.finish``).
+            sent = constraint_texts(req.left, req.right)
+            left = sent.left if sent.left.endswith(prompt.healed) else req.left
+            body["vllm_xargs"] = SeamArgs(left, sent.right, req.scope, prompt.healed,
                                           asks_right_stop(req),
                                           req.right_wraps).to_extra_args()
             # The raw model's likeliest ids at each step: the top one tells the right-context
