@@ -89,8 +89,10 @@ class TeamServer:
                     "--max-model-len", str(self.max_model_len), "--", *engine]
         from lsp_server.team_server import PLUGIN, vllm_command
 
+        # The class is named by flag (an installed Seam plugin then stands aside:
+        # fim.vllm.plugin), so the timing subclass is the one processor at work.
         cmd = vllm_command(str(self.model_dir), "127.0.0.1", self.port, self.max_model_len,
-                           engine)
+                           engine, installed=False)
         cmd[0] = str(self.team_python)
         cmd[cmd.index(PLUGIN)] = self.plugin
         return cmd

@@ -49,8 +49,10 @@ from fim.vllm import speculative
 from fim.vllm.route_guard import LIMIT_ENVS, Limits
 
 PLUGIN = "fim.vllm.processor:SeamLogitsProcessor"
-#: The entry-point group vLLM loads logits-processor plugins from (no flag needed).
+#: The entry-point group vLLM loads logits-processor plugins from (no flag needed), and what
+#: Seam registers there (pyproject.toml).
 PLUGIN_GROUP = "vllm.logits_processors"
+INSTALLED_PLUGIN = "fim.vllm.plugin:InstalledSeamLogitsProcessor"
 #: The middleware that closes every route but /health without the key and applies the limits.
 GUARD = "fim.vllm.route_guard.RouteGuard"
 KEY_ENV = "SEAM_VLLM_API_KEY"
@@ -170,11 +172,12 @@ PROMPT_DETAILS = "--enable-prompt-tokens-details"
 
 def plugin_installed() -> bool:
     """Whether Seam's processor is registered in vLLM's plugin group in this environment
-    (``pip install`` of Seam does it): vLLM then loads it with no flag, and naming it with
-    ``--logits-processors`` too would load it twice."""
+    (``pip install`` of Seam does it): vLLM then loads it with no flag (naming it with
+    ``--logits-processors`` too would make the installed one stand aside,
+    ``fim.vllm.plugin``)."""
     from importlib.metadata import entry_points
 
-    return any(ep.value == PLUGIN for ep in entry_points(group=PLUGIN_GROUP))
+    return any(ep.value == INSTALLED_PLUGIN for ep in entry_points(group=PLUGIN_GROUP))
 
 
 def vllm_command(model: str, host: str, port: int, max_model_len: int,

@@ -44,7 +44,7 @@ $venv/bin/python -c "import vllm, fim.vllm.processor, python_language" 2>/dev/nu
 $venv/bin/python -c "
 from importlib.metadata import entry_points
 import sys
-sys.exit(not any(e.value == 'fim.vllm.processor:SeamLogitsProcessor'
+sys.exit(not any(e.value == 'fim.vllm.plugin:InstalledSeamLogitsProcessor'
                  for e in entry_points(group='vllm.logits_processors')))" || {
     echo "setup: Seam's processor is not registered in $venv's vLLM plugin group;" \
          "rerun with a fresh stamp: rm $stamp && bash scripts/setup_team.sh" >&2
