@@ -49,25 +49,11 @@ else
     step_args=(--concurrency 1,4,16 --rounds 2)
     quality_args=(--modes constrained)
 fi
-py=.venv/bin/python
-[ -x "$py" ] || py="$team_python"
 
 run() {  # print a step; run it unless --dry-run
     echo "+ $*" >&2
     $dry || "$@"
 }
-
-# The pieces, checked even in a dry run: the sections exist, the scripts take the arguments.
-for section in gpu-vllm-quality gpu-vllm-step; do
-    grep -q "<!-- figures:$section -->" "$figures" \
-        || { echo "gpu_benchmarks: $figures has no section $section" >&2; exit 1; }
-done
-PYTHONPATH=$PWD "$py" - "$cases" <<'EOF'
-import sys
-from benchmarks import bench_vllm_step, vllm_quality
-vllm_quality._arguments(["--cases", sys.argv[1], "--modes", "constrained"])
-assert callable(bench_vllm_step.main) and callable(vllm_quality.main)
-EOF
 
 # 1. vLLM's CUDA build, in an environment of its own (never .venv: vLLM pins its packages).
 if [ "$device" = cuda ] && [ -z "${SEAM_CUDA_PYTHON:-}" ]; then
@@ -81,6 +67,28 @@ if [ "$device" = cuda ] && [ -z "${SEAM_CUDA_PYTHON:-}" ]; then
 fi
 if [ "$device" = cuda ]; then
     run "$team_python" -c "import torch, vllm; assert torch.cuda.is_available(), 'no CUDA device'; print('vLLM', vllm.__version__, 'on', torch.cuda.get_device_name(0))"
+fi
+
+# The benchmarks' own side runs in .venv when there is one (a clone set up with
+# scripts/setup.sh), else in vLLM's environment (a fresh CUDA machine).
+py=.venv/bin/python
+[ -x "$py" ] || py="$team_python"
+
+# The pieces, checked even in a dry run: the sections exist, the scripts take the arguments.
+for section in gpu-vllm-quality gpu-vllm-step; do
+    grep -q "<!-- figures:$section -->" "$figures" \
+        || { echo "gpu_benchmarks: $figures has no section $section" >&2; exit 1; }
+done
+if [ -x "$py" ]; then
+    PYTHONPATH=$PWD "$py" - "$cases" <<'EOF'
+import sys
+from benchmarks import bench_vllm_step, vllm_quality
+vllm_quality._arguments(["--cases", sys.argv[1], "--modes", "constrained"])
+assert callable(bench_vllm_step.main) and callable(vllm_quality.main)
+EOF
+else
+    echo "gpu_benchmarks: no Python with Seam's dependencies yet ($py): the benchmarks'" \
+         "arguments are checked once it is installed" >&2
 fi
 
 gpu_label() {  # the machine the figures were taken on
