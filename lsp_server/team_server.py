@@ -10,9 +10,15 @@ stays in the foreground until vLLM exits or Ctrl-C stops both.
 
 It is the same as running, yourself::
 
-    python -m vllm.entrypoints.openai.api_server --model DIR \\
-        --logits-processors fim.vllm.processor:SeamLogitsProcessor --host H --port P \\
-        --enable-prompt-tokens-details
+    python -m vllm.entrypoints.openai.api_server --model DIR --host H --port P \\
+        --middleware fim.vllm.route_guard.RouteGuard --enable-prompt-tokens-details
+
+with Seam installed in that environment (its processor is in vLLM's plugin group,
+``fim.vllm.plugin``; where it is not, the command adds ``--logits-processors
+fim.vllm.processor:SeamLogitsProcessor``).  The route guard closes every route but ``/health``
+to requests without the key and holds each request to the limits (``fim.vllm.route_guard``;
+the ``--max-*`` options set them).  Speculative decoding is refused: vLLM runs no custom logits
+processor with it (``fim.vllm.speculative``), and the command says so when it starts.
 
 vLLM picks its model runner itself (V2 where Triton runs, so on CUDA; V1 on a CPU), and the
 plugin implements both runners' interfaces, so the choice is left to vLLM

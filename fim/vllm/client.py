@@ -1,7 +1,7 @@
 """The ``vllm`` engine: completions from a shared vLLM server that runs Seam's constraint.
 
-A team runs one vLLM server (``seam team-server``, or ``vllm serve`` with
-``--logits-processors fim.vllm.processor:SeamLogitsProcessor``) and every editor's Seam talks to
+A team runs one vLLM server (``seam team-server``, or ``vllm serve`` in an environment with Seam
+installed: vLLM finds the processor in its plugin group) and every editor's Seam talks to
 it over vLLM's OpenAI-compatible ``/v1/completions``.  This module is that client: it builds the
 fill-in-the-middle prompt with the in-process engines' prompt builder (``fim.templates``: the
 same layout, project context first, the same cut to the window), sends Seam's arguments in
