@@ -17,7 +17,8 @@
 # already (no install then). The model is the bundled one, converted once to a safetensors
 # directory (~/.cache/seam/qwen2.5-coder-1.5b-v1), which needs the GGUF (downloaded by `seam`
 # when missing). `--device cpu` writes its figures into a copy of docs/team.md under
-# $TMPDIR (a CPU's figures never go into the GPU sections) and prints where.
+# $TMPDIR (a CPU's figures never go into the GPU sections) and prints where. vLLM's logs are
+# kept in $TMPDIR/seam-gpu-benchmarks too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 device=cuda dry=false cases=25 quality=true
@@ -120,13 +121,15 @@ run env PYTHONPATH="$PWD" "$py" -c "from fim.engines import bundled; print(bundl
 
 # 3. The engine-step benchmark (the processor's share of a GPU step, measured, not projected).
 run env PYTHONPATH="$PWD" "$py" -m benchmarks.bench_vllm_step --team-python "$team_python" \
-    "${step_args[@]}" --json "$work/step.json" --figures "$figures" --section gpu-vllm-step
+    "${step_args[@]}" --json "$work/step.json" --server-log "$work/step-vllm.log" \
+    --figures "$figures" --section gpu-vllm-step
 label gpu-vllm-step
 
 # 4. Quality through vLLM paired with llama.cpp (constrained decodes only, to fit the time).
 if $quality; then
     run env PYTHONPATH="$PWD" "$py" -m benchmarks.vllm_quality --cases "$cases" \
         "${quality_args[@]}" --team-python "$team_python" --out "$work/quality-$device" \
+        --server-log "$work/quality-vllm.log" \
         --figures "$figures" --section gpu-vllm-quality
     label gpu-vllm-quality
 fi
