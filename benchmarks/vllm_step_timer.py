@@ -52,9 +52,11 @@ def count_checks(rows: SeamRows, tally: dict[str, float]) -> None:
         constrained = add(index, params, prompt, output)
         if constrained:
             tally["added"] += 1
-            constraint = rows.rows[index].constraint
-            constraint.viable = _counted_viable(constraint.viable, tally)
         return constrained
+
+    def counted_join(constraint) -> None:
+        # Wrapped when the row joins its language (not at admission: the build runs then).
+        constraint.viable = _counted_viable(constraint.viable, tally)
 
     def counted_keep(row, line) -> list[int]:
         kept = keep(row, line)
@@ -64,6 +66,7 @@ def count_checks(rows: SeamRows, tally: dict[str, float]) -> None:
 
     rows.add = counted_add
     rows._keep = counted_keep
+    rows.on_join = counted_join
 
 
 def _counted_viable(viable: Callable[[int], bool], tally: dict[str, float]
