@@ -4,9 +4,11 @@ Loaded into vLLM in place of ``fim.vllm.processor:SeamLogitsProcessor`` (``--log
 benchmarks.vllm_step_timer:TimedSeamLogitsProcessor``); it *is* that processor (a subclass
 that changes no decision) and, on every ``apply`` call, appends one JSON line to the file named
 by ``SEAM_STEP_LOG``: when the call started, the batch's rows, the constrained rows, and the
-seconds spent in the step's ``update_state`` (following the batch's changes; building the
-language of a request that joins), feeding the rows their new tokens (``advance``) and
-masking (``mask``).  vLLM
+seconds spent in the step's ``update_state`` (following the batch's changes; starting the
+build of a joining request's language on the language workers), feeding the rows their new
+tokens (``advance``) and masking (``mask``), and the rows that joined their language in the
+step, with those that had to wait for its build and the seconds they waited (inside
+``mask``).  vLLM
 calls ``apply`` once per engine step, between the forward pass and sampling, so the time from
 one call's start to the next one's is one engine step.
 
@@ -24,6 +26,7 @@ so ``apply`` runs unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -42,7 +45,7 @@ def count_checks(rows: SeamRows, tally: dict[str, float]) -> None:
     """Make ``rows`` count into ``tally`` (keys ``COUNTERS``): every viability check of a
     constrained row added from now on (``checked``) and the seconds it took (``check``), every
     row masked (``masked``) with the number of ids it left (``left``), and every constrained
-    row admitted (``added``: its language is built then, inside the step).  Decisions are
+    row admitted (``added``: its language's build is started then).  Decisions are
     unchanged: the wrappers call the originals and return what they return."""
     for key in COUNTERS:
         tally.setdefault(key, 0)
@@ -115,14 +118,19 @@ class TimedSeamLogitsProcessor(SeamLogitsProcessor):
 
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
         start = time.perf_counter()
+        before = dataclasses.replace(self.rows.counts)
         try:
             return super().apply(logits)
         finally:
             end = time.perf_counter()
+            counts = self.rows.counts
             self._out.write(json.dumps({
                 "t": start, "apply": end - start, "update": self._phase["update"],
                 "advance": self._phase["advance"], "mask": self._phase["mask"],
-                "batch": int(logits.shape[0]), "rows": len(self.rows.rows), **self._tally})
+                "batch": int(logits.shape[0]), "rows": len(self.rows.rows), **self._tally,
+                "joined": counts.joined - before.joined,
+                "blocked": counts.blocked - before.blocked,
+                "blocked_s": counts.blocked_s - before.blocked_s})
                 + "\n")
             self._phase = dict.fromkeys(self._phase, 0.0)
             for key in COUNTERS:
