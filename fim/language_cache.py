@@ -156,10 +156,10 @@ class LanguageCache:
             for slot in reversed(self._slots):
                 if slot.right != right or slot.scope != scope or not left.startswith(slot.left):
                     continue
+                if slot.built.done() and slot.built.exception() is not None:
+                    continue  # failed; forgotten by its callback, which may not have run yet
                 if len(left) > len(slot.left) and slot.built.done():
-                    entry = _result(slot.built)
-                    if entry is None:
-                        continue
+                    entry = slot.built.result()
                     # Built: the typed characters are fed here (by the thread that will use
                     # the language) and a refusal is known now.
                     state = entry.cache.feed(entry.initial, left[len(slot.left):])
@@ -211,11 +211,6 @@ class LanguageCache:
         """Stop the workers once the builds started are done."""
         if self._pool is not None:
             self._pool.shutdown(wait=True)
-
-
-def _result(built: Future[CachedLanguage]) -> CachedLanguage | None:
-    """A finished build's language, ``None`` when it failed."""
-    return None if built.exception() is not None else built.result()
 
 
 def _build_into(slot: _Slot, factory: LanguageFactory) -> None:

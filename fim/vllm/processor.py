@@ -169,7 +169,9 @@ class SeamRows:
     def __init__(self, table: TokenTable, languages: LanguageCache | None = None,
                  penalties_after: bool = True) -> None:
         self.table = table
-        self.languages = languages or LanguageCache(ROW_LANGUAGES, workers=LANGUAGE_WORKERS)
+        # (``is None``: an empty cache is falsy, and one passed in must be the one used)
+        self.languages = (languages if languages is not None
+                          else LanguageCache(ROW_LANGUAGES, workers=LANGUAGE_WORKERS))
         self.penalties_after = penalties_after
         self.rows: dict[int, _Row] = {}
         self.finished: list[RowConstraint] = []  # rows removed since the last drain
