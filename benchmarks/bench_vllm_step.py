@@ -145,7 +145,7 @@ def phase(url: str, log: Path, work: list[tuple[str, str]], n: int, args: argpar
     return steps, answers
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_server_options(p, port=18762)
     p.add_argument("--concurrency", default="1,4,8,16",
@@ -171,6 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--figures", type=Path, default=None)
     p.add_argument("--section", default="vllm-step")
     p.add_argument("--json", type=Path, default=None, help="write every logged step here")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = _parser()
     args = p.parse_args(argv)
     sizes = [int(x) for x in args.concurrency.split(",") if x]
     try:
