@@ -192,6 +192,8 @@ class SeamRows:
         if args is None:
             return False
         pending = self.languages.begin(args.left, args.right, args.scope)
+        if args.warm:  # an editor's warm-up: the build is for its next request; no row
+            return False
         penalties = self.penalties_after and Sampling.from_params(params).penalties
         prompt_ids = (np.unique(np.asarray(prompt, dtype=np.int64))
                       if penalties and prompt is not None else _NO_IDS)

@@ -130,3 +130,18 @@ def test_a_row_whose_first_mask_comes_before_its_build_waits_and_is_counted(tabl
         rows.languages.close()
     assert (rows.counts.joined, rows.counts.blocked) == (1, 1) and rows.counts.blocked_s > 0
     assert int(torch.isfinite(logits[0]).sum()) == 1
+
+
+def test_a_warm_up_builds_the_language_its_next_request_takes_and_is_not_constrained(table):
+    rows = SeamRows(table, LanguageCache(ROW_LANGUAGES, workers=1))
+    warm = SamplingParams(max_tokens=1, extra_args=SeamArgs(LEFT, RIGHT, warm=True)
+                          .to_extra_args())
+    try:
+        _add(rows, 0, warm, [])
+        assert not rows.rows and rows.languages.built == 1  # building, and no row kept
+        _add(rows, 0, _params(LEFT + " b", RIGHT), [])  # the editor typed on
+        hit = rows.rows[0].pending.join()
+    finally:
+        rows.languages.close()
+    assert hit.reused and rows.languages.built == 1  # the warm-up's build served it
+    assert hit.state is hit.language.cache.feed(hit.language.initial, " b")
