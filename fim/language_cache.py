@@ -102,6 +102,8 @@ class PendingLanguage:
     def __init__(self, owner: LanguageCache, slot: _Slot, left: str, reused: bool) -> None:
         self._owner, self._slot, self._left, self._reused = owner, slot, left, reused
         self._hit: LanguageHit | None = None
+        #: the join built the language itself (the shared one refused the typed characters)
+        self.built_here = False
 
     def done(self) -> bool:
         """Whether :meth:`join` would return without waiting for a build."""
@@ -117,6 +119,7 @@ class PendingLanguage:
             typed = self._left[len(entry.left):]
             state = entry.cache.feed(entry.initial, typed) if typed else entry.initial
             if state is None:
+                self.built_here = True
                 self._hit = self._owner.build_here(self._left, entry.right, entry.scope)
             else:
                 self._hit = LanguageHit(entry, state, self._reused)

@@ -142,13 +142,12 @@ class _Row:
         """The row's constraint, joining its language's build (waiting if it is not done)."""
         if self._constraint is None:
             counts = self.owner.counts
-            if not self.pending.done():
-                t0 = time.perf_counter()
-                hit = self.pending.join()
+            waits = not self.pending.done()
+            t0 = time.perf_counter()
+            hit = self.pending.join()
+            if waits or self.pending.built_here:  # a build the step waited for
                 counts.blocked += 1
                 counts.blocked_s += time.perf_counter() - t0
-            else:
-                hit = self.pending.join()
             counts.joined += 1
             self._constraint = RowConstraint(self.args, hit, self.owner.table)
             if self.owner.on_join is not None:

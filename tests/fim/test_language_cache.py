@@ -152,3 +152,19 @@ def test_a_failed_build_raises_where_it_is_joined_and_is_not_kept() -> None:
     finally:
         cache.close()
     assert not again.reused and calls == [LEFT, LEFT]
+
+
+def test_typed_text_a_language_being_built_refuses_is_built_where_it_is_joined() -> None:
+    gate, threads = threading.Event(), []
+    cache = LanguageCache(factory=_gated_factory(gate, threads), workers=1)
+    try:
+        cache.begin(LEFT, RIGHT, Scope.STATEMENT)
+        odd = cache.begin(LEFT + ")", RIGHT, Scope.STATEMENT)  # shares the build, for now
+        assert cache.built == 1 and not odd.built_here
+        gate.set()
+        hit = odd.join()
+    finally:
+        gate.set()
+        cache.close()
+    assert odd.built_here and not hit.reused and cache.built == 2
+    assert threads[-1] == threading.get_ident()  # built by the joining thread
