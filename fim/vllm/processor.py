@@ -40,6 +40,12 @@ token the row had not allowed), only the stop ids are left: the request ends and
 cuts the middle back to its last complete point.  Each finished row logs how often its
 likeliest id was masked.
 
+A request's language (built from the whole file: milliseconds to a second) is not built in the
+engine step that admits it: the admission starts the build on the language workers
+(``fim.language_cache``) and the row joins it when its first mask is due, after the forward
+pass it overlapped; ``JoinCounts`` counts the joins that still had to wait.  A warm-up request
+(``seam_warm``) only starts the build, for the request that follows, and is not constrained.
+
 Settings that mask or force tokens outside the processor (``min_tokens``, ``bad_words``,
 ``allowed_token_ids``, structured outputs, a thinking budget, trace replay, a non-finite
 ``logit_bias``) could leave a constrained row with nothing finite or overwrite its mask; a
