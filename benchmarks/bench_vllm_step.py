@@ -128,7 +128,24 @@ def burst(url: str, work: list[tuple[str, str]], n: int, rounds: int, max_tokens
     return results
 
 
-def main(argv: list[str] | None = None) -> int:
+def phase(url: str, log: Path, work: list[tuple[str, str]], n: int, args: argparse.Namespace,
+          mode: SamplingMode) -> tuple[list[Step], list[dict]]:
+    """One N-client phase: bursts of ``args.rounds`` requests per client until the phase holds
+    ``args.min_steady`` steady N-row steps or ``args.max_bursts`` bursts were sent (a closed
+    loop of short requests holds all N rows decoding only now and then)."""
+    steps: list[Step] = []
+    answers: list[dict] = []
+    for _ in range(args.max_bursts):
+        first = len(log.read_text(encoding="utf-8").splitlines())
+        answers += burst(url, work, n, args.rounds, args.max_tokens, args.context_tokens,
+                         mode)
+        steps += read_steps(log, first)
+        if len(steady(steps, n)) >= args.min_steady:
+            break
+    return steps, answers
+
+
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_server_options(p, port=18762)
     p.add_argument("--concurrency", default="1,4,8,16",
@@ -141,6 +158,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="tokens per request at most (default: 16)")
     p.add_argument("--rounds", type=int, default=2,
                    help="requests each concurrent client sends in turn (default: 2)")
+    p.add_argument("--min-steady", type=int, default=20,
+                   help="steady N-row steps a phase sends bursts for (default: 20)")
+    p.add_argument("--max-bursts", type=int, default=4,
+                   help="bursts of --rounds requests per client a phase sends at most, "
+                        "however few steady steps it got (default: 4)")
     p.add_argument("--context-tokens", type=int, default=256,
                    help="prompt plus budget per request (default: 256, as the eval)")
     p.add_argument("--gpu-step-ms", type=float, default=20.0)
@@ -149,6 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--figures", type=Path, default=None)
     p.add_argument("--section", default="vllm-step")
     p.add_argument("--json", type=Path, default=None, help="write every logged step here")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = _parser()
     args = p.parse_args(argv)
     sizes = [int(x) for x in args.concurrency.split(",") if x]
     try:
@@ -173,11 +200,8 @@ def main(argv: list[str] | None = None) -> int:
             burst(server.url, work[:1], 1, 1, 4, args.context_tokens)  # warm-up
             for mode in modes:
                 for n in sizes:
-                    first = len(log.read_text(encoding="utf-8").splitlines())
                     t0 = time.monotonic()
-                    answers[mode.name][n] = burst(server.url, work, n, args.rounds,
-                                                  args.max_tokens, args.context_tokens, mode)
-                    steps = read_steps(log, first)
+                    steps, answers[mode.name][n] = phase(server.url, log, work, n, args, mode)
                     phases[mode.name].append(steps)
                     everything[mode.name][n] = [s.__dict__ for s in steps]
                     print(f"{mode.name}, {n} clients: {time.monotonic() - t0:.0f} s, "

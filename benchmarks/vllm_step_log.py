@@ -90,16 +90,27 @@ class Step:
     check: float = 0.0
     masked: int = 0
     left: int = 0
-    added: int = 0  # constrained rows admitted (their languages built) in this step
+    added: int = 0  # constrained rows admitted (their languages' builds started) in this step
+    # Rows that joined their language in this step, those of them that had to wait for the
+    # build, and the seconds they waited (inside ``apply``: the step waited with them).
+    joined: int = 0
+    blocked: int = 0
+    blocked_s: float = 0.0
     length: float = 0.0  # to the next apply's start
 
     @property
     def processor(self) -> float:
         return self.update + self.apply
 
+    @property
+    def admitting(self) -> float:
+        """Seconds this step spent admitting rows: starting their builds and waiting for
+        the ones not done when their first mask was due."""
+        return self.update + self.blocked_s
+
 
 _LOGGED = ("t", "update", "advance", "mask", "apply", "rows", "batch")
-_COUNTED = ("checked", "check", "masked", "left", "added")
+_COUNTED = ("checked", "check", "masked", "left", "added", "joined", "blocked", "blocked_s")
 
 
 def read_steps(path: Path, first_line: int) -> list[Step]:

@@ -79,34 +79,51 @@ def table(blocks: list[Block]) -> str:
 
 def admission_times(steps: list[Step]) -> list[float]:
     """Seconds per admitted request, one value per step that admitted any: a step admits
-    several requests at once and times their languages' builds together (with any row it
-    drops, which costs next to nothing), so its time over its requests is one value."""
-    return [s.update / s.added for s in steps if s.added]
+    several requests at once (starting their builds, then waiting for those not done when
+    their first mask is due, the same step under vLLM's V1 runner), so its admitting time over
+    its requests is one value."""
+    return [s.admitting / s.added for s in steps if s.added]
+
+
+def _step_lengths(steps: list[Step]) -> tuple[list[float], list[float]]:
+    """The lengths of the steps that admitted a request and of those that did not (rows
+    decoding in both): the step time a running request sees while others join, and without."""
+    timed = [s for s in steps if s.rows and s.length > 0]
+    return ([s.length for s in timed if s.added], [s.length for s in timed if not s.added])
+
+
+def _median_or_dash(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1e3:.0f}" if values else "–"
 
 
 def whole_phase_table(blocks: list[tuple[SamplingMode, dict[int, list[Step]]]]) -> str:
     """Every step of each N-client phase, admissions included: what the steady table leaves
-    out.  A request's row is admitted inside the engine step (its language is built in
-    ``update_state``), so that time stalls every row of the batch; per request per token is
-    the phase's processor time over its rows' tokens (a mean: the stalls are the point)."""
+    out.  A request's row is admitted inside the engine step: its language's build is started
+    there (on the language workers) and joined when its first mask is due, and a join that
+    waits stalls every row of the batch; per request per token is the phase's processor time
+    over its rows' tokens (a mean: the stalls are the point)."""
     rows = ["| sampling | clients (N) | steps / rows per step, mean | processor per request "
             "per token, mean ms (of it admitting rows) | admitting one request, median / max "
-            "ms | processor ms per step, max |",
-            "|---|---:|---|---|---|---:|"]
+            "ms | requests admitted / waited for their language | engine step ms, median: "
+            "admitting / not | processor ms per step, max |",
+            "|---|---:|---|---|---|---|---|---:|"]
     for mode, phases in blocks:
         for n, steps in phases.items():
             steps = [s for s in steps if s.rows]
             tokens = sum(s.rows for s in steps)
             if not tokens:
-                rows.append(f"| {mode.label} | {n} | 0 / – | – | – | – |")
+                rows.append(f"| {mode.label} | {n} | 0 / – | – | – | – | – | – |")
                 continue
             admits = admission_times(steps)
             admit = (f"{statistics.median(admits) * 1e3:.1f} / {max(admits) * 1e3:.1f}"
                      if admits else "–")
+            joining, alone = _step_lengths(steps)
             rows.append(
                 f"| {mode.label} | {n} | {len(steps)} / {tokens / len(steps):.1f} | "
                 f"{sum(s.processor for s in steps) / tokens * 1e3:.2f} "
-                f"({sum(s.update for s in steps) / tokens * 1e3:.2f}) | {admit} | "
+                f"({sum(s.admitting for s in steps) / tokens * 1e3:.2f}) | {admit} | "
+                f"{sum(s.added for s in steps)} / {sum(s.blocked for s in steps)} | "
+                f"{_median_or_dash(joining)} / {_median_or_dash(alone)} | "
                 f"{max(s.processor for s in steps) * 1e3:.1f} |")
     return "\n".join(rows) + "\n"
 
@@ -119,23 +136,33 @@ def admissions(phases: list[list[Step]], gpu_step_ms: float) -> str:
         return "No request was admitted in a logged step: no figure for admissions.\n"
     med, top = statistics.median(admits) * 1e3, max(admits) * 1e3
     requests = sum(s.added for s in steps)
-    admitting = sum(s.update for s in steps)
-    rest = sum(s.apply for s in steps)
-    larger = ("more than" if admitting > rest else "less than")
+    waited = sum(s.blocked for s in steps)
+    started = sum(s.update for s in steps)
+    waits = sum(s.blocked_s for s in steps)
+    rest = sum(s.apply for s in steps) - waits
+    larger = ("more than" if started + waits > rest else "less than")
+    joining, alone = _step_lengths(steps)
+    lengths = (f"The step time a running request sees: {_median_or_dash(joining)} ms median "
+               f"in the {len(joining)} steps that admitted a request, "
+               f"{_median_or_dash(alone)} ms in the {len(alone)} that did not. "
+               if joining and alone else "")
     return (
-        f"**Admitting a request.** Building a joining request's language (the whole file's "
-        f"text left and right of its cursor lexed, the right quotient started: the "
-        f"constraint is that the whole file parses) took {med:.1f} ms per request median and "
-        f"{top:.1f} ms at most ({requests} requests admitted in {len(admits)} steps of this "
-        f"mode; a step's admitting time over the requests it admitted), inside the step, so "
-        f"every row of the batch waits for it: on a GPU whose step takes {gpu_step_ms:.0f} "
-        f"ms, a median admission adds {med / gpu_step_ms:.1f} steps' worth to the step it "
-        f"happens in. Over all of this mode's steps, admitting took {admitting:.2f} s, "
-        f"{larger} the {rest:.2f} s of advancing and masking every token. What would take "
-        f"it off the critical path: building while the forward pass runs (a worker thread "
-        f"started in ``update_state``, once the grammar's lazily built automata, which every "
-        f"row's Earley steps extend, are safe to share between threads), or a compiled lexer "
-        f"and quotient core.\n")
+        f"**Admitting a request.** A joining request's language (the whole file's text left "
+        f"and right of its cursor lexed, the right quotient started: the constraint is that "
+        f"the whole file parses) is built on the processor's language workers (threads in "
+        f"the engine's process), started in ``update_state`` and joined when the row's first "
+        f"mask is due, after the forward pass the build overlaps. Admitting cost the step "
+        f"{med:.1f} ms per request median and {top:.1f} ms at most ({requests} requests "
+        f"admitted in {len(admits)} steps of this mode; a step's starting and waiting time "
+        f"over the requests it admitted): {waited} of the {requests} rows had to wait for "
+        f"their build, {waits:.2f} s in all, and starting the builds took {started:.2f} s. "
+        f"On a GPU whose step takes {gpu_step_ms:.0f} ms, a median admission adds "
+        f"{med / gpu_step_ms:.1f} steps' worth to the step it happens in. Over all of this "
+        f"mode's steps, admitting took {started + waits:.2f} s, {larger} the {rest:.2f} s of "
+        f"advancing and masking every token. {lengths}A build holds the GIL while it runs "
+        f"Python, so it also competes with the step's own Python (the scheduler, the model "
+        f"runner between kernels, the processor): that shows in the step time, not in the "
+        f"processor's.\n")
 
 
 def _median_ms(steps: list[Step], part) -> float:

@@ -4,9 +4,11 @@ Loaded into vLLM in place of ``fim.vllm.processor:SeamLogitsProcessor`` (``--log
 benchmarks.vllm_step_timer:TimedSeamLogitsProcessor``); it *is* that processor (a subclass
 that changes no decision) and, on every ``apply`` call, appends one JSON line to the file named
 by ``SEAM_STEP_LOG``: when the call started, the batch's rows, the constrained rows, and the
-seconds spent in the step's ``update_state`` (following the batch's changes; building the
-language of a request that joins), feeding the rows their new tokens (``advance``) and
-masking (``mask``).  vLLM
+seconds spent in the step's ``update_state`` (following the batch's changes; starting the
+build of a joining request's language on the language workers), feeding the rows their new
+tokens (``advance``) and masking (``mask``), and the rows that joined their language in the
+step, with those that had to wait for its build and the seconds they waited (inside
+``mask``).  vLLM
 calls ``apply`` once per engine step, between the forward pass and sampling, so the time from
 one call's start to the next one's is one engine step.
 
@@ -24,6 +26,7 @@ so ``apply`` runs unchanged.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -42,7 +45,7 @@ def count_checks(rows: SeamRows, tally: dict[str, float]) -> None:
     """Make ``rows`` count into ``tally`` (keys ``COUNTERS``): every viability check of a
     constrained row added from now on (``checked``) and the seconds it took (``check``), every
     row masked (``masked``) with the number of ids it left (``left``), and every constrained
-    row admitted (``added``: its language is built then, inside the step).  Decisions are
+    row admitted (``added``: its language's build is started then).  Decisions are
     unchanged: the wrappers call the originals and return what they return."""
     for key in COUNTERS:
         tally.setdefault(key, 0)
@@ -52,9 +55,11 @@ def count_checks(rows: SeamRows, tally: dict[str, float]) -> None:
         constrained = add(index, params, prompt, output)
         if constrained:
             tally["added"] += 1
-            constraint = rows.rows[index].constraint
-            constraint.viable = _counted_viable(constraint.viable, tally)
         return constrained
+
+    def counted_join(constraint) -> None:
+        # Wrapped when the row joins its language (not at admission: the build runs then).
+        constraint.viable = _counted_viable(constraint.viable, tally)
 
     def counted_keep(row, line) -> list[int]:
         kept = keep(row, line)
@@ -64,6 +69,7 @@ def count_checks(rows: SeamRows, tally: dict[str, float]) -> None:
 
     rows.add = counted_add
     rows._keep = counted_keep
+    rows.on_join = counted_join
 
 
 def _counted_viable(viable: Callable[[int], bool], tally: dict[str, float]
@@ -112,14 +118,19 @@ class TimedSeamLogitsProcessor(SeamLogitsProcessor):
 
     def apply(self, logits: torch.Tensor) -> torch.Tensor:
         start = time.perf_counter()
+        before = dataclasses.replace(self.rows.counts)
         try:
             return super().apply(logits)
         finally:
             end = time.perf_counter()
+            counts = self.rows.counts
             self._out.write(json.dumps({
                 "t": start, "apply": end - start, "update": self._phase["update"],
                 "advance": self._phase["advance"], "mask": self._phase["mask"],
-                "batch": int(logits.shape[0]), "rows": len(self.rows.rows), **self._tally})
+                "batch": int(logits.shape[0]), "rows": len(self.rows.rows), **self._tally,
+                "joined": counts.joined - before.joined,
+                "blocked": counts.blocked - before.blocked,
+                "blocked_s": counts.blocked_s - before.blocked_s})
                 + "\n")
             self._phase = dict.fromkeys(self._phase, 0.0)
             for key in COUNTERS:

@@ -5,11 +5,16 @@ that no rule uses: a FIM language appends one to each right-context branch's quo
 (``START -> S_b MARK_b``), so the recognizer can tell, at the end of the middle, which branch's
 layout guess was the true one. They are declared here, in the base grammar, because quotient
 grammars may only add rules, not symbols.
+
+Both are made under one lock: the vLLM server builds languages on worker threads, and two
+threads loading the grammar at once would import lark's modules concurrently (a circular
+import then fails half-initialised) and make two grammars, each with its own automaton.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from importlib import resources
 
 from lexer.layout import LayoutTerminals
@@ -29,9 +34,24 @@ def grammar_text() -> str:
     return resources.files("python_language").joinpath("python.lark").read_text("utf-8")
 
 
-@functools.lru_cache(maxsize=1)
+#: Held while the grammar or the tokenizer is made (the tokenizer asks for the grammar).
+_LOADING = threading.RLock()
+
+
 def python_grammar() -> Grammar:
     """The Python 3.12 grammar (start `file_input`) with the marker terminals."""
+    with _LOADING:
+        return _python_grammar()
+
+
+def python_tokenizer() -> Tokenizer:
+    """The tokenizer of `python_grammar`'s terminals (layout terminals made by the lexer)."""
+    with _LOADING:
+        return _python_tokenizer()
+
+
+@functools.lru_cache(maxsize=1)
+def _python_grammar() -> Grammar:
     g = Grammar.from_lark(grammar_text(), start=START)
     missing = set(LayoutTerminals()) - g.declared
     if missing:
@@ -42,9 +62,8 @@ def python_grammar() -> Grammar:
 
 
 @functools.lru_cache(maxsize=1)
-def python_tokenizer() -> Tokenizer:
-    """The tokenizer of `python_grammar`'s terminals (layout terminals made by the lexer)."""
-    g = python_grammar()
+def _python_tokenizer() -> Tokenizer:
+    g = _python_grammar()
     specs = [
         TerminalSpec(d.name, d.kind, d.pattern, frozenset(d.flags), d.priority)
         for d in g.terminal_defs.values()

@@ -18,6 +18,7 @@ package (`quotient.recognizer`, `quotient.right_quotient`, ...) that take a gram
 
 from __future__ import annotations
 
+import threading
 from collections import ChainMap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,8 @@ from .analysis import GrammarAnalysis
 from .errors import GrammarError
 
 Rule = tuple[str, tuple[str, ...]]
+#: Held while a grammar's analysis is computed (re-entered for an extension's base).
+_ANALYSING = threading.RLock()
 
 
 @dataclass(frozen=True)
@@ -286,13 +289,18 @@ class Grammar:
 
     @property
     def analysis(self) -> GrammarAnalysis:
-        """Nullable, productive and usable sets and the item tables (computed once)."""
+        """Nullable, productive and usable sets and the item tables (computed once).
+
+        Computed under a lock: two threads that each made one would give an extension's
+        automaton a base analysis other than its base automaton's (``quotient.lr0``)."""
         if self._analysis is None:
-            base = self.base.analysis if self.base is not None else None
-            self._analysis = GrammarAnalysis(
-                self.symbol_names, self.n_terminals, self.rule_table, self.start_id,
-                base=base, productive=self._productive_hint,
-            )
+            with _ANALYSING:
+                if self._analysis is None:
+                    base = self.base.analysis if self.base is not None else None
+                    self._analysis = GrammarAnalysis(
+                        self.symbol_names, self.n_terminals, self.rule_table,
+                        self.start_id, base=base, productive=self._productive_hint,
+                    )
         return self._analysis
 
     @property

@@ -21,11 +21,23 @@ states holding new items belong to the extension. An extension's automaton costs
 in its new rules, and a request's states never leak into the base.
 
 One automaton per grammar (`automaton`), kept in a weak mapping: the grammar knows nothing of
-this recognizer. Single-threaded use: concurrent writers to the memo tables are not supported.
+this recognizer.
+
+Threads: the automaton is shared by every language over its grammar, and the vLLM server
+builds a language on a worker thread while the engine's thread extends the same automaton
+through its rows' Earley steps.  Interning is what must not race: two threads that both miss a
+state and both make one would leave the same item set as two objects (a state compared by
+identity then differs from itself).  Each interning table is filled with ``dict.setdefault``,
+one atomic step under the GIL (its keys are frozensets of ints or of states, whose hashing
+runs no Python code), so the first object stored is the one every thread gets; a state made
+by the loser is dropped unused.  The other memo tables (gotos, chains, closures) store values
+computed from interned states, so a duplicate computation stores an equal value.  Making
+``automaton`` itself is locked.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 from weakref import WeakKeyDictionary
@@ -269,7 +281,7 @@ class Automaton:
                 st = self.base.kernel_state(key)
             else:
                 st = DfaState(self, key, kernel=True)
-            self._kernels[key] = st
+            st = self._kernels.setdefault(key, st)  # another thread's, if it was first
         return st
 
     def merged_state(self, states: frozenset[DfaState]) -> DfaState:
@@ -284,8 +296,8 @@ class Automaton:
                     st = self.base.kernel_state(items)
                 else:
                     st = DfaState(self, items, kernel=True)
-                self._kernels[items] = st
-            self._merges[states] = st
+                st = self._kernels.setdefault(items, st)
+            st = self._merges.setdefault(states, st)
         return st
 
     def prediction_state(self, nts: frozenset[int]) -> DfaState:
@@ -299,7 +311,7 @@ class Automaton:
                 for x in nts:
                     items |= self.pred_items(x)
                 st = DfaState(self, frozenset(items), kernel=False)
-            self._predictions[nts] = st
+            st = self._predictions.setdefault(nts, st)
         return st
 
     def union_prediction(self, kernels: frozenset[DfaState]) -> DfaState | None:
@@ -328,6 +340,8 @@ class Automaton:
 #: One automaton per grammar, kept as long as the grammar lives. An automaton refers to the
 #: grammar's analysis, never to the grammar itself (which would keep it alive forever).
 _automata: WeakKeyDictionary[Grammar, Automaton] = WeakKeyDictionary()
+#: Held while an automaton is made (re-entered for an extension's base).
+_making = threading.RLock()
 
 
 def automaton(grammar: Grammar) -> Automaton:
@@ -335,6 +349,9 @@ def automaton(grammar: Grammar) -> Automaton:
     base's automaton instead of compiling from scratch."""
     got = _automata.get(grammar)
     if got is None:
-        base = automaton(grammar.base) if grammar.base is not None else None
-        got = _automata[grammar] = Automaton(grammar.analysis, base)
+        with _making:
+            got = _automata.get(grammar)
+            if got is None:
+                base = automaton(grammar.base) if grammar.base is not None else None
+                got = _automata[grammar] = Automaton(grammar.analysis, base)
     return got

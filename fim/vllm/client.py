@@ -34,9 +34,10 @@ same contract (``tests/support/engine_contract.py``).  What a request will find 
 client's estimate (``tokens.PrefixRecord``: the prompts it ran lately, in whole blocks); what it
 found (``cached_tokens``, ``seam/status``'s ``cached_tokens``) is the server's own count when
 vLLM reports it (``--enable-prompt-tokens-details``, which ``seam team-server`` passes), else
-that estimate.  A warm-up is a one-token unconstrained request
-with the prompt, which leaves the prompt in vLLM's automatic prefix cache for the request that
-follows.
+that estimate.  A warm-up is a one-token request with the prompt, which leaves the prompt in
+vLLM's automatic prefix cache for the request that follows; marked as a warm-up
+(``seam_warm``), it also starts the server building that request's constraint language and is
+itself left unconstrained.
 
 A server that is down or answers garbage raises :class:`VllmError` with a message for the
 user, never a hang; :meth:`VllmEngine.check` asks a one-token question with a deadline, which
@@ -59,7 +60,7 @@ from fim.templates import TEMPLATES, ContextIds, FimTemplate, build_prompt
 from fim.vllm.answers import after_heal, asks_right_stop, finish
 from fim.vllm.context import constraint_texts
 from fim.vllm.http import Http, VllmError
-from fim.vllm.rows import SeamArgs
+from fim.vllm.rows import WARM_KEY, SeamArgs
 from fim.vllm.stream import Stream
 from fim.vllm.tokens import (
     AGREEMENT_PROBE,
@@ -323,15 +324,19 @@ class VllmEngine:
 
     def warm(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,
              keep_cached: bool = False, prompt: RemotePrompt | None = None) -> bool:
-        """Run the prompt into vLLM's prefix cache: a one-token request without Seam's
-        arguments (no constraint work on the server); whether it finished.  A server that
+        """Run the prompt into vLLM's prefix cache: a one-token request whose Seam arguments
+        say it is a warm-up (``seam_warm``: the server's processor starts building the
+        constraint's language on its workers, for the request that follows, and leaves this
+        one unconstrained); whether it finished.  A server that
         fails is not probed here: ``False``, and the caller (``lsp_server``'s completion
         service, on its worker) has the model host check the server in the background.
         ``keep_cached`` has no meaning remotely (vLLM evicts by its own rule)."""
         try:
             prompt = prompt if prompt is not None else self.prompt_for(req)
             body = dict(self.body(req, prompt), max_tokens=1)
-            body.pop("vllm_xargs", None)
+            xargs = body.get("vllm_xargs")
+            if xargs is not None:  # the processor starts building the request's language
+                body["vllm_xargs"] = dict(xargs, **{WARM_KEY: 1})
             body.pop("logprobs", None)  # a constrained request's, which nothing here reads
             ids = prompt.ids
             # Cancelled once sent, it still runs to its one token (the editor stops waiting):

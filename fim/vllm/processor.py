@@ -40,6 +40,12 @@ token the row had not allowed), only the stop ids are left: the request ends and
 cuts the middle back to its last complete point.  Each finished row logs how often its
 likeliest id was masked.
 
+A request's language (built from the whole file: milliseconds to a second) is not built in the
+engine step that admits it: the admission starts the build on the language workers
+(``fim.language_cache``) and the row joins it when its first mask is due, after the forward
+pass it overlapped; ``JoinCounts`` counts the joins that still had to wait.  A warm-up request
+(``seam_warm``) only starts the build, for the request that follows, and is not constrained.
+
 Settings that mask or force tokens outside the processor (``min_tokens``, ``bad_words``,
 ``allowed_token_ids``, structured outputs, a thinking budget, trace replay, a non-finite
 ``logit_bias``) could leave a constrained row with nothing finite or overwrite its mask; a
@@ -51,14 +57,16 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 import vllm
 from vllm import SamplingParams
 
-from fim.language_cache import LanguageCache
+from fim.language_cache import LanguageCache, PendingLanguage
 from fim.vllm import runner_compat
 from fim.vllm.masking import (
     Mode,
@@ -94,6 +102,9 @@ runner_compat.log_load()
 #: the same question asked twice, or a request typed on from an earlier one's left text takes
 #: a kept one instead of a rebuild.
 ROW_LANGUAGES = 16
+#: Threads that build the rows' languages off the engine step.  Builds are Python and hold the
+#: GIL, so more threads do not build faster; two let a small file's build pass a huge one's.
+LANGUAGE_WORKERS = 2
 
 # A child of vLLM's logger, so lines reach the server's log in the engine process too.
 log = logging.getLogger("vllm.seam")
@@ -101,16 +112,31 @@ log = logging.getLogger("vllm.seam")
 _NO_IDS = np.zeros(0, dtype=np.int64)
 
 
+@dataclass
+class JoinCounts:
+    """How rows met their languages (``fim.language_cache``: built on worker threads from the
+    row's admission): ``joined`` rows took theirs, ``blocked`` of them had to wait for the
+    build, for ``blocked_s`` seconds in all (the engine step waited with them)."""
+
+    joined: int = 0
+    blocked: int = 0
+    blocked_s: float = 0.0
+
+
 class _Row:
-    """A constrained row: the constraint, the request's generated ids (the engine's live list
-    under V1, a list this module fills under V2), its sampling settings and, for a row Seam
-    draws itself, the random generator."""
+    """A constrained row: its language (maybe still being built), the request's generated ids
+    (the engine's live list under V1, a list this module fills under V2), its sampling settings
+    and, for a row Seam draws itself, the random generator.  The constraint is made when first
+    asked for (``constraint``), joining the language's build."""
 
-    __slots__ = ("constraint", "output", "sampling", "mode", "prompt_ids", "sampler")
+    __slots__ = ("args", "pending", "owner", "_constraint", "output", "sampling", "mode",
+                 "prompt_ids", "sampler")
 
-    def __init__(self, constraint: RowConstraint, output: list[int], params: SamplingParams,
-                 prompt_ids: np.ndarray) -> None:
-        self.constraint, self.output = constraint, output
+    def __init__(self, args: SeamArgs, pending: PendingLanguage, owner: SeamRows,
+                 output: list[int], params: SamplingParams, prompt_ids: np.ndarray) -> None:
+        self.args, self.pending, self.owner = args, pending, owner
+        self._constraint: RowConstraint | None = None
+        self.output = output
         self.sampling = Sampling.from_params(params)
         self.mode = self.sampling.mode
         self.prompt_ids = prompt_ids  # unique prompt ids (repetition penalty, V1 only)
@@ -118,6 +144,34 @@ class _Row:
         # against itself, not against an unconstrained one).
         self.sampler = (np.random.default_rng(params.seed) if self.mode is Mode.DRAWN
                         else None)
+
+    @property
+    def ready(self) -> bool:
+        """Whether the constraint is there without waiting for a build."""
+        return self._constraint is not None or self.pending.done()
+
+    @property
+    def joined(self) -> RowConstraint | None:
+        """The constraint if it was made already (``None``: the row never needed it)."""
+        return self._constraint
+
+    @property
+    def constraint(self) -> RowConstraint:
+        """The row's constraint, joining its language's build (waiting if it is not done)."""
+        if self._constraint is None:
+            counts = self.owner.counts
+            waits = not self.pending.done()
+            t0 = time.perf_counter()
+            hit = self.pending.join()
+            if waits or self.pending.built_here:  # a build the step waited for
+                counts.blocked += 1
+                counts.blocked_s += time.perf_counter() - t0
+            counts.joined += 1
+            self._constraint = RowConstraint(self.args, hit, self.owner.table)
+            if self.owner.on_join is not None:
+                self.owner.on_join(self._constraint)
+            _feed_known(self._constraint, self.output)  # ids generated while it was built
+        return self._constraint
 
 
 class SeamRows:
@@ -132,25 +186,35 @@ class SeamRows:
     def __init__(self, table: TokenTable, languages: LanguageCache | None = None,
                  penalties_after: bool = True) -> None:
         self.table = table
-        self.languages = languages or LanguageCache(ROW_LANGUAGES)
+        # (``is None``: an empty cache is falsy, and one passed in must be the one used)
+        self.languages = (languages if languages is not None
+                          else LanguageCache(ROW_LANGUAGES, workers=LANGUAGE_WORKERS))
         self.penalties_after = penalties_after
         self.rows: dict[int, _Row] = {}
         self.finished: list[RowConstraint] = []  # rows removed since the last drain
+        self.counts = JoinCounts()
+        #: called with each row's constraint when it is made (the step benchmark's counters)
+        self.on_join: Callable[[RowConstraint], None] | None = None
 
     def add(self, index: int, params: SamplingParams | None, prompt: Sequence[int] | None,
             output: list[int]) -> bool:
         """A request takes row ``index`` (replacing its previous one): kept when it has Seam's
-        arguments.  Returns whether it is constrained."""
+        arguments.  Returns whether it is constrained.
+
+        Its language's build is started here (on the cache's workers) and joined when the
+        row's first mask is due (``_Row.constraint``), not here: this runs inside the engine
+        step, before the forward pass the build can overlap."""
         self.drop(index)
         args = SeamArgs.from_extra_args(params.extra_args) if params else None
         if args is None:
             return False
-        language = self.languages.get(args.left, args.right, args.scope)
-        constraint = RowConstraint(args, language, self.table)
+        pending = self.languages.begin(args.left, args.right, args.scope)
+        if args.warm:  # an editor's warm-up: the build is for its next request; no row
+            return False
         penalties = self.penalties_after and Sampling.from_params(params).penalties
         prompt_ids = (np.unique(np.asarray(prompt, dtype=np.int64))
                       if penalties and prompt is not None else _NO_IDS)
-        self.rows[index] = _Row(constraint, output, params, prompt_ids)
+        self.rows[index] = _Row(args, pending, self, output, params, prompt_ids)
         return True
 
     def update(self, batch_update: BatchUpdate | None) -> None:
@@ -176,7 +240,8 @@ class SeamRows:
             self._finish(row)
 
     def _finish(self, row: _Row) -> None:
-        self.finished.append(row.constraint)
+        if row.joined is not None:  # a row gone before its first mask has nothing to log
+            self.finished.append(row.joined)
 
     def drain_finished(self) -> list[RowConstraint]:
         done, self.finished = self.finished, []
@@ -186,15 +251,8 @@ class SeamRows:
         """Feed the rows (all, or those of ``indices``) the ids generated since the last step."""
         for index in self.rows if indices is None else indices:
             row = self.rows.get(index)
-            if row is None:
-                continue
-            out = row.output
-            known = len(out)
-            for k in range(row.constraint.seen, len(out)):
-                if out[k] < 0:  # a placeholder the engine fills in later (async scheduling)
-                    known = k
-                    break
-            row.constraint.advance(out[:known] if known < len(out) else out)
+            if row is not None and row.ready:  # else its ids are fed when it joins
+                _feed_known(row.constraint, row.output)
 
     def mask(self, logits: torch.Tensor,
              pairs: Iterable[tuple[int, int]] | None = None) -> torch.Tensor:
@@ -246,6 +304,17 @@ class SeamRows:
             row.constraint.forced += 1
             keep = row.constraint.fallback_stops(line.shape[0])
         return keep
+
+
+def _feed_known(constraint: RowConstraint, out: list[int]) -> None:
+    """Feed ``constraint`` the ids of ``out`` it has not seen, up to the first placeholder (an
+    id the engine fills in later, under async scheduling)."""
+    known = len(out)
+    for k in range(constraint.seen, len(out)):
+        if out[k] < 0:
+            known = k
+            break
+    constraint.advance(out[:known] if known < len(out) else out)
 
 
 def _leave(line: np.ndarray, keep: list[int]) -> None:

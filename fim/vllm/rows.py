@@ -37,6 +37,9 @@ LEFT_KEY, RIGHT_KEY, SCOPE_KEY, HEAL_KEY = "seam_left", "seam_right", "seam_scop
 #: The right-context stop (``CompletionRequest.stop_at_right`` and ``right_wraps``): 1 or 0
 #: (vLLM's ``vllm_xargs`` carry strings and numbers); absent means off, as before it existed.
 RIGHT_STOP_KEY, RIGHT_WRAPS_KEY = "seam_right_stop", "seam_right_wraps"
+#: A warm-up (1 or 0): the processor starts building the request's language for the request
+#: that follows and leaves this one unconstrained (its token is not read).
+WARM_KEY = "seam_warm"
 #: Contexts larger than this are refused (a request, not the engine, should fail).
 MAX_CONTEXT_CHARS = 4_000_000
 
@@ -58,6 +61,8 @@ class SeamArgs:
     right_stop: bool = False
     #: ... also the right context's next line written on the cursor's line
     right_wraps: bool = False
+    #: a warm-up: build the language, constrain nothing (``WARM_KEY``)
+    warm: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "scope", Scope(self.scope))  # a name is accepted too
@@ -84,7 +89,7 @@ class SeamArgs:
                                 f"not {scope!r}")
         if not left.endswith(heal):
             raise SeamArgsError(f"{HEAL_KEY} must be the end of {LEFT_KEY}")
-        flags = [_flag(extra, key) for key in (RIGHT_STOP_KEY, RIGHT_WRAPS_KEY)]
+        flags = [_flag(extra, key) for key in (RIGHT_STOP_KEY, RIGHT_WRAPS_KEY, WARM_KEY)]
         return cls(left, right, Scope(scope), heal, *flags)
 
     def to_extra_args(self) -> dict[str, str | int]:
@@ -95,6 +100,8 @@ class SeamArgs:
         if self.right_stop:
             out[RIGHT_STOP_KEY] = 1
             out[RIGHT_WRAPS_KEY] = int(self.right_wraps)
+        if self.warm:
+            out[WARM_KEY] = 1
         return out
 
 

@@ -207,9 +207,14 @@ def test_sampled_projection_splits_checks_from_array_work():
     assert "No steady steps were measured with temperature" in both
 
 
-def _phase(rows: list[int], added: list[int], update_s: float, apply_s: float) -> list[Step]:
+def _phase(rows: list[int], added: list[int], update_s: float, apply_s: float,
+           waited_s: float = 0.0) -> list[Step]:
+    """Steps one second apart; a step that admits starts builds for ``update_s`` and waits
+    ``waited_s`` for one of them (inside ``apply``)."""
     return [Step(t=k, update=update_s if a else 0.0, advance=apply_s / 2, mask=apply_s / 2,
-                 apply=apply_s, rows=r, batch=r, added=a)
+                 apply=apply_s + (waited_s if a else 0.0), rows=r, batch=r, added=a,
+                 joined=a, blocked=int(bool(a and waited_s)),
+                 blocked_s=waited_s if a else 0.0, length=1.5 if a else 1.0)
             for k, (r, a) in enumerate(zip(rows, added, strict=True))]
 
 
@@ -217,9 +222,10 @@ def test_whole_phase_table_counts_admissions_and_every_step():
     from benchmarks.vllm_step_log import SAMPLING_MODES
     from benchmarks.vllm_step_report import whole_phase_table
 
-    # 4 rows join in the first step (0.2 s of building, 0.05 s a request), 2 more later
-    # (0.2 s: 0.1 s a request); an empty step is not a step of the phase's rows.
-    steps = _phase([4, 4, 4, 6, 6, 0], [4, 0, 0, 2, 0, 0], update_s=0.2, apply_s=0.004)
+    # 4 rows join in the first step (0.2 s starting builds and waiting, 0.05 s a request),
+    # 2 more later (0.1 s a request); an empty step is not a step of the phase's rows.
+    steps = _phase([4, 4, 4, 6, 6, 0], [4, 0, 0, 2, 0, 0], update_s=0.05, apply_s=0.004,
+                   waited_s=0.15)
     text = whole_phase_table([(SAMPLING_MODES["greedy"], {4: steps})])
     line = text.splitlines()[2]
     tokens = 4 + 4 + 4 + 6 + 6
@@ -227,18 +233,22 @@ def test_whole_phase_table_counts_admissions_and_every_step():
     assert f"| 5 / {tokens / 5:.1f} |" in line
     assert f"{mean:.2f} ({0.4 / tokens * 1e3:.2f})" in line
     assert "| 75.0 / 100.0 |" in line  # per request: median of 50 and 100 ms, and the max
+    assert "| 6 / 2 |" in line  # requests admitted, of them waited for their language
+    assert "| 1500 / 1000 |" in line  # the step time while admitting and while not
     assert line.endswith(f"| {(0.2 + 0.004) * 1e3:.1f} |")
 
 
 def test_admissions_paragraph_compares_admitting_with_masking():
     from benchmarks.vllm_step_report import admissions
 
-    slow = _phase([2, 2, 2], [2, 0, 0], update_s=0.2, apply_s=0.001)
+    slow = _phase([2, 2, 2], [2, 0, 0], update_s=0.001, apply_s=0.001, waited_s=0.199)
     text = admissions([slow], gpu_step_ms=20.0)
     assert "100.0 ms per request median and 100.0 ms at most (2 requests admitted in 1 " \
         "steps" in text
+    assert "1 of the 2 rows had to wait for their build, 0.20 s in all" in text
     assert "adds 5.0 steps' worth" in text
     assert "admitting took 0.20 s, more than the 0.00 s" in text
+    assert "1500 ms median in the 1 steps that admitted a request, 1000 ms in the 2" in text
     fast = _phase([2, 2, 2], [2, 0, 0], update_s=0.001, apply_s=0.01)
     assert "less than the 0.03 s" in admissions([fast], gpu_step_ms=20.0)
     assert "no figure" in admissions([_phase([1], [0], 0.0, 0.001)], gpu_step_ms=20.0)

@@ -4,6 +4,8 @@ of eviction, and that the engine's constrained requests go through it."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from fim.api import CompletionRequest, Engine
@@ -88,3 +90,81 @@ def test_the_engine_builds_one_language_for_a_request_typed_on(random_loaded) ->
         res = engine.complete(CompletionRequest(left, RIGHT, max_tokens=4))
         assert res.middle is None or res.parses
     assert built == [LEFT] and engine.languages.built == 1
+
+
+def _gated_factory(gate: threading.Event, threads: list[int]):
+    """A factory that builds only once ``gate`` is set, recording the thread it ran on (a
+    build made on the caller's thread would wait for a gate nobody has set yet: it fails after
+    the timeout instead of hanging)."""
+
+    def factory(left: str, right: str, scope: Scope):
+        threads.append(threading.get_ident())
+        if not gate.wait(timeout=120):
+            raise TimeoutError("the build ran on the caller's thread, before the gate opened")
+        return python_language(left, right, scope)
+
+    return factory
+
+
+def test_a_worker_builds_while_the_caller_goes_on_and_a_typed_request_shares_it() -> None:
+    gate, threads = threading.Event(), []
+    cache = LanguageCache(factory=_gated_factory(gate, threads), workers=1)
+    try:
+        warm = cache.begin(LEFT, RIGHT, Scope.STATEMENT)  # returns with the build under way
+        typed = cache.begin(LEFT + " + b", RIGHT, Scope.STATEMENT)  # the editor's next request
+        assert not warm.done() and not typed.done() and cache.built == 1
+        gate.set()
+        first, second = warm.join(), typed.join()
+    finally:
+        gate.set()
+        cache.close()
+    assert threads and threading.get_ident() not in threads
+    assert (first.reused, second.reused) == (False, True)
+    assert second.language is first.language and cache.built == 1
+    assert second.state is first.language.cache.feed(first.language.initial, " + b")
+
+
+def test_a_typed_request_the_shared_language_refuses_is_built_for_itself() -> None:
+    cache = LanguageCache(workers=1)
+    try:
+        cache.begin(LEFT, RIGHT, Scope.STATEMENT)
+        odd = cache.begin(LEFT + ")", RIGHT, Scope.STATEMENT).join()  # ``)``: refused
+    finally:
+        cache.close()
+    assert not odd.reused and cache.built == 2 and odd.state.feed(" + 1") is None
+
+
+def test_a_failed_build_raises_where_it_is_joined_and_is_not_kept() -> None:
+    calls = []
+
+    def factory(left: str, right: str, scope: Scope):
+        calls.append(left)
+        if len(calls) == 1:
+            raise RecursionError("a file too deep for the builder")
+        return python_language(left, right, scope)
+
+    cache = LanguageCache(factory=factory, workers=1)
+    try:
+        failed = cache.begin(LEFT, RIGHT, Scope.STATEMENT)
+        with pytest.raises(RecursionError):
+            failed.join()
+        again = cache.begin(LEFT, RIGHT, Scope.STATEMENT).join()  # built anew, not the failure
+    finally:
+        cache.close()
+    assert not again.reused and calls == [LEFT, LEFT]
+
+
+def test_typed_text_a_language_being_built_refuses_is_built_where_it_is_joined() -> None:
+    gate, threads = threading.Event(), []
+    cache = LanguageCache(factory=_gated_factory(gate, threads), workers=1)
+    try:
+        cache.begin(LEFT, RIGHT, Scope.STATEMENT)
+        odd = cache.begin(LEFT + ")", RIGHT, Scope.STATEMENT)  # shares the build, for now
+        assert cache.built == 1 and not odd.built_here
+        gate.set()
+        hit = odd.join()
+    finally:
+        gate.set()
+        cache.close()
+    assert odd.built_here and not hit.reused and cache.built == 2
+    assert threads[-1] == threading.get_ident()  # built by the joining thread

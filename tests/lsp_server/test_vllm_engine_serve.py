@@ -53,9 +53,11 @@ def test_the_engine_answers_the_services_calls(peer):
     res = engine.complete(req, prompt=prompt)
     assert (res.middle, res.stop, res.parses) == ("a + b", StopReason.EOS, True)
     warm, done = peer.log.completions
-    # The warm-up fills vLLM's prefix cache with the same prompt, without Seam's constraint.
+    # The warm-up fills vLLM's prefix cache with the same prompt, and marked as a warm-up it
+    # has the server build the constraint's language without constraining it.
     assert warm["prompt"] == done["prompt"] == prompt.text
-    assert warm["max_tokens"] == 1 and "vllm_xargs" not in warm
+    assert warm["max_tokens"] == 1 and warm["vllm_xargs"] == dict(done["vllm_xargs"],
+                                                                  seam_warm=1)
     # The right-context stop is asked for (on by default) with the model's raw top token.
     assert done["vllm_xargs"] == SeamArgs(req.left, req.right, req.scope, right_stop=True,
                                           right_wraps=True).to_extra_args()

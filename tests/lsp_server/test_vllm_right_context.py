@@ -105,4 +105,5 @@ def test_a_warm_up_asks_for_no_log_probabilities(peer):
     engine = VllmEngine.connect(peer.url)
     assert engine.warm(_request())
     sent = peer.log.completions[-1]
-    assert "logprobs" not in sent and "vllm_xargs" not in sent and sent["max_tokens"] == 1
+    assert "logprobs" not in sent and sent["max_tokens"] == 1
+    assert sent["vllm_xargs"]["seam_warm"] == 1  # the server builds the language, no more

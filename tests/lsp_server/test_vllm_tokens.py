@@ -208,7 +208,8 @@ async def test_serve_sends_the_project_context_to_vllm_once_it_is_cached(local, 
             assert second["context_files"] == ["helpers.py"]
             assert second["context_deferred"] is False and second["context_tokens"] > 0
             assert second["cached_tokens"] > 0
-            sent = [b for b in peer.log.completions if "vllm_xargs" in b][-1]["prompt"]
+            sent = [b for b in peer.log.completions if "vllm_xargs" in b
+                    and "seam_warm" not in b["vllm_xargs"]][-1]["prompt"]
             context = local.tokenizer.decode(sent[:second["context_tokens"]])
             assert "helpers.py" in context and "def scale" in context
     finally:

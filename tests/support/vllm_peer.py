@@ -132,7 +132,9 @@ class VllmPeer:
 
             def _stream(self, body: dict) -> None:
                 text = peer.middle[:max(1, body["max_tokens"])]
-                heal = (body.get("vllm_xargs") or {}).get("seam_heal", "")
+                xargs = body.get("vllm_xargs") or {}
+                # a warm-up's row is not constrained: nothing re-types the healed text
+                heal = "" if xargs.get("seam_warm") else xargs.get("seam_heal", "")
                 pieces = ([heal] if heal else []) + [text[i:i + 2]
                                                      for i in range(0, len(text), 2)]
                 self.send_response(200)
