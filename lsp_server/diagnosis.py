@@ -39,6 +39,7 @@ from fim.engines.model_specs import (
     classify_spec,
 )
 from fim.version import __version__
+from lsp_server.fallback import FallbackMode
 from lsp_server.logs import default_log_file
 from lsp_server.server_log_state import ServerState, last_session
 from lsp_server.settings import Settings, settings_json
@@ -317,6 +318,13 @@ def _log(path: Path) -> list[Finding]:
                            f"the last server (started {state.started}) was still loading its "
                            f"model at its last log line ({state.message}, {state.at}): "
                            "suggestions start once it is ready", details=details))
+    elif state.state is ServerState.FALLBACK:
+        out.append(Finding(Topic.LOG, Verdict.NOTE,
+                           f"the last server (started {state.started}) could not use its model "
+                           f"server and fell back on its local model at {state.at}: "
+                           f"{state.message}",
+                           fix="start the model server or correct its URL; Seam switches "
+                               "back by itself once it answers", details=details))
     elif state.state is ServerState.UNREACHABLE:
         out.append(Finding(Topic.LOG, Verdict.PROBLEM,
                            f"the last server (started {state.started}) could not use its vLLM "
@@ -372,10 +380,18 @@ def _server(settings: Settings) -> list[Finding]:
         engine = VllmEngine.connect(settings.vllm_server, api_key)
         took = engine.check(slow_after)
     except (VllmError, OSError) as exc:
-        return [Finding(Topic.SERVER, Verdict.PROBLEM,
-                        f"the vLLM server {settings.vllm_server} is unreachable or slow: {exc}",
+        # With the local fallback, suggestions still come (from the local model): a note.
+        local = settings.fallback is FallbackMode.LOCAL
+        return [Finding(Topic.SERVER, Verdict.NOTE if local else Verdict.PROBLEM,
+                        f"the vLLM server {settings.vllm_server} is unreachable or slow: {exc}"
+                        + (f"; the local model {settings.model} serves meanwhile (fallback)"
+                           if local else ""),
                         fix="start it (seam team-server) or correct \"vllmServer\" and "
-                            "\"vllmApiKey\"", details={"server": settings.vllm_server})]
+                            "\"vllmApiKey\"" + ("" if local else
+                                               '; or set "fallback" to "local" to complete '
+                                               "with the local model meanwhile"),
+                        details={"server": settings.vllm_server,
+                                 "fallback": settings.fallback.value})]
     return [Finding(Topic.SERVER, Verdict.OK,
                     f"the vLLM server {settings.vllm_server} serves {engine.info.model} and "
                     f"answered a one-token request in {took:.2f} s",

@@ -20,6 +20,14 @@ so does the next completion request (:meth:`ModelHost.retry`), one attempt at a 
 is ``ready`` again as soon as the server answers in time.  The timer waits on an event, so
 :meth:`ModelHost.close` (the session's shutdown) ends it at once.
 
+With ``fallback: "local"`` (:meth:`ModelHost.set_fallback`), a server that is down does not
+leave the editor without suggestions: the first time it is found unreachable the local model
+starts loading in the background (``lsp_server.fallback``), the state reads ``fallback`` (the
+message says which server is down since when, and whether the local model loads or serves:
+``serving: "local"``), and :attr:`ModelHost.engine` is the local engine until the server
+answers again; then ``ready`` and the server's engine, the local one kept for the next time.
+While the local model serves, requests ask the server again at most every ``RETRY_GAP_S``.
+
 Before reporting ``ready`` the host runs one tiny constrained completion, so that one-time
 costs (the first forward pass, the constraint's tables) are paid while loading instead of on
 the user's first completion; the grammar tables are built in a thread beside the load
@@ -30,17 +38,27 @@ hide where they can.
 
 from __future__ import annotations
 
-import enum
 import logging
+import math
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fim.engines.model_specs import EngineKind
-from fim.options import Dtype, Mode, Scope
+from fim.options import Dtype
+from lsp_server.fallback import FallbackMode, LocalFallback, LocalSpec, seen_through
+from lsp_server.host_state import (
+    RECONNECT_FIRST_S,
+    RECONNECT_MAX_S,
+    HostState,
+    LoadState,
+    Serving,
+    reconnect_delays,
+)
 from lsp_server.remote_engines import Remote, hint_for, remote_for
+from lsp_server.warm_up import build_language, warm_up
 
 if TYPE_CHECKING:  # fim.api is imported when a load starts (it brings numpy and more)
     from fim.engine_interface import CompletionEngine
@@ -51,74 +69,15 @@ log = logging.getLogger(__name__)
 
 #: Token sequences the model keeps cached: a few documents (or regions of one) at a time.
 SLOTS = 4
-WARM_LEFT = "def total(values):\n    result = 0\n    for value in values:\n        result += "
-WARM_RIGHT = "\n    return result\n"
-#: The model's warm-up prompt: as short as can be, since what it pays for once (llama.cpp's
-#: compute graph and threads, the decoder's vocabulary tables) does not grow with the prompt,
-#: and every token of it is time before "ready" (the four-line prompt above took 0.6 s).
-WARM_MODEL_LEFT, WARM_MODEL_RIGHT = "x = ", "\n"
-
 #: A vLLM server that does not answer a one-token question within this is reported slow
 #: (the default; the ``vllmSlowAfterMs`` setting changes it, :meth:`ModelHost.set_slow_after`).
 SLOW_AFTER_S = 10.0
-#: The reconnect timer's first wait and its longest (the waits double in between).
-RECONNECT_FIRST_S, RECONNECT_MAX_S = 1.0, 60.0
+#: While the local fallback serves, a completion request asks the server again at most this
+#: often (the reconnect timer's own tries go on): typing must not hammer a server that is down.
+RETRY_GAP_S = 10.0
 
 ProgressFn = Callable[[float, str], None]
 StateFn = Callable[["HostState"], None]
-
-
-def _build_language() -> None:
-    """Build the Python language's tables once (the first constrained request would)."""
-    t0 = time.perf_counter()
-    try:
-        from fim.language_cache import python_language
-
-        python_language(WARM_LEFT, WARM_RIGHT, Scope.STATEMENT)
-    except Exception:  # only a speed-up: the warm-up and requests report real failures
-        log.debug("building the grammar tables ahead failed", exc_info=True)
-    log.info("grammar tables built in %.2f s", time.perf_counter() - t0)
-
-
-class LoadState(enum.StrEnum):
-    """Where the model's lifecycle is (``seam/status``'s ``state``)."""
-
-    IDLE = "idle"  # nothing asked for yet
-    LOADING = "loading"
-    READY = "ready"
-    ERROR = "error"  # the last load failed; ``HostState.message`` says what to change
-
-
-@dataclass(frozen=True)
-class HostState:
-    """A snapshot of the model's lifecycle."""
-
-    state: LoadState
-    model: str | None = None
-    message: str = ""
-
-    def as_json(self) -> dict[str, Any]:
-        """The ``seam/status`` notification (see ``lsp_server.messages``)."""
-        return {"state": self.state.value, "model": self.model, "message": self.message}
-
-    @classmethod
-    def from_json(cls, data: Any) -> HostState:
-        """The notification's record; ``ValueError`` when ``state`` is not a known one."""
-        if not isinstance(data, dict):
-            raise ValueError("seam/status must be an object")
-        model = data.get("model")
-        return cls(LoadState(data.get("state")), model if isinstance(model, str) else None,
-                   str(data.get("message", "")))
-
-
-def reconnect_delays(first: float = RECONNECT_FIRST_S,
-                     longest: float = RECONNECT_MAX_S) -> Iterator[float]:
-    """The reconnect timer's waits: ``first``, doubling up to ``longest``, then ``longest``
-    for ever (a server that stays away costs one attempt a minute)."""
-    delay = first
-    while True:
-        yield delay
-        delay = min(delay * 2, longest)
 
 
 @dataclass(frozen=True)
@@ -163,6 +122,14 @@ class ModelHost:
         self._timer_stop = threading.Event()
         #: the ``threads`` setting: a pinned llama.cpp thread count, ``None`` for "auto"
         self._thread_count: int | None = None
+        #: ``fallback``: the local engine that serves while the server is unreachable
+        self._fallback = FallbackMode.NONE
+        self._local = LocalFallback(self._open_local, self._local_changed)
+        self._local_governor: ThreadGovernor | None = None
+        self._down_since: float | None = None  # (wall clock) the server became unreachable
+        self._last_attempt = -math.inf  # (monotonic) the last attempt to reach it began
+        #: what the editor was last told (``state``): ``_state`` seen through the fallback
+        self._published = self._state
 
     def set_threads(self, threads: int | None) -> None:
         """Pin llama.cpp's thread count (``None``: choose it from the CPU load), for the
@@ -170,6 +137,7 @@ class ModelHost:
         without CPU threads of their own ignore it."""
         self._thread_count = threads
         self._apply_threads(self._governor)
+        self._apply_threads(self._local_governor)
 
     def set_slow_after(self, seconds: float) -> None:
         """How long the vLLM server may take to answer the one-token question before it is
@@ -200,19 +168,46 @@ class ModelHost:
 
     @property
     def state(self) -> HostState:
-        return self._state
+        """What the editor is told (with ``fallback: "local"``, a server that is down reads
+        ``fallback`` while the local model loads or serves)."""
+        return self._published
 
     @property
     def engine(self) -> CompletionEngine | None:
-        """The loaded engine, or ``None`` while none is ready."""
-        return self._engine if self._state.state is LoadState.READY else None
+        """The engine that answers now: the loaded one, the local fallback's while the
+        server is unreachable, or ``None`` while none is ready."""
+        if self._state.state is LoadState.READY:
+            return self._engine
+        if self._remote is not None and self._state.state is LoadState.ERROR \
+                and self._fallback is FallbackMode.LOCAL:
+            return self._local.engine
+        return None
 
     @property
     def key(self) -> tuple | None:
         return self._key
 
     def _set_state(self, state: HostState) -> None:
+        """The loaded engine's (or server's) state (called with the lock held)."""
         self._state = state
+        down = self._remote is not None and state.state is LoadState.ERROR
+        if not down:
+            self._down_since = None
+        elif self._down_since is None:
+            self._down_since = time.time()
+        if down and self._fallback is FallbackMode.LOCAL:
+            self._local.need()  # in the background; it reports when ready
+        self._publish()
+
+    def _publish(self) -> None:
+        """Tell the listener what the editor should see, when it changed (lock held)."""
+        state = seen_through(self._state, self._remote, self._fallback, self._local,
+                             self._down_since)
+        if state == self._published:
+            return
+        self._published = state
+        if state.state is LoadState.FALLBACK:
+            log.warning("fallback: %s", state.message)  # (the doctor reads it back)
         listener = self._on_state
         if listener is not None:
             try:
@@ -220,18 +215,38 @@ class ModelHost:
             except Exception:  # a broken listener must not kill the loader
                 log.exception("state listener failed")
 
+    def set_fallback(self, mode: FallbackMode | str, spec: LocalSpec | None = None) -> None:
+        """The ``fallback`` setting and the local model it loads, live: turned on while the
+        server is down, the local model starts loading; turned off, it is dropped."""
+        with self._lock:
+            self._fallback = FallbackMode(mode)
+            if self._fallback is FallbackMode.NONE:
+                self._local.drop()
+            else:
+                self._local.configure(spec or LocalSpec())
+                if self._remote is not None and self._state.state is LoadState.ERROR:
+                    self._local.need()
+            self._publish()
+
+    def _local_changed(self) -> None:
+        """The local fallback engine finished loading (or failed)."""
+        with self._lock:
+            self._publish()
+
+    @property
+    def fallback(self) -> LocalFallback:
+        """The local fallback engine (for tests and the doctor)."""
+        return self._local
+
     def load(self, model: str, device: str = "auto", dtype: Dtype | str = Dtype.AUTO,
              trust_remote_code: bool = False, engine: EngineKind | str = EngineKind.AUTO,
              window: int | None = None, server: str = "", api_key: str = "",
              server_model: str = "", template: str = "") -> threading.Thread:
-        """Start loading ``model`` with ``engine`` in the background; returns the loader
-        thread. ``window`` is the prompt-plus-middle context requests will use (``None``:
-        the engine's default, which on llama.cpp is the CPU policy's 2,048 tokens).
-        ``server`` and ``api_key``: the vLLM server of ``engine="vllm"`` (then ``model``,
-        ``device`` and ``dtype`` are the server's business and only name it here); the same
-        for the model server of ``engine="llama-server"`` or ``"openai"``, with
-        ``server_model``, the served model's name ("" for the first it lists), and
-        ``template``, its FIM template ("": from its name or tokens)."""
+        """Start loading ``model`` with ``engine`` in the background; the loader thread.
+        ``window``: the prompt-plus-middle context (``None``: the engine's default, 2,048 on
+        llama.cpp). ``server``, ``api_key``: the server of ``engine="vllm"``,
+        ``"llama-server"`` or ``"openai"`` (then ``model``, ``device``, ``dtype`` only name
+        it), with ``server_model`` ("": the first listed) and ``template`` ("": detected)."""
         runtime, key = engine, (model, device, dtype, trust_remote_code, engine, window, server,
                                 api_key, server_model, template)
         # The key from the environment when no setting gives it (as for `seam complete`).
@@ -239,10 +254,10 @@ class ModelHost:
         model = remote.name if remote is not None else model
         with self._lock:
             self._generation += 1
-            generation = self._generation
-            self._key = key
-            self._remote = remote
+            generation, self._key, self._remote = self._generation, key, remote
             self._take(None)
+            if remote is None:
+                self._local.drop()  # the local engine is the main one: no fallback beside it
             self._set_state(HostState(LoadState.LOADING, model, f"loading {model}"))
 
         def progress(fraction: float, message: str) -> None:
@@ -258,7 +273,7 @@ class ModelHost:
                      device, dtype)
             # The constraint's grammar tables do not depend on the model: build them while
             # llama.cpp reads the weights (its C code runs without the GIL).
-            tables = threading.Thread(target=_build_language, name="seam-grammar", daemon=True)
+            tables = threading.Thread(target=build_language, name="seam-grammar", daemon=True)
             tables.start()
             try:
                 if remote is not None:
@@ -287,14 +302,16 @@ class ModelHost:
                 return
             tables.join()
             self._apply_threads(opened.governor)
-            self._warm_up(opened.engine, generation, progress)
+            warm_up(opened.engine, lambda: generation != self._generation, progress,
+                    self._warm_budget(remote))
             with self._lock:
                 if generation != self._generation:
                     log.info("dropping superseded model %s", model)
                     return
                 self._take(opened.engine, opened.server, opened.governor)
                 log.info("model %s ready", model)
-                self._set_state(HostState(LoadState.READY, model, f"{model} ready"))
+                self._set_state(HostState(LoadState.READY, model, f"{model} ready",
+                                          Serving.LOCAL if remote is None else Serving.SERVER))
 
         thread = threading.Thread(target=run, name=f"seam-load-{generation}", daemon=True)
         self._threads = [t for t in self._threads if t.is_alive()] + [thread]
@@ -308,24 +325,23 @@ class ModelHost:
         server.check(self.slow_after_s)
         return _Opened(server, server=server)
 
-    def _warm_up(self, engine: CompletionEngine, generation: int, progress: ProgressFn) -> None:
-        """One one-token completion, so the user's first request runs at steady-state speed."""
-        progress(0.99, "warming up")
-        # One constrained completion runs the model once (llama.cpp's graph and threads) and the
-        # constraint's per-engine tables; an unconstrained one before it only added 0.25 s.
-        t0 = time.perf_counter()
-        try:
-            from fim.api import CompletionRequest
+    def _warm_budget(self, remote: Remote | None) -> float | None:
+        """The warm-up's time in ms: a server just seen answering in time gets as long again
+        (a local engine: no limit)."""
+        return self.slow_after_s * 1e3 if remote is not None else None
 
-            # A remote server was just seen answering in time: it gets as long again.
-            budget = self.slow_after_s * 1e3 if self._remote is not None else None
-            engine.complete(CompletionRequest(WARM_MODEL_LEFT, WARM_MODEL_RIGHT,
-                                              mode=Mode.CONSTRAINED, max_tokens=1,
-                                              scope=Scope.STATEMENT, time_budget_ms=budget),
-                            cancel=lambda: generation != self._generation)
-        except Exception:  # the model loaded; a failed warm-up only costs speed
-            log.warning("constrained warm-up failed", exc_info=True)
-        log.info("constrained warm-up took %.2f s", time.perf_counter() - t0)
+    def _open_local(self, spec: LocalSpec) -> CompletionEngine:
+        """The local fallback's engine for ``spec``, loaded and warmed up (in the fallback's
+        thread; it raises what the load raises)."""
+        from fim.api import Engine
+
+        local = Engine.load(spec.model, device=spec.device, dtype=spec.dtype,
+                            trust_remote_code=spec.trust_remote_code, engine=EngineKind.AUTO,
+                            slots=SLOTS, window=spec.window)
+        self._local_governor = local.backend.threads
+        self._apply_threads(self._local_governor)
+        warm_up(local, lambda: False, lambda fraction, message: None, None)
+        return local
 
     def report_failure(self, exc: BaseException) -> None:
         """A request failed with ``exc``: when it is the vLLM server's connection failing,
@@ -387,6 +403,9 @@ class ModelHost:
             if self._remote is None or self._state.state is not LoadState.ERROR or (
                     self._retrying is not None and self._retrying.is_alive()):
                 return None
+            if self.engine is not None and \
+                    time.monotonic() - self._last_attempt < RETRY_GAP_S:
+                return None  # the local fallback serves: the timer probes, typing does not
             generation = self._generation
             self._retrying = threading.Thread(target=self._attempt, args=(generation,),
                                               name="seam-reconnect", daemon=True)
@@ -400,6 +419,7 @@ class ModelHost:
         changed).  Skipped while another attempt runs."""
         if not self._attempting.acquire(blocking=False):
             return
+        self._last_attempt = time.monotonic()
         try:
             with self._lock:
                 remote = self._remote
@@ -409,7 +429,8 @@ class ModelHost:
             opened: _Opened | None
             try:
                 opened = self._connect(remote)
-                state = HostState(LoadState.READY, remote.name, f"{remote.name} ready")
+                state = HostState(LoadState.READY, remote.name, f"{remote.name} ready",
+                                  Serving.SERVER)
             except Exception as exc:  # any failure leaves the host in error, not dead
                 opened, state = None, HostState(LoadState.ERROR, remote.name,
                                                 hint_for(exc, remote.name))

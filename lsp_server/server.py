@@ -243,9 +243,11 @@ class SeamServer(LanguageServer):
         s = self.settings
         self.host.set_threads(s.threads)  # a TCP server's host may keep a pin from before
         self.host.set_slow_after(s.vllm_slow_after_ms / 1000)
+        self.host.set_fallback(s.fallback, s.local_spec)
         state = self.host.state
         bar = self._client_supports("window.work_done_progress")
-        if self.host.key == s.model_key and state.state in (LoadState.LOADING, LoadState.READY):
+        if self.host.key == s.model_key and state.state in (LoadState.LOADING, LoadState.READY,
+                                                            LoadState.FALLBACK):
             # A new session of a TCP server with the model its predecessor loaded.
             if state.state is LoadState.LOADING:
                 self.progress.begin(s.model, bar)
@@ -269,7 +271,7 @@ class SeamServer(LanguageServer):
     def _state_changed(self, state: HostState) -> None:
         def notify() -> None:
             self.protocol.notify(STATUS, state.as_json())
-            if state.state in (LoadState.READY, LoadState.ERROR):
+            if state.state in (LoadState.READY, LoadState.ERROR, LoadState.FALLBACK):
                 self.progress.end(state)
             if state.state is LoadState.READY:
                 self.inbox.check_budget()

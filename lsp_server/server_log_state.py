@@ -21,6 +21,9 @@ class ServerState(enum.StrEnum):
     READY = "ready"
     ERROR = "error"  # the load failed; the message is the hint the user was shown
     UNREACHABLE = "unreachable"  # the vLLM server failed a request or a check
+    #: the model server was unreachable and the local model loaded or served in its place
+    #: (``fallback: "local"``); the message says which server since when
+    FALLBACK = "fallback"
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,14 @@ class LogState:
     state: ServerState
     at: str  # the timestamp of the line that said so
     message: str
+
+
+#: How ``lsp_server.model_host`` starts its lines about the model server's state (``vLLM
+#: server`` in logs written before it served other servers too), the fallback's state, and
+#: ``lsp_server.fallback`` the local model's failure.
+SERVER_PREFIXES = ("model server ", "vLLM server ")
+FALLBACK_PREFIX = "fallback: "
+LOCAL_FAILED = "the local fallback model "
 
 
 def last_session(text: str) -> LogState | None:
@@ -62,11 +73,18 @@ def last_session(text: str) -> LogState | None:
         elif message.startswith("model load failed: "):
             state = LogState(stamp, ServerState.ERROR, _stamp(line),
                              message[len("model load failed: "):])
-        elif message.startswith("vLLM server "):
-            if level in ("WARNING", "ERROR") or message.endswith(": error"):
-                state = LogState(stamp, ServerState.UNREACHABLE, _stamp(line), message)
-            elif message.endswith(": ready"):
+        elif message.startswith(FALLBACK_PREFIX):
+            state = LogState(stamp, ServerState.FALLBACK, _stamp(line),
+                             message[len(FALLBACK_PREFIX):])
+        elif message.startswith(LOCAL_FAILED) and " failed to load: " in message:
+            state = LogState(stamp, ServerState.ERROR, _stamp(line), message)
+        elif message.startswith(SERVER_PREFIXES):
+            if message.endswith(": ready"):
                 state = LogState(stamp, ServerState.READY, _stamp(line), message)
+            elif state.state is ServerState.FALLBACK:
+                continue  # another failed try while the local model serves: still fallback
+            elif level in ("WARNING", "ERROR") or message.endswith(": error"):
+                state = LogState(stamp, ServerState.UNREACHABLE, _stamp(line), message)
     return state
 
 

@@ -3,9 +3,10 @@
 It exists apart from the protocol class (``server.SeamServer``, which hands it what arrives:
 ``initializationOptions``, ``workspace/didChangeConfiguration``, the answer to a
 ``workspace/configuration`` pull) so that the server keeps to its handlers. Parsing and
-validation are ``settings``'; what a change sets off lives here: the llama.cpp threads and the
-vLLM slowness limit apply live, the suggestion cache is emptied, and ``maxTokens`` is checked
-again once the model's window is known (``check_budget``).
+validation are ``settings``'; what a change sets off lives here: the llama.cpp threads, the
+vLLM slowness limit and the local fallback (``fallback``) apply live, the suggestion cache is
+emptied, and ``maxTokens`` is checked again once the model's window is known
+(``check_budget``).
 """
 
 from __future__ import annotations
@@ -122,6 +123,8 @@ class SessionSettings:
             self.host.set_threads(new.threads)  # applies live: no reload
         if new.vllm_slow_after_ms != old.vllm_slow_after_ms:
             self.host.set_slow_after(new.vllm_slow_after_ms / 1000)  # live too
+        if (new.fallback, new.local_spec) != (old.fallback, old.local_spec):
+            self.host.set_fallback(new.fallback, new.local_spec)  # live: no reconnect
         if new != old:
             self.service.reset_suggestions()
             log.info("settings now %s", settings_json(new))

@@ -54,6 +54,7 @@ from fim.options import (
     canonical_dtype,
     canonical_model,
 )
+from lsp_server.fallback import FallbackMode, LocalSpec
 from lsp_server.model_host import SLOW_AFTER_S
 
 SECTION = "seam"
@@ -238,6 +239,12 @@ def _slow_after(value: Any) -> int:
     return int(value)
 
 
+def _fallback(value: Any) -> FallbackMode:
+    if value not in tuple(FallbackMode):
+        raise Rejected(_one_of(tuple(FallbackMode)))
+    return FallbackMode(value)
+
+
 def _engine(value: Any) -> EngineKind:
     try:
         return EngineKind.parse(value if isinstance(value, str) else None)
@@ -317,6 +324,10 @@ class Settings:
     #: reported slow (``lsp_server.model_host``); a property of that server, set with it
     vllm_slow_after_ms: int = _key("vllmSlowAfterMs", _slow_after, SLOW_AFTER_MS,
                                    user_only=True)
+    #: what answers while that server is unreachable: nothing, or the local model
+    #: (``model``, loaded in this process the first time it is needed: what runs here)
+    fallback: FallbackMode = _key("fallback", _fallback, FallbackMode.NONE,
+                                  choices=tuple(FallbackMode), user_only=True)
     #: project context: its budget in tokens (``None``: "auto") and its sources
     context_budget: int | None = _key("contextBudgetTokens", _context_budget, None, auto=True)
     context_definitions: bool = _key("contextDefinitions", _bool, True)
@@ -339,6 +350,13 @@ class Settings:
         return (self.model, self.device, self.dtype, self.trust_remote_code, self.engine,
                 self.context_tokens, self.remote_server, self.remote_api_key,
                 self.served_model, self.fim_template)
+
+    @property
+    def local_spec(self) -> LocalSpec:
+        """The local model ``fallback: "local"`` loads: ``model`` on this machine, as the
+        local engines load it."""
+        return LocalSpec(self.model, self.device, self.dtype, self.trust_remote_code,
+                         self.context_tokens)
 
     @property
     def remote_server(self) -> str:

@@ -32,6 +32,8 @@ interface SeamStatus {
   state: string;
   model?: string | null;
   message?: string;
+  /** Which engine answers now ("server" or "local"), absent while none does. */
+  serving?: string;
 }
 
 export class SeamClient implements vscode.Disposable {
@@ -146,8 +148,10 @@ export class SeamClient implements vscode.Disposable {
       }
     } else {
       this.activeProgress.delete(token);
-      // An error reported while loading wins over the end of the progress that follows it.
-      if (this.activeProgress.size === 0 && this.status.current !== "error") {
+      // An error (or the fallback) reported while loading wins over the end of the progress
+      // that follows it.
+      if (this.activeProgress.size === 0 && this.status.current !== "error" &&
+          this.status.current !== "fallback") {
         this.status.set("ready", params.message ?? "Model loaded.");
       }
     }
@@ -163,6 +167,10 @@ export class SeamClient implements vscode.Disposable {
       this.status.set("ready", message);
     } else if (params.state === "error") {
       this.status.set("error", message);
+    } else if (params.state === "fallback") {
+      // The model server is down; the message says which and since when, and whether the
+      // local model serves yet or loads (then `serving` is absent).
+      this.status.set("fallback", message);
     }
   }
 

@@ -3,7 +3,7 @@
 //
 // The settings that choose code to run, files to load or where the code is sent (the model,
 // trustRemoteCode, the server command and interpreter, the vLLM server, its key and how long
-// it may take) are read
+// it may take, and the local fallback model loaded while it is down) are read
 // from the user's own settings only. package.json declares them
 // `machine`-scoped and restricted in untrusted workspaces, and this module does not rely on that
 // alone: it reads them with `inspect()` and ignores any workspace or folder value, so a cloned
@@ -17,6 +17,7 @@ export const SECTION = "seam";
 const USER_ONLY_KEYS = [
   "model", "trustRemoteCode", "server.command", "server.python", "vllmServer", "vllmApiKey",
   "vllmSlowAfterMs", "modelServer", "modelServerApiKey", "servedModel", "fimTemplate",
+  "fallback",
 ] as const;
 type UserOnlyKey = (typeof USER_ONLY_KEYS)[number];
 
@@ -38,6 +39,7 @@ export interface ServerSettings {
   modelServerApiKey: string;
   servedModel: string;
   fimTemplate: string;
+  fallback: string;
   device: string;
   dtype: string;
   maxTokens: number | "auto";
@@ -77,6 +79,7 @@ export function serverSettings(): ServerSettings {
     modelServerApiKey: userValue<string>("modelServerApiKey", ""),
     servedModel: userValue<string>("servedModel", ""),
     fimTemplate: userValue<string>("fimTemplate", ""),
+    fallback: userValue<string>("fallback", "none"),
     device: cfg.get<string>("device", "auto"),
     dtype: cfg.get<string>("dtype", "auto"),
     maxTokens: autoWhenZero(cfg.get<number>("maxTokens", 0)),

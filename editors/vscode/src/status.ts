@@ -1,10 +1,11 @@
 // The status bar item that tells the user what the server is doing: idle (no file to complete
 // yet), starting, loading the model (with the server's $/progress percentage), ready, or failed
-// (with the server's message). When Seam is not ready, the tooltip also holds what
+// (with the server's message), or serving from the local model while the model server is down
+// (`fallback`, with the server's message naming the server and since when). When Seam is not ready, the tooltip also holds what
 // `seam doctor` found (problems first) and a click runs "Seam: Diagnose" for the full report.
 import * as vscode from "vscode";
 
-export type ServerState = "idle" | "starting" | "loading" | "ready" | "error" | "stopped";
+export type ServerState = "idle" | "starting" | "loading" | "ready" | "error" | "stopped" | "fallback";
 
 export class StatusItem implements vscode.Disposable {
   private readonly item: vscode.StatusBarItem;
@@ -71,6 +72,7 @@ export class StatusItem implements vscode.Disposable {
       ready: "$(check)",
       error: "$(error)",
       stopped: "$(debug-stop)",
+      fallback: "$(warning)",
     }[this.state];
     const words = {
       idle: "idle",
@@ -79,6 +81,7 @@ export class StatusItem implements vscode.Disposable {
       ready: "ready",
       error: "error",
       stopped: "stopped",
+      fallback: "fallback",
     }[this.state];
     // The state word is part of the visible text so that it can be read at a glance (and by the
     // end-to-end test), not only from the tooltip.
@@ -99,7 +102,9 @@ export class StatusItem implements vscode.Disposable {
     }
     this.item.tooltip = lines.join("\n");
     this.item.backgroundColor =
-      this.state === "error" ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;
+      this.state === "error" ? new vscode.ThemeColor("statusBarItem.errorBackground")
+        : this.state === "fallback" ? new vscode.ThemeColor("statusBarItem.warningBackground")
+          : undefined;
   }
 
   dispose(): void {

@@ -195,6 +195,11 @@ function M.check()
       health.ok(("client %d: %s"):format(client.id, st.message or "ready"))
     elseif st.state == "error" then
       health.error(("client %d: %s"):format(client.id, st.message or "error"))
+    elseif st.state == "fallback" then
+      -- The model server is down: the local model loads or serves in its place.
+      health.warn(("client %d: fallback, %s (%s)"):format(client.id,
+        st.serving == "local" and "the local model serves" or "no engine serves yet",
+        st.message or ""))
     else
       health.info(("client %d: %s (%s)"):format(client.id, st.state, st.message or ""))
     end

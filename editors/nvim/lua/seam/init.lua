@@ -26,7 +26,7 @@ M.defaults = {
   filetypes = nil,
   root_markers = { "pyproject.toml", "setup.py", "setup.cfg", ".git" },
   -- The server's settings (section `seam`): model, engine, vllmServer, vllmApiKey,
-  -- vllmSlowAfterMs, modelServer, modelServerApiKey, servedModel, fimTemplate,
+  -- vllmSlowAfterMs, modelServer, modelServerApiKey, servedModel, fimTemplate, fallback,
   -- device, dtype, maxTokens, timeBudgetMs, contextTokens, scope, topK,
   -- constrained, languages, contextBudgetTokens, contextDefinitions, contextOpenFiles,
   -- contextRecentEdits, contextSimilarCode, suggestions, threads.
@@ -45,7 +45,7 @@ M.defaults = {
   },
 }
 
---- Last `seam/status` notification per client id: { state, model, message }.
+--- Last `seam/status` notification per client id: { state, model, message, serving }.
 M.status = {}
 M.config = nil
 
@@ -93,9 +93,11 @@ local function init_options(cfg)
 end
 
 --- The model state reported by the server attached to `bufnr` (or any server):
---- "loading", "ready", "error", or nil before the first report.
+--- "loading", "ready", "error", "fallback" (the model server is down and the local model
+--- loads or serves), or nil before the first report; the server's message; and which engine
+--- answers now: "server", "local", or nil while none does.
 ---@param bufnr? integer
----@return string?, string?
+---@return string?, string?, string?
 function M.state(bufnr)
   local filter = { name = "seam" }
   if bufnr then
@@ -104,7 +106,7 @@ function M.state(bufnr)
   for _, client in ipairs(vim.lsp.get_clients(filter)) do
     local st = M.status[client.id]
     if st then
-      return st.state, st.message
+      return st.state, st.message, st.serving
     end
   end
   return nil, nil
@@ -484,8 +486,10 @@ function M.show_status()
       vim.log.levels.WARN)
     return
   end
-  local state, message = M.state()
-  vim.notify(("seam: %s%s"):format(state or "not running", message and (" — " .. message) or ""))
+  local state, message, serving = M.state()
+  vim.notify(("seam: %s%s%s"):format(state or "not running",
+    serving and (" (serving: " .. serving .. ")") or "",
+    message and (" — " .. message) or ""))
 end
 
 --- `:SeamToggle`: ghost text off or on in the current buffer.
