@@ -120,7 +120,8 @@ class Engine:
 
     @property
     def runtime(self) -> Runtime:
-        return Runtime(self.backend.engine, self.backend.device, self.backend.description)
+        return Runtime(self.backend.engine, self.backend.device, self.backend.description,
+                       self.step_model.speed)
 
     @property
     def cached_tokens(self) -> int:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from fim.engines.model_specs import EngineKind
+from fim.engines.prefill_speed import PrefillSpeed
 
 if TYPE_CHECKING:  # types only: the records below are what crosses at run time
     from fim.request import CompletionRequest, CompletionResult
@@ -44,6 +45,9 @@ class Runtime:
     device: str
     #: one line, e.g. "llama.cpp 0.3.36, 2 threads, Q4_K_M"
     description: str
+    #: prompt tokens per second its prefills ran at here, kept up to date as they run
+    #: (``None``: the engine does not measure it, e.g. a model server's client)
+    prefill_speed: PrefillSpeed | None = None
 
 
 class EnginePrompt(Protocol):

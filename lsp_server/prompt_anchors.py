@@ -9,7 +9,8 @@ at any cursor below it begin there, for as long as the text from the anchor to t
 fits ``left_max`` tokens: moving the cursor down or typing only adds tokens at the end of
 what is cached.
 
-A new anchor is placed ``left_first`` tokens above the cursor: few enough that the first
+A new anchor is placed ``left_first`` tokens above the cursor (the planner sets it from the
+prefill speed the engine measured: ``request_plan.first_window``): few enough that the first
 request in a region answers quickly.  The same happens when the cursor jumps down further
 than that below the furthest point served from the anchor (its *reach*): the tokens between
 are not cached, and running more of them than a fresh start holds would only make the

@@ -36,11 +36,14 @@ Logits are float32 numpy vectors over the model's vocabulary, whatever the engin
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from fim.engines.prefill_speed import PrefillSpeed
 
 Interrupt = Callable[[], bool]
 
@@ -107,6 +110,9 @@ class StepModel(ABC):
         #: move cached runs to new positions when the engine can (see the module docstring);
         #: off by default: benchmarks/prompt_layouts.py measures what it costs
         self.splice = False
+        #: prompt tokens per second of the prefills run here (``fim.engines.prefill_speed``)
+        self.speed = PrefillSpeed()
+        self.clock: Callable[[], float] = time.perf_counter
 
     # ----- what engines provide ---------------------------------------------------------------
 
@@ -246,6 +252,7 @@ class StepModel(ABC):
         keep = self._cut(slot, keep)
         self.reused = keep
         rest = ids[keep:]
+        began = self.clock()
         try:
             while len(rest) > self.chunk:
                 self._run(rest[:self.chunk], interrupt)
@@ -254,9 +261,12 @@ class StepModel(ABC):
                     progress(len(ids) - len(rest), len(ids))
                 if interrupt is not None and interrupt():
                     return None
-            return self._run(rest, interrupt)
+            logits = self._run(rest, interrupt)
         except ForwardInterrupted:
             return None
+        # Only whole prefills are measured: an interrupted one stopped at an unknown point.
+        self.speed.record(len(ids) - keep, self.clock() - began)
+        return logits
 
     def _reusable_runs(self, old: list[int], new: list[int]) -> list[tuple[int, int, int]]:
         """Runs ``(new_start, old_start, length)`` of ``new`` found in ``old``, in order in
