@@ -34,6 +34,9 @@ class EngineFeatures:
     reports_progress: bool
     #: Prompts are counted and cut with the model's own tokenizer (else an estimate).
     exact_tokens: bool
+    #: A prompt whose start moved down the file reuses the cached cells of the lines it
+    #: still holds (``fim.engines.step_model``'s slide): its window may slide, not restart.
+    slides_window: bool = False
 
 
 @dataclass(frozen=True)

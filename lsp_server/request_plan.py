@@ -262,10 +262,12 @@ class RequestPlanner:
         if room is None:
             return None
         budget = max(16, room - extra)
-        key = (id(engine), budget)
+        slides = engine.features.slides_window
+        key = (id(engine), budget, slides)
         first = self.first_window(engine, policy, budget)
         if self._anchors is None or self._anchors_for != key:
-            self._anchors = AnchorPlanner(TokenCount(engine.tokenizer), budget, first)
+            self._anchors = AnchorPlanner(TokenCount(engine.tokenizer), budget, first,
+                                          slides=slides)
             self._anchors_for = key
         else:
             self._anchors.left_first = first  # the anchors placed so far stay
