@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import re
 import statistics
 import sys
@@ -54,6 +55,7 @@ SITUATIONS = ("new file", "open file", "after a rest")
 FINE_KINDS = ("inside a word", "before a word", "before punctuation", "before nothing",
               "empty line")
 _WORD = re.compile(r"\w")
+_NAME = re.compile(r"[A-Za-z_]\w{4,}")
 
 
 @dataclass(frozen=True)
@@ -81,9 +83,37 @@ def fine_kind(source: str, spot: cursor_kinds.Spot) -> str:
     return "before punctuation"
 
 
-def pick_cursors(files: list[fresh_corpus.CorpusFile], per_file: int, seed: int
-                 ) -> dict[str, list[Cursor]]:
-    """Each file's cursors, top to bottom, with the situation each is asked in."""
+def inside_word_spots(text: str, rng: random.Random, wanted: int) -> list[cursor_kinds.Spot]:
+    """Holes that start and end inside words of one indented code line (``se|lf._record_
+    dur|ation(x)``): the cursor splits a word and the text after it begins mid-word, the
+    case of issue 29's first item. The cursor-kind benchmark cuts at token boundaries only."""
+    found = []
+    pos = 0
+    for number, line in enumerate(text.split("\n")):
+        start_of_line, pos = pos, pos + len(line) + 1
+        body = line.strip()
+        if not line.startswith("    ") or len(body) < 20 or body[0] in "#\"'@":
+            continue
+        names = list(_NAME.finditer(line))
+        if not names:
+            continue
+        first = rng.choice(names)
+        last = rng.choice([n for n in names if n.start() >= first.start()])
+        begin = rng.randrange(first.start() + 2, first.end() - 2)
+        end = rng.randrange(max(begin + 3, last.start() + 2), last.end() - 1) \
+            if max(begin + 3, last.start() + 2) < last.end() - 1 else None
+        if end is None:
+            continue
+        found.append(cursor_kinds.Spot(cursor_kinds.Kind.INSIDE_LINE, cursor_kinds.Text.CODE,
+                                       start_of_line + begin, start_of_line + end, number))
+    rng.shuffle(found)
+    return found[:wanted]
+
+
+def pick_cursors(files: list[fresh_corpus.CorpusFile], per_file: int, seed: int,
+                 inside_words: bool = True) -> dict[str, list[Cursor]]:
+    """Each file's cursors, top to bottom, with the situation each is asked in
+    (``inside_words``: with ``per_file`` holes inside words too)."""
     cells = [(cursor_kinds.Kind.INSIDE_LINE, cursor_kinds.Text.CODE),
              (cursor_kinds.Kind.REST_OF_LINE, cursor_kinds.Text.CODE),
              (cursor_kinds.Kind.EMPTY_LINE, cursor_kinds.Text.CODE)]
@@ -91,6 +121,12 @@ def pick_cursors(files: list[fresh_corpus.CorpusFile], per_file: int, seed: int
     for f in files:
         wanted = {c: per_file for c in cells}
         spots = cursor_kinds.pick(f.text, f"{seed}:{f.path}", wanted, per_file)
+        if inside_words:
+            used = {s.line for s in spots}
+            spots += [s for s in inside_word_spots(f.text, random.Random(f"{seed}:{f.path}"),
+                                                   per_file + len(spots))
+                      if s.line not in used][:per_file]
+            spots.sort(key=lambda s: s.start)
         if len(spots) < 2:
             continue
         out[f.path] = [Cursor(f.path, s, fine_kind(f.text, s),
@@ -223,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-lines", type=int, default=1500)
     p.add_argument("--rest", type=float, default=20.0, help="the rest's seconds")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-inside-words", action="store_true",
+                   help="only the cursor-kind benchmark's cursors (no holes inside words)")
     p.add_argument("--baseline-root", type=Path, default=None,
                    help="a checkout whose server is the baseline (run first)")
     p.add_argument("--json", type=Path, default=None)
@@ -235,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     corpora = []
     for package in [p for p in args.packages.split(",") if p]:
         texts, files, workspace = corpus_files(args, package)
-        corpora.append((texts, pick_cursors(files, args.per_file, args.seed), workspace))
+        corpora.append((texts, pick_cursors(files, args.per_file, args.seed,
+                                            not args.no_inside_words), workspace))
     configs = ([("baseline", args.baseline_root)] if args.baseline_root else []) + \
         [("change", ROOT)]
     rows: list[dict] = []
