@@ -14,6 +14,7 @@ with a cold run's: the share of identical middles, and each one's exact match wi
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import re
@@ -73,8 +74,10 @@ def main(argv: list[str] | None = None) -> int:
         text = spot.hole(source)
         cursor = spot.start
         before, after = cursor_line(text, cursor)
-        policy = auto_policy(before, after, device_type="cpu",
-                             context_tokens=args.context_tokens, model_window=engine.window)
+        # No time budget: on a busy machine a budget would stop the prompts part way.
+        policy = dataclasses.replace(auto_policy(
+            before, after, device_type="cpu", context_tokens=args.context_tokens,
+            model_window=engine.window), time_budget_ms=None)
         # The left share as the server's planner computes it (no project context).
         longest = max(MID_LINE.max_tokens, EMPTY_LINE.max_tokens, policy.max_tokens)
         left_max = policy.context_tokens - longest - (policy.right_tokens or 0) - 4
