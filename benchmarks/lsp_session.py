@@ -31,8 +31,11 @@ class LspSession:
     """One ``seam serve`` subprocess and its documents."""
 
     def __init__(self, settings: dict[str, Any], log_file: Path,
-                 extra_args: list[str] | None = None, root_uri: str | None = None) -> None:
+                 extra_args: list[str] | None = None, root_uri: str | None = None,
+                 root: Path = ROOT) -> None:
         self.settings = settings
+        #: the checkout whose server runs (another one's: a baseline in the same run)
+        self.root = root
         self.root_uri = root_uri
         self.log_file = log_file
         self.extra_args = extra_args or []
@@ -51,7 +54,7 @@ class LspSession:
         model is ready (``ready_after_initialize_s`` holds the part after ``initialize``
         was answered)."""
         env = dict(os.environ)
-        env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        env["PYTHONPATH"] = str(self.root) + os.pathsep + env.get("PYTHONPATH", "")
         t0 = time.perf_counter()
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "lsp_server.cli", "serve", "--log-file", str(self.log_file),

@@ -87,6 +87,12 @@ class Engine:
             disallowed=vocab.disallowed_mask(set(stops)),
             heal_index=HealIndex(vocab, backend.heal_order) if heal else None,
         )
+        # The left context slides in the cache where the engine can move cached cells.
+        step = backend.step_model
+        suffix = tok.token_id(self.template.suffix)
+        if step.can_shift and suffix is not None:
+            step.slide_stop = suffix
+            self.features = dataclasses.replace(Engine.features, slides_window=True)
         self.languages = LanguageCache(language_cache_size, language_factory)
         self._project_ids = ContextIds()
         self._lock = threading.Lock()
@@ -120,12 +126,14 @@ class Engine:
 
     @property
     def runtime(self) -> Runtime:
-        return Runtime(self.backend.engine, self.backend.device, self.backend.description)
+        return Runtime(self.backend.engine, self.backend.device, self.backend.description,
+                       self.step_model.speed)
 
     @property
     def cached_tokens(self) -> int:
-        """Prompt tokens the last request took from the model's cache."""
-        return self.step_model.reused
+        """Prompt tokens the last request took from the model's cache (a cached beginning,
+        and the cached lines a slid window moved: ``StepModel.slide_stop``)."""
+        return self.step_model.reused + self.step_model.slid
 
     def complete(
         self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,

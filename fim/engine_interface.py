@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from fim.engines.model_specs import EngineKind
+from fim.engines.prefill_speed import PrefillSpeed
 
 if TYPE_CHECKING:  # types only: the records below are what crosses at run time
     from fim.request import CompletionRequest, CompletionResult
@@ -33,6 +34,9 @@ class EngineFeatures:
     reports_progress: bool
     #: Prompts are counted and cut with the model's own tokenizer (else an estimate).
     exact_tokens: bool
+    #: A prompt whose start moved down the file reuses the cached cells of the lines it
+    #: still holds (``fim.engines.step_model``'s slide): its window may slide, not restart.
+    slides_window: bool = False
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,9 @@ class Runtime:
     device: str
     #: one line, e.g. "llama.cpp 0.3.36, 2 threads, Q4_K_M"
     description: str
+    #: prompt tokens per second its prefills ran at here, kept up to date as they run
+    #: (``None``: the engine does not measure it, e.g. a model server's client)
+    prefill_speed: PrefillSpeed | None = None
 
 
 class EnginePrompt(Protocol):

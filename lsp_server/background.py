@@ -221,6 +221,13 @@ class Background:
         self.jobs.background(uri, ("warm", uri), WarmUp(engine, self.host, planned, where),
                              share_key=planned.share_key, priority=Priority.WARM,
                              prepares=True)
+        self.widen(engine, uri, planned, widened, adopt, where)
+
+    def widen(self, engine: CompletionEngine, uri: str, planned: Planned,
+              widened: Planned | None, adopt: Callable[[], None], where: str) -> None:
+        """Widen the prompt at ``planned``'s place when the worker is idle (its deferred
+        project context first): after a cursor's warm-up, and after an answer, so that a
+        plain LSP client, which sends no cursor notifications, gets the wide window too."""
         if widened is not None or planned.request.context_budget:
             self.jobs.background(uri, ("widen", uri),
                                  Widen(engine, self.host, planned, widened, adopt, self.post,

@@ -30,7 +30,7 @@ import enum
 import logging
 import time
 from collections import deque
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,15 +188,21 @@ class CompletionService:
         if self.suggestions.lookup(uri, text[:cur.offset], text[cur.offset:]) is not None:
             return  # answered from the suggestion cache already
         planned = self._plan(engine, uri, text, cur.offset)
+        widened, adopt = self._widening(engine, uri, text, cur.offset, planned)
+        self.background.at_cursor(engine, uri, planned, widened, adopt,
+                                  f"{uri}:{position.line + 1}:{position.character + 1}")
+
+    def _widening(self, engine: CompletionEngine, uri: str, text: str, offset: int,
+                  planned: Planned) -> tuple[Planned | None, Callable[[], None]]:
+        """The widened prompt at ``planned``'s place (``None``: none wider) and what adopts
+        it once it is cached."""
         widening = self.planner.wider(engine, self.settings, uri, planned)
         # The widened prompt starts higher, which can change what the project context
         # leaves out: plan it as the request that will be made there.
-        widened = (self._plan(engine, uri, text, cur.offset, left_start=widening.start)
+        widened = (self._plan(engine, uri, text, offset, left_start=widening.start)
                    if widening is not None else None)
         left = planned.request.left
-        self.background.at_cursor(engine, uri, planned, widened,
-                                  lambda: self._adopt(uri, left, widening),
-                                  f"{uri}:{position.line + 1}:{position.character + 1}")
+        return widened, lambda: self._adopt(uri, left, widening)
 
     def _adopt(self, uri: str, left: str, widening: Widening | None) -> None:
         if widening is not None:
@@ -268,6 +274,11 @@ class CompletionService:
         middle = self._middle_of(engine, ask, planned, outcome, resume_ms, deferred=deferred)
         if middle is None:
             return None
+        # The prompt here widens when the worker is idle: a client that sends no cursor
+        # notifications (a plain LSP client) learns of the place only from its requests.
+        widened, adopt = self._widening(engine, uri, text, cur.offset, planned)
+        self.background.widen(engine, uri, planned, widened, adopt,
+                              f"{uri}:{position.line + 1}:{position.character + 1}")
         ranked = (ranked_middles(outcome.result, ask.place.line_break)
                   if alternatives > 1 and outcome.result is not None else ())
         answer = self._answer(engine, ask, planned,

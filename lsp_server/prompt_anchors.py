@@ -9,13 +9,22 @@ at any cursor below it begin there, for as long as the text from the anchor to t
 fits ``left_max`` tokens: moving the cursor down or typing only adds tokens at the end of
 what is cached.
 
-A new anchor is placed ``left_first`` tokens above the cursor: few enough that the first
+A new anchor is placed ``left_first`` tokens above the cursor (the planner sets it from the
+prefill speed the engine measured: ``request_plan.first_window``): few enough that the first
 request in a region answers quickly.  The same happens when the cursor jumps down further
 than that below the furthest point served from the anchor (its *reach*): the tokens between
 are not cached, and running more of them than a fresh start holds would only make the
 answer slower.  Once it has answered, the server may *widen* the
 context in the background (``wider``): an anchor up to ``left_max`` tokens above, run into the
 cache while the user reads; the wider anchor takes over once it is cached.
+
+On an engine whose cache can slide (``slides``: llama.cpp moves cached cells, see
+``fim.engines.step_model``), a cursor that goes below a *full* window (its text from the anchor
+holds more than ``left_max`` tokens) but stays within ``left_first`` tokens of the reach does
+not fall back to a narrow new anchor: the window slides down, to a line ``left_max`` less a
+quarter (``SLIDE_SLACK``) above the cursor, and the engine moves the cached lines it still holds
+instead of running them again; the slack lets the cursor move on a while before the next
+slide.  So a widened window stays wide as the cursor moves down the file.
 
 Anchors are remembered with the text that follows them, so an edit above the anchor (which
 moves its offset) does not lose it.
@@ -41,6 +50,8 @@ _CHARS_PER_TOKEN = 8
 _NEWLINE = re.compile("\n")
 #: characters per token above which a text is over budget without tokenizing it (see above)
 MAX_CHARS_PER_TOKEN = 32
+#: A slid window holds ``left_max`` less this share of it (room to move on before the next).
+SLIDE_SLACK = 4
 
 
 @dataclass(frozen=True)
@@ -51,18 +62,21 @@ class Anchor:
     signature: str
     #: tokens from the anchor to the furthest cursor served from it
     reach: int = 0
+    #: characters from the anchor to that cursor
+    reach_chars: int = 0
 
 
 class AnchorPlanner:
     """Per-document prompt starts (see the module docstring)."""
 
     def __init__(self, count_tokens: Callable[[str], int], left_max: int,
-                 left_first: int) -> None:
+                 left_first: int, *, slides: bool = False) -> None:
         if not 0 < left_first <= left_max:
             raise ValueError("need 0 < left_first <= left_max")
         self.count = count_tokens
         self.left_max = left_max
         self.left_first = left_first
+        self.slides = slides
         self._anchors: dict[str, Anchor] = {}
 
     def forget(self, uri: str) -> None:
@@ -83,8 +97,10 @@ class AnchorPlanner:
             return None
         return min(hits, key=lambda p: abs(p - anchor.offset))
 
-    def _remember(self, uri: str, text: str, offset: int, reach: int) -> int:
-        self._anchors[uri] = Anchor(offset, text[offset:offset + _SIGNATURE], reach)
+    def _remember(self, uri: str, text: str, offset: int, reach: int, reach_chars: int = 0
+                  ) -> int:
+        self._anchors[uri] = Anchor(offset, text[offset:offset + _SIGNATURE], reach,
+                                    max(0, reach_chars))
         return offset
 
     def left_start(self, uri: str, text: str, cursor: int) -> int:
@@ -94,17 +110,37 @@ class AnchorPlanner:
         found = self._find(uri, text)
         if found is not None and found <= cursor:
             tokens = self._count(text, found, cursor, self.left_max)
-            reach = self._anchors[uri].reach
-            if tokens <= self.left_max and tokens - reach <= self.left_first:
-                return self._remember(uri, text, found, max(reach, tokens))
+            anchor = self._anchors[uri]
+            if tokens <= self.left_max and tokens - anchor.reach <= self.left_first:
+                return self._remember(uri, text, found, max(anchor.reach, tokens),
+                                      max(anchor.reach_chars, cursor - found))
+            slid = self._slide(text, cursor, found, anchor) if tokens > self.left_max else None
+            if slid is not None:
+                return self._remember(uri, text, slid,
+                                      self._count(text, slid, cursor, self.left_max),
+                                      cursor - slid)
         start = self.fit(text, cursor, self.left_first)
         return self._remember(uri, text, start,
-                              self._count(text, start, cursor, self.left_max))
+                              self._count(text, start, cursor, self.left_max), cursor - start)
+
+    def _slide(self, text: str, cursor: int, found: int, anchor: Anchor) -> int | None:
+        """Where a full window slides to for ``cursor`` (see the module docstring), or
+        ``None`` when it cannot: no sliding engine, or the cursor more than ``left_first``
+        tokens beyond the reach (those tokens would all run: a narrow start is quicker)."""
+        reach_end = found + anchor.reach_chars
+        if not self.slides or not found < reach_end <= cursor:
+            return None
+        if self._count(text, reach_end, cursor, self.left_first) > self.left_first:
+            return None
+        return self.fit(text, cursor, self.left_max - self.left_max // SLIDE_SLACK)
 
     def wider(self, uri: str, text: str, cursor: int) -> int | None:
         """A start up to ``left_max`` tokens above ``cursor`` if that is earlier than the
         current anchor (worth running into the cache while the user is idle), else ``None``."""
         current = self._find(uri, text)
+        if (self.slides and current is not None and current <= cursor
+                and self._count(text, current, cursor, self.left_max // 2) > self.left_max // 2):
+            return None  # wide already (a slid window): not worth a whole prompt's run
         start = self.fit(text, cursor, self.left_max)
         if current is None or start < current:
             return start
@@ -112,7 +148,8 @@ class AnchorPlanner:
 
     def adopt(self, uri: str, text: str, offset: int) -> None:
         """Make ``offset`` the anchor (its prompt up to the end of ``text`` is now cached)."""
-        self._remember(uri, text, offset, self._count(text, offset, len(text), self.left_max))
+        self._remember(uri, text, offset, self._count(text, offset, len(text), self.left_max),
+                       len(text) - offset)
 
     def _count(self, text: str, start: int, end: int, budget: int) -> int:
         """Tokens of ``text[start:end]``, or ``budget + 1`` without tokenizing when it is longer

@@ -13,6 +13,10 @@ kept, and the cursor's warm-up, the request there and the prefetch that foresaw 
   out of the left text's share of the window, with a budget fixed per settings, so the start stays
   put whatever the context holds (a cut that moved with every keystroke would empty the model's
   cache each time);
+* the **first window** at a new place (``first_window``): as many left tokens as the engine's
+  measured prefill speed (``fim.engines.prefill_speed``) runs within ``NEW_PLACE_PREFILL_S``,
+  never fewer than ``LEFT_FIRST_TOKENS``: a machine that prefills ten times faster gets the
+  wide window at once;
 * the **normalisation** of the text the model sees (``text``: no lone surrogates, ``\\n`` line
   breaks); the documents keep their own.
 """
@@ -33,6 +37,7 @@ from fim.editor_policy import (
     cursor_line,
 )
 from fim.engine_interface import CompletionEngine
+from fim.engines.prefill_speed import PrefillSpeed
 from fim.options import Mode, Scope
 from fim.request import CompletionRequest
 from lsp_server import text as model_text
@@ -53,6 +58,13 @@ from lsp_server.settings import (
     Settings,
 )
 from lsp_server.suggestions import digest
+
+#: Seconds of prompt the first request at a new place may run: the rest of the new-place
+#: target (p50 1.5 s, docs/latency.md) goes to decoding the middle and checking it.
+NEW_PLACE_PREFILL_S = 1.0
+#: The first window moves in steps of this many tokens, so that a speed figure that wavers
+#: a little does not place each new anchor a few tokens elsewhere.
+FIRST_WINDOW_STEP = 64
 
 #: Places whose plan is kept: the cursor's, its widened prompt's, the prefetched next one,
 #: and one to spare (each plan holds its request's text: a few, not many, for large files).
@@ -135,6 +147,20 @@ def project_budget(policy: EditorPolicy, sources: ContextSources,
     return budget if budget >= MIN_CONTEXT_BUDGET_TOKENS else 0
 
 
+def first_window(speed: PrefillSpeed | None, right_tokens: int | None, left_max: int,
+                 floor: int = LEFT_FIRST_TOKENS) -> int:
+    """Left tokens of the first request at a new place: what the measured prefill ``speed``
+    runs in ``NEW_PLACE_PREFILL_S`` less the right text and the sentinels, in steps of
+    ``FIRST_WINDOW_STEP``; never fewer than ``floor`` (the constant measured for quality,
+    also used until a prefill was measured) nor more than ``left_max`` (the left share)."""
+    floor = min(floor, left_max)
+    runs = speed.tokens_within(NEW_PLACE_PREFILL_S) if speed is not None else None
+    if runs is None:
+        return floor
+    left = (runs - (right_tokens or 0) - 4) // FIRST_WINDOW_STEP * FIRST_WINDOW_STEP
+    return max(floor, min(left, left_max))
+
+
 @dataclass(frozen=True)
 class Widening:
     """A higher start for a document's prompt, and the anchors that found it."""
@@ -170,14 +196,18 @@ class RequestPlanner:
     """Plans requests for one session; it keeps each document's prompt start and the plans of
     the last ``PLANS_KEPT`` places.
 
-    ``left_first`` and ``right_tokens`` are the server's constants (``LEFT_FIRST_TOKENS``,
-    the policy's ``right_tokens``); benchmarks that measure other values pass them here.
+    ``left_first`` fixes the first window at a new place (by default it follows the engine's
+    measured prefill speed: ``first_window``) and ``right_tokens`` the right text's share
+    (by default the policy's); benchmarks that measure other values pass them here.
     """
 
     def __init__(self, collector: ContextCollector | None = None, *,
-                 left_first: int = LEFT_FIRST_TOKENS, right_tokens: int | None = None) -> None:
+                 left_first: int | None = None, right_tokens: int | None = None) -> None:
         self.collector = collector
-        self.left_first = left_first
+        #: a fixed first window, or ``None``: from the measured speed
+        self.fixed_first = left_first
+        #: the floor of the first window, and what the project context leaves the left text
+        self.left_first = LEFT_FIRST_TOKENS if left_first is None else left_first
         self.right_tokens = right_tokens
         self._anchors: AnchorPlanner | None = None
         self._anchors_for: tuple | None = None  # (engine, left budget) they were made for
@@ -232,12 +262,25 @@ class RequestPlanner:
         if room is None:
             return None
         budget = max(16, room - extra)
-        key = (id(engine), budget)
+        slides = engine.features.slides_window
+        key = (id(engine), budget, slides)
+        first = self.first_window(engine, policy, budget)
         if self._anchors is None or self._anchors_for != key:
-            self._anchors = AnchorPlanner(TokenCount(engine.tokenizer), budget,
-                                           min(budget, self.left_first))
+            self._anchors = AnchorPlanner(TokenCount(engine.tokenizer), budget, first,
+                                          slides=slides)
             self._anchors_for = key
+        else:
+            self._anchors.left_first = first  # the anchors placed so far stay
         return self._anchors
+
+    def first_window(self, engine: CompletionEngine, policy: EditorPolicy, left_max: int
+                     ) -> int:
+        """Left tokens of the first request at a new place (``first_window``), or the fixed
+        ``left_first`` a benchmark gave."""
+        if self.fixed_first is not None:
+            return min(left_max, self.fixed_first)
+        return first_window(engine.runtime.prefill_speed, policy.right_tokens, left_max,
+                            self.left_first)
 
     def _count_with(self, engine: CompletionEngine) -> TokenCounter:
         """The engine's token counter, with its memory of counted texts."""

@@ -27,6 +27,13 @@ token sequences and runs the model only on what is new:
   computed with the old end of ``L`` in view, so this is an approximation (a few characters
   of context missing); ``splice=False`` turns it off, and ``benchmarks/prompt_layouts.py``
   measures what it costs in quality.
+* The same engines *slide* the left context (``slide_stop``, on by default for them): when the
+  prompt's start moved down the file (its window was full and the cursor went further down),
+  the cached cells of the lines it still holds are shifted down to their new positions and the
+  cells of the lines it dropped are removed, as llama-server's ``--cache-reuse`` does; only
+  runs *before* the FIM suffix sentinel move, so the right text is always computed after the
+  left text it reads.  The moved cells saw the dropped lines before them (a wider view than a
+  fresh run's, not a stale one).
 
 Engines provide primitives over a slot: run tokens (``_forward``), cut to a length
 (``_truncate``), copy a prefix into another slot (``_copy_prefix``), empty it (``_clear``)
@@ -36,11 +43,14 @@ Logits are float32 numpy vectors over the model's vocabulary, whatever the engin
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from fim.engines.prefill_speed import PrefillSpeed
 
 Interrupt = Callable[[], bool]
 
@@ -91,6 +101,8 @@ class StepModel(ABC):
     FORK_BELOW = 0.5
     #: Shortest run of cached tokens worth moving rather than recomputing.
     MIN_REUSE = 8
+    #: Fewest uncached prompt tokens for which a slide of the left context is looked for.
+    SLIDE_ABOVE = 64
 
     def __init__(self, slots: int = 1, chunk: int = 64) -> None:
         if slots < 1:
@@ -107,6 +119,14 @@ class StepModel(ABC):
         #: move cached runs to new positions when the engine can (see the module docstring);
         #: off by default: benchmarks/prompt_layouts.py measures what it costs
         self.splice = False
+        #: the FIM suffix sentinel's id: cached runs before it may slide (see the module
+        #: docstring); ``None``: no slide
+        self.slide_stop: int | None = None
+        #: cached tokens the last prefill slid to new positions
+        self.slid = 0
+        #: prompt tokens per second of the prefills run here (``fim.engines.prefill_speed``)
+        self.speed = PrefillSpeed()
+        self.clock: Callable[[], float] = time.perf_counter
 
     # ----- what engines provide ---------------------------------------------------------------
 
@@ -227,16 +247,17 @@ class StepModel(ABC):
         """
         if not ids:
             raise ValueError("empty prompt")
-        self.retraced = self.spliced = 0
-        slot, keep = self._choose(ids, fork=keep_cached)
+        self.retraced = self.spliced = self.slid = 0
+        slid = None if keep_cached else self._slide_source(ids)
+        slot, keep = slid if slid is not None else self._choose(ids, fork=keep_cached)
         self._touch(slot)
         if keep == len(ids) and keep in slot.saved:
             self.pos = self.reused = keep  # the whole prompt, and its logits, are cached
             return slot.saved[keep]
         keep = min(keep, len(ids) - 1)  # always run at least the last token
-        if self.splice and self.can_shift and keep < len(slot.tokens):
+        if (self.splice or slid is not None) and self.can_shift and keep < len(slot.tokens):
             try:
-                logits = self._splice(slot, ids, keep, interrupt)
+                logits = self._splice(slot, ids, keep, interrupt, left_only=not self.splice)
             except ForwardInterrupted:
                 self._cut(slot, keep)
                 self.pos = len(slot.tokens)
@@ -246,6 +267,7 @@ class StepModel(ABC):
         keep = self._cut(slot, keep)
         self.reused = keep
         rest = ids[keep:]
+        began = self.clock()
         try:
             while len(rest) > self.chunk:
                 self._run(rest[:self.chunk], interrupt)
@@ -254,9 +276,41 @@ class StepModel(ABC):
                     progress(len(ids) - len(rest), len(ids))
                 if interrupt is not None and interrupt():
                     return None
-            return self._run(rest, interrupt)
+            logits = self._run(rest, interrupt)
         except ForwardInterrupted:
             return None
+        # Only whole prefills are measured: an interrupted one stopped at an unknown point.
+        self.speed.record(len(ids) - keep, self.clock() - began)
+        return logits
+
+    def _left_end(self, ids: list[int]) -> int:
+        """Where the left part of a prompt ends: at its first FIM suffix sentinel."""
+        try:
+            return ids.index(self.slide_stop)
+        except ValueError:
+            return len(ids)
+
+    def _slide_source(self, ids: list[int]) -> tuple[Slot, int] | None:
+        """The slot whose left part slides into ``ids``' and the prefix it keeps, when a slide
+        saves at least ``SLIDE_ABOVE`` tokens over the longest cached prefix; else ``None``."""
+        if self.slide_stop is None or not self.can_shift:
+            return None
+        cached = self.cached_prefix(ids)
+        if len(ids) - cached < self.SLIDE_ABOVE:
+            return None
+        new = ids[:self._left_end(ids)]
+        best: tuple[Slot, int] | None = None
+        most = cached + self.SLIDE_ABOVE - 1
+        for slot in self.slots:
+            keep = common_prefix(slot.tokens, ids)
+            base = max(keep, slot.shared_until)
+            old = slot.tokens[:self._left_end(slot.tokens)]
+            moved = sum(n for _, _, n in self._reusable_runs(old[base:], new[base:]))
+            if keep + moved > most:
+                best, most = (slot, keep), keep + moved
+        if best is not None:
+            self.forked = False
+        return best
 
     def _reusable_runs(self, old: list[int], new: list[int]) -> list[tuple[int, int, int]]:
         """Runs ``(new_start, old_start, length)`` of ``new`` found in ``old``, in order in
@@ -287,12 +341,16 @@ class StepModel(ABC):
         return runs
 
     def _splice(self, slot: Slot, ids: list[int], keep: int,
-                interrupt: Interrupt | None) -> np.ndarray | None:
-        """Reuse cached runs after position ``keep`` by moving them; ``None`` when there is
-        nothing to reuse (the caller then crops and runs the rest)."""
+                interrupt: Interrupt | None, left_only: bool = False) -> np.ndarray | None:
+        """Reuse cached runs after position ``keep`` by moving them (``left_only``: only
+        runs before the FIM suffix sentinel, a slide); ``None`` when there is nothing to
+        reuse (the caller then crops and runs the rest)."""
         base = max(keep, slot.shared_until)  # shared cells must not move
+        old, new = slot.tokens, ids
+        if left_only:
+            old, new = old[:self._left_end(old)], new[:self._left_end(new)]
         runs = [(base + i, base + j, n) for i, j, n in
-                self._reusable_runs(slot.tokens[base:], ids[base:])]
+                self._reusable_runs(old[base:], new[base:])]
         if not runs:
             return None
         try:
@@ -305,7 +363,11 @@ class StepModel(ABC):
         slot.saved = {n: v for n, v in slot.saved.items() if n <= keep}
         slot.saved[len(ids)] = logits
         self.reused = keep
-        self.spliced = sum(n for _, _, n in runs)
+        moved = sum(n for _, _, n in runs)
+        if left_only:
+            self.slid = moved
+        else:
+            self.spliced = moved
         self.pos = len(ids)
         return logits
 

@@ -75,3 +75,30 @@ def test_a_wider_start_is_offered_then_adopted() -> None:
     p.adopt(URI, TEXT[:cursor], wider)
     assert p.left_start(URI, TEXT, cursor) == wider
     assert p.wider(URI, TEXT[:cursor], cursor) is None  # nothing wider left to warm
+
+
+def test_a_full_window_slides_down_on_an_engine_that_moves_cached_cells() -> None:
+    # A widened window (lines 60-100, 200 tokens: full) and the cursor five lines further.
+    for slides, want in ((True, line_start(75)), (False, line_start(95))):
+        p = AnchorPlanner(words, 200, 50, slides=slides)
+        p.left_start(URI, TEXT, line_start(100))
+        p.adopt(URI, TEXT[:line_start(100)], line_start(60))
+        # Sliding: a quarter of left_max below full (150 tokens); else a narrow new start.
+        assert p.left_start(URI, TEXT, line_start(105)) == want
+    # The slid window is wide already: no widening is worth a whole prompt's run.
+    assert p.wider(URI, TEXT, line_start(105)) is not None  # (the one that does not slide)
+    slid = AnchorPlanner(words, 200, 50, slides=True)
+    slid.left_start(URI, TEXT, line_start(100))
+    slid.adopt(URI, TEXT[:line_start(100)], line_start(60))
+    assert slid.left_start(URI, TEXT, line_start(105)) == line_start(75)
+    assert slid.wider(URI, TEXT, line_start(105)) is None
+    # Moving on within the slack keeps the slid start; a jump past the reach by more than
+    # left_first would run all of that anyway: a narrow new start.
+    assert slid.left_start(URI, TEXT, line_start(110)) == line_start(75)
+    assert slid.left_start(URI, TEXT, line_start(140)) == line_start(130)
+
+
+def test_a_narrow_window_does_not_slide_it_widens() -> None:
+    p = AnchorPlanner(words, 200, 50, slides=True)
+    start = p.left_start(URI, TEXT, line_start(100))
+    assert p.wider(URI, TEXT, line_start(100)) == line_start(60) < start

@@ -1,0 +1,124 @@
+"""The first window at a new place follows the prefill speed the engine measures (issue 29,
+item 2): the speed record (``fim.engines.prefill_speed``), the step model that fills it (with
+a clock the test drives, never the wall clock), and the planner that reads it."""
+
+from __future__ import annotations
+
+import pytest
+
+from fim.api import Engine
+from fim.editor_policy import LEFT_FIRST_TOKENS, RIGHT_TOKENS
+from fim.engines.model_specs import EngineKind
+from fim.engines.prefill_speed import MIN_MEASURED_TOKENS, PrefillSpeed
+from lsp_server.request_plan import (
+    FIRST_WINDOW_STEP,
+    NEW_PLACE_PREFILL_S,
+    RequestPlanner,
+    first_window,
+)
+from lsp_server.settings import Settings
+from tests.support.seam_lsp_client import TEST_MODEL
+
+pytestmark = [pytest.mark.timeout(300)]
+
+SETTINGS = Settings(model=TEST_MODEL, engine=EngineKind.TRANSFORMERS, time_budget_ms=60_000)
+
+
+class Clock:
+    """A clock that moves only when the test says so: ``step`` seconds per reading."""
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.now += self.step
+        return self.now
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    return Engine.load(TEST_MODEL, engine=EngineKind.TRANSFORMERS)
+
+
+def test_the_record_is_a_moving_average_of_long_enough_prefills() -> None:
+    speed = PrefillSpeed()
+    assert speed.tokens_within(1.0) is None
+    speed.record(MIN_MEASURED_TOKENS - 1, 0.001)  # too short to say anything
+    assert speed.tokens_per_s is None and speed.samples == 0
+    speed.record(200, 1.0)
+    assert speed.tokens_per_s == 200 and speed.tokens_within(0.5) == 100
+    speed.record(400, 1.0)  # the newest weighs 0.3
+    assert speed.tokens_per_s == pytest.approx(0.3 * 400 + 0.7 * 200)
+    assert speed.samples == 2
+
+
+def test_the_first_window_is_what_the_speed_runs_in_the_new_place_budget() -> None:
+    left_max = 1800
+    assert first_window(None, RIGHT_TOKENS, left_max) == LEFT_FIRST_TOKENS
+    slow = PrefillSpeed()
+    slow.record(100, 1.0)  # slower than the constant: never narrower than it
+    assert first_window(slow, RIGHT_TOKENS, left_max) == LEFT_FIRST_TOKENS
+    mid = PrefillSpeed()
+    mid.record(600, 1.0)
+    runs = 600 * NEW_PLACE_PREFILL_S - RIGHT_TOKENS - 4
+    assert first_window(mid, RIGHT_TOKENS, left_max) == runs // FIRST_WINDOW_STEP * \
+        FIRST_WINDOW_STEP
+    fast = PrefillSpeed()
+    fast.record(10_000, 1.0)  # ten times this machine: the whole left share at once
+    assert first_window(fast, RIGHT_TOKENS, left_max) == left_max
+    assert first_window(fast, RIGHT_TOKENS, 100) == 100  # a small window caps the floor
+
+
+def test_the_step_model_measures_the_tokens_it_ran_not_those_it_reused(engine) -> None:
+    model = engine.step_model
+    model.reset()
+    model.speed = PrefillSpeed()
+    model.clock = Clock(0.5)  # each prefill takes 0.5 s by this clock
+    ids = engine.tokenizer.encode("def f(x):\n    return x + 1\n" * 8)
+    assert len(ids) > 2 * MIN_MEASURED_TOKENS
+    model.prefill(ids)
+    assert model.speed.tokens_per_s == pytest.approx(len(ids) / 0.5)
+    # The same prompt and MIN_MEASURED_TOKENS more: only the new ones ran.
+    more = ids + ids[:MIN_MEASURED_TOKENS]
+    model.prefill(more)
+    assert model.reused == len(ids)
+    assert model.speed.samples == 2
+    assert model.speed.tokens_per_s == pytest.approx(
+        0.3 * MIN_MEASURED_TOKENS / 0.5 + 0.7 * len(ids) / 0.5)
+    model.prefill(more)  # all cached: nothing ran, nothing measured
+    assert model.speed.samples == 2
+    # A prefill stopped by its interrupt ran an unknown share of its tokens: not measured.
+    other = engine.tokenizer.encode("class A:\n    pass\n" * 20)
+    assert len(other) > model.chunk
+    assert model.prefill(other, interrupt=lambda: True) is None
+    assert model.speed.samples == 2
+    assert engine.runtime.prefill_speed is model.speed  # what the planner reads
+
+
+def test_a_fast_machine_gets_a_wide_first_window_at_a_new_place(engine) -> None:
+    text = "".join(f"value_{i} = compute({i}, {i} + 1)\n" for i in range(400))
+    cursor = text.index("value_350 ")
+    count = lambda s: len(engine.tokenizer.encode(s))  # noqa: E731
+    engine.step_model.speed = PrefillSpeed()
+    narrow = RequestPlanner().plan(engine, SETTINGS, "file:///a.py", text, cursor)
+    narrow_tokens = count(text[narrow.request.left_start:cursor])
+    assert narrow_tokens <= LEFT_FIRST_TOKENS
+    engine.step_model.speed.record(20_000, 1.0)
+    wide = RequestPlanner().plan(engine, SETTINGS, "file:///a.py", text, cursor)
+    wide_tokens = count(text[wide.request.left_start:cursor])
+    assert wide_tokens > 4 * LEFT_FIRST_TOKENS
+    # A planner that already placed a narrow anchor keeps it for cursors it still serves,
+    # and places the next new one with the wider window.
+    planner = RequestPlanner()
+    engine.step_model.speed = PrefillSpeed()
+    first = planner.plan(engine, SETTINGS, "file:///a.py", text, cursor)
+    engine.step_model.speed.record(20_000, 1.0)
+    again = planner.plan(engine, SETTINGS, "file:///a.py", text, cursor + 3)
+    assert again.request.left_start == first.request.left_start
+    far = text.index("value_50 ")
+    jumped = planner.plan(engine, SETTINGS, "file:///a.py", text, far)
+    assert count(text[jumped.request.left_start:far]) > 4 * LEFT_FIRST_TOKENS
+    # A benchmark's fixed first window stays fixed whatever the speed.
+    fixed = RequestPlanner(left_first=LEFT_FIRST_TOKENS).plan(
+        engine, SETTINGS, "file:///a.py", text, cursor)
+    assert fixed.request.left_start == narrow.request.left_start
