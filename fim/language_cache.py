@@ -14,6 +14,10 @@ that language too, with the state after feeding the typed characters
 cheap.  When the typed characters cannot be fed (the user typed something the language refuses
 there, or wrote past a place where the language would be built differently), the language is
 built anew.
+
+The cache is per language (``fim.languages``): a request names its language, and only a
+language with a grammar is built and kept; an unchecked one (``fim.languages.Unchecked``) costs
+nothing to make and is not kept, so it never evicts a grammar's language.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from fim.languages import PYTHON, Language, python_grammar
 from fim.options import Scope
 from fim.stopping import FeedCache
 from quotient.constraint import Constraint, ConstraintState
@@ -28,16 +33,11 @@ from quotient.constraint import Constraint, ConstraintState
 #: Builds the constraint for ``(left, right, scope)``; :func:`python_language` by default.
 LanguageFactory = Callable[[str, str, Scope], Constraint]
 
-
-def python_language(left: str, right: str, scope: Scope | str) -> Constraint:
-    """The Python FIM language (``python_language``) for these texts."""
-    # Imported on first use, for startup speed: the lexer and grammar modules (``regex``
-    # included) take tens of milliseconds that ``seam serve`` would otherwise spend before
-    # answering ``initialize``; the server imports them on its grammar thread while the
-    # model loads.
-    from python_language import FimLanguage
-
-    return FimLanguage.for_python(left, right, scope=scope)
+#: The Python FIM language (``python_language``) for these texts.  Imported on first use, for
+#: startup speed: the lexer and grammar modules (``regex`` included) take tens of
+#: milliseconds that ``seam serve`` would otherwise spend before answering ``initialize``; the
+#: server imports them on its grammar thread while the model loads.
+python_language = python_grammar
 
 
 @dataclass
@@ -51,6 +51,8 @@ class CachedLanguage:
     language: Constraint
     initial: ConstraintState
     cache: FeedCache = field(default_factory=FeedCache)
+    #: the file's language (``fim.languages``) it was built for
+    of: Language = PYTHON
 
 
 @dataclass(frozen=True)
@@ -84,11 +86,20 @@ class LanguageCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, left: str, right: str, scope: Scope | str) -> LanguageHit:
-        """The language for the request at ``(left, right, scope)``, reused or built."""
+    def get(self, left: str, right: str, scope: Scope | str,
+            of: Language = PYTHON) -> LanguageHit:
+        """The language for the request at ``(left, right, scope)`` in a file of language
+        ``of``, reused or built (``factory`` builds Python's, the record's grammar any other
+        one's; a language without a grammar gets a new unchecked constraint, not kept)."""
         scope = Scope(scope)
+        if not of.checked:
+            unchecked = of.constraint(left, right, scope)
+            return LanguageHit(CachedLanguage(left, right, scope, unchecked,
+                                              unchecked.initial(), of=of),
+                               unchecked.initial(), reused=False)
         for entry in reversed(self._entries):
-            if entry.right != right or entry.scope != scope or not left.startswith(entry.left):
+            if (entry.of != of or entry.right != right or entry.scope != scope
+                    or not left.startswith(entry.left)):
                 continue
             typed = left[len(entry.left):]
             state = entry.cache.feed(entry.initial, typed) if typed else entry.initial
@@ -96,8 +107,9 @@ class LanguageCache:
                 self._entries.remove(entry)
                 self._entries.append(entry)
                 return LanguageHit(entry, state, reused=True)
-        language = self.factory(left, right, scope)
-        entry = CachedLanguage(left, right, scope, language, language.initial())
+        language = (self.factory(left, right, scope) if of == PYTHON
+                    else of.constraint(left, right, scope))
+        entry = CachedLanguage(left, right, scope, language, language.initial(), of=of)
         self.built += 1
         self._entries.append(entry)
         del self._entries[:-self.size]
