@@ -159,6 +159,12 @@ def by_path(path: str) -> Language:
     return _BY_EXTENSION.get(suffix) or unknown("text")
 
 
+def checked_lsp_ids() -> tuple[str, ...]:
+    """The editors' ``languageId`` values whose suggestions are exact (a grammar checks
+    them); the ``seam/status`` answer tells the editors, which label the rest unchecked."""
+    return tuple(lsp for lang in LANGUAGES.values() if lang.checked for lsp in lang.lsp_ids)
+
+
 def extensions_of(name: str) -> tuple[str, ...]:
     """The file extensions of the language ``name`` (none for an unknown one)."""
     return by_id(name).extensions
