@@ -287,16 +287,12 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         if "llama_vim" in systems:
-            gguf = bundled.gguf_file(bundled.lookup_spec(args.model))
-            server = LlamaServer(ensure_built(), gguf, threads=default_threads())
-            server.wait_ready()
-            vim_settings = LlamaVimSettings(time_limits=False, auto=False,
-                                            stop_strings=("\n",))
-            record.llama_vim = {**vim_settings.describe(), "server": server.flags}
+            server = start_anchor(args.model)
+            record.llama_vim = {**VIM_SETTINGS.describe(), "server": server.flags}
         for language in wanted:
             assert not by_id(language).checked, f"{language} has a grammar: not this benchmark"
             cursors = draw_cursors(repos, language, args.per_language, args.seed)
-            client = (LlamaVimClient(server.url, vim_settings, seed=args.seed)
+            client = (LlamaVimClient(server.url, VIM_SETTINGS, seed=args.seed)
                       if server is not None else None)
             planner = RequestPlanner(ContextCollector(Workspace(), EditRing()))
             last_file = None
@@ -328,6 +324,22 @@ def main(argv: list[str] | None = None) -> int:
     save(finished=True)
     print(summary(rows))
     return 0
+
+
+#: llama.vim as the anchor runs: no time limits, triggered by hand, stopping at a line end.
+VIM_SETTINGS = LlamaVimSettings(time_limits=False, auto=False, stop_strings=("\n",))
+
+
+def start_anchor(model: str) -> LlamaServer:
+    """llama-server on the model's GGUF with as many threads as Seam's engine, ready."""
+    gguf = bundled.gguf_file(bundled.lookup_spec(model))
+    server = LlamaServer(ensure_built(), gguf, threads=default_threads())
+    try:
+        server.wait_ready()
+    except BaseException:
+        server.close()
+        raise
+    return server
 
 
 def _workspace(folder: Path) -> Workspace:
