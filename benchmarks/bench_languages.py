@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.fresh_tables import score  # noqa: E402
 from benchmarks.llama_server import LlamaServer, ensure_built  # noqa: E402
-from benchmarks.llama_vim import LlamaVimClient, LlamaVimSettings  # noqa: E402
+from benchmarks.llama_vim import LlamaVimClient, LlamaVimSettings, post_infill  # noqa: E402
 from benchmarks.report import RunRecord, command_line, model_packages, write_section  # noqa: E402
 from fim.api import Engine  # noqa: E402
 from fim.engines import bundled  # noqa: E402
@@ -292,7 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         for language in wanted:
             assert not by_id(language).checked, f"{language} has a grammar: not this benchmark"
             cursors = draw_cursors(repos, language, args.per_language, args.seed)
-            client = (LlamaVimClient(server.url, VIM_SETTINGS, seed=args.seed)
+            client = (LlamaVimClient(server.url, VIM_SETTINGS, seed=args.seed,
+                                     post=_patient_post)
                       if server is not None else None)
             planner = RequestPlanner(ContextCollector(Workspace(), EditRing()))
             last_file = None
@@ -311,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                     rows.append({"language": language, "system": system, "repo": cur.repo,
                                  "path": cur.path, "kind": cur.kind, "offset": cur.offset,
                                  "truth": cur.truth, **out, **score(out["shown"], cur.truth)})
+                    save(finished=False)  # a run cut short keeps every row so far
                     if args.progress:
                         r = rows[-1]
                         print(f"{language:10} {system:9} {r['seconds']:6.2f}s "
@@ -324,6 +326,12 @@ def main(argv: list[str] | None = None) -> int:
     save(finished=True)
     print(summary(rows))
     return 0
+
+
+def _patient_post(url: str, body: dict) -> dict:
+    """llama.vim's request, waited for as long as a loaded shared machine needs (its answer
+    has no time limit here, so the wait is the latency measured)."""
+    return post_infill(url, body, timeout=3600.0)
 
 
 #: llama.vim as the anchor runs: no time limits, triggered by hand, stopping at a line end.
