@@ -167,9 +167,11 @@ class Engine:
         state = entry = None
         lang_mode = LanguageMode.NONE
         if req.mode == Mode.CONSTRAINED:
-            hit = self.languages.get(req.left, req.right, req.scope)
+            hit = self.languages.get(req.left, req.right, req.scope, req.file_language)
             entry, state = hit.language, hit.state
             lang_mode = LanguageMode(entry.language.mode)
+        elif not req.file_language.checked:
+            lang_mode = LanguageMode.UNCHECKED  # nothing checks it in any mode
         return entry, state, lang_mode, prompt if prompt is not None else self.prompt_for(req)
 
     def prompt_for(self, req: CompletionRequest) -> Prompt:
@@ -222,6 +224,8 @@ class Engine:
         middle), else all of them; ``None`` in mode ``window``, where the text outside the
         windows is broken, so the file cannot parse whatever the middle (the constraint is
         exact within the windows)."""
+        if not req.file_language.checked:
+            return None  # nothing to check with: every middle passes
         if entry is None:
             return req.left, req.right
         if entry.language.mode == LanguageMode.WINDOW:
@@ -234,12 +238,14 @@ class Engine:
     def _partial_sink(self, req: CompletionRequest, entry: CachedLanguage | None,
                       on_partial: Callable[[str], None]) -> Callable[[str], None]:
         """Pass on only partial middles with which the file parses (the same final check
-        every returned middle gets)."""
+        every returned middle gets); every one in a language nothing checks."""
         texts = self._texts_to_check(req, entry)
+
+        parser = req.file_language.parses
 
         def sink(middle: str) -> None:
             if middle and (texts is None
-                           or decoding.parses(texts[0] + middle + texts[1])):
+                           or parser(texts[0] + middle + texts[1]) is not False):
                 on_partial(middle)
         return sink
 
@@ -285,7 +291,12 @@ class Engine:
     def _check(req: CompletionRequest, lang_mode: LanguageMode,
                texts: tuple[str, str] | None, middle: str | None, stop: StopReason
                ) -> tuple[str | None, StopReason, bool | None, str | None]:
-        """The final check every middle gets: ``(middle, stop, parses, error)``."""
+        """The final check every middle gets: ``(middle, stop, parses, error)``; none for a
+        language without a grammar (``parses`` ``None``: nothing can tell)."""
+        language = req.file_language
+        if language.parser is None:
+            return middle, stop, None, None
+        parser = language.parser
         parses = None
         error = None
         # Checked mode always takes the longest prefix that parses; constrained mode falls back
@@ -293,7 +304,7 @@ class Engine:
         cut = (req.mode == Mode.CHECKED and middle is not None
                and stop != StopReason.CANCELLED)
         if req.mode != Mode.CHECKED and middle is not None:
-            parses = texts is not None and decoding.parses(texts[0] + middle + texts[1])
+            parses = texts is not None and parser(texts[0] + middle + texts[1])
             if req.mode == Mode.CONSTRAINED and not parses:
                 if lang_mode == LanguageMode.EXACT:
                     # The constraint accepted a middle that Python rejects: a bug to surface
@@ -312,7 +323,7 @@ class Engine:
                 cut = lang_mode == LanguageMode.EXACT or lang_mode in DEGRADED_MODES
         if cut:
             check_left, check_right = texts or (req.left, req.right)
-            middle, stop = decoding.checked_cut(check_left, middle, check_right, stop)
+            middle, stop = decoding.checked_cut(check_left, middle, check_right, stop, parser)
             parses = middle is not None
         return middle, stop, parses, error
 

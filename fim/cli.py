@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from fim import cli_args
+from fim import cli_args, languages
 from fim.cli_args import UsageError
 from fim.cli_batch import complete_jsonl
 from fim.cli_eval import cmd_eval
@@ -134,6 +134,11 @@ def add_commands(sub: Any) -> None:
                    help="output JSONL, with --jsonl (default: stdout)")
     c.add_argument("--mode", choices=MODES, default=Mode.CONSTRAINED,
                    help="decoding mode (default: constrained)")
+    c.add_argument("--language", default=None, metavar="ID",
+                   help="the file's language, e.g. python, go, javascript: only a language "
+                        "Seam has a grammar for is constrained, any other is completed "
+                        "unchecked (default: from FILE's extension; for --jsonl, each row's "
+                        "\"language\" field, else python)")
     c.add_argument("--temperature", type=cli_args.non_negative_float, default=0.0,
                    help="sampling temperature, 0 for greedy (default: 0)")
     c.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
@@ -266,14 +271,23 @@ def load_engine(args: argparse.Namespace) -> CompletionEngine:
         close()
 
 
-def _request(args, left: str, right: str, mode: str | None = None) -> CompletionRequest:
+def _request(args, left: str, right: str, mode: str | None = None,
+             language: str = "python") -> CompletionRequest:
     from fim.api import CompletionRequest
 
     return CompletionRequest(
         left, right, mode=mode or args.mode, max_tokens=args.max_tokens, top_k=args.top_k,
         scope=args.scope, temperature=args.temperature, seed=args.seed,
-        time_budget_ms=args.time_budget_ms,
+        time_budget_ms=args.time_budget_ms, language=language,
     )
+
+
+def unchecked_note(language: str) -> str | None:
+    """The note for a language Seam has no grammar for (``None`` for one it has)."""
+    if languages.by_id(language).checked:
+        return None
+    return (f"no grammar for {language!r}: the middle is unchecked (not constrained nor "
+            "checked to parse)")
 
 
 def cmd_complete(args) -> int:
@@ -285,12 +299,18 @@ def cmd_complete(args) -> int:
         path, line, col = parse_position(args.position)
         text = read_source(path)
         offset = offset_of(text, line, col, path)
+        language = (languages.by_id(args.language) if args.language
+                    else languages.by_path(str(path))).id
+        note = unchecked_note(language)
+        if note and not args.quiet:
+            print(f"note: {note}", file=sys.stderr)
         engine = load_engine(args)
         progress, close = _decode_progress(args.quiet or args.json)
         try:
             # The model sees \n line breaks whatever the file uses, as in the server.
             res = engine.complete(_request(args, for_model(text[:offset]),
-                                           for_model(text[offset:])), progress=progress)
+                                           for_model(text[offset:]), language=language),
+                                  progress=progress)
         finally:
             close()
         if res.left_chars_dropped or res.right_chars_dropped:
@@ -307,8 +327,10 @@ def cmd_complete(args) -> int:
             print(f"no completion (stop: {res.stop})", file=sys.stderr)
             return 1
         return 0
+    default = languages.by_id(args.language).id if args.language else "python"
     return complete_jsonl(args, lambda: load_engine(args),
-                          lambda left, right: _request(args, left, right), emit)
+                          lambda left, right, language: _request(
+                              args, left, right, language=language or default), emit)
 
 
 #: Seam's packages: their warnings are printed; other modules' notices of change are not.

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from fim.cli_args import UsageError
 from fim.cli_files import MAX_JSONL_BYTES, read_regular_file
+from quotient.constraint import LanguageMode
 
 if TYPE_CHECKING:  # the engine's modules load only once the input has been read
     from fim.api import CompletionRequest, CompletionResult
@@ -43,6 +44,8 @@ class BatchItem:
     left: str = ""
     right: str = ""
     problem: str | None = None
+    #: the row's ``language`` field (``None``: the command's ``--language``, else python)
+    language: str | None = None
 
 
 _LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -95,11 +98,14 @@ def read_jsonl(path: Path) -> list[BatchItem]:
         ident = item.get("id", n)
         (left, left_problem), (right, right_problem) = (
             _text_field(item, name, older) for name, older in TEXT_FIELDS)
-        problem = left_problem or right_problem
+        language = item.get("language")
+        problem = left_problem or right_problem or (
+            "'language' must be a string, e.g. \"python\" or \"go\""
+            if language is not None and not isinstance(language, str) else None)
         if problem or left is None or right is None:
             items.append(BatchItem(n, ident, problem=problem))
         else:
-            items.append(BatchItem(n, ident, left, right))
+            items.append(BatchItem(n, ident, left, right, language=language))
     return items
 
 
@@ -153,6 +159,9 @@ def _row(item: BatchItem, res: CompletionResult) -> dict:
     }
     if res.error:
         row["error"] = res.error
+    if res.mode == LanguageMode.UNCHECKED:  # a language Seam has no grammar for
+        row["note"] = (f"no grammar for {item.language or 'this language'!r}: the middle "
+                       "is unchecked")
     return row
 
 
@@ -164,7 +173,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def complete_jsonl(args: Any, load: Callable[[], CompletionEngine],
-                   request: Callable[[str, str], CompletionRequest],
+                   request: Callable[[str, str, str | None], CompletionRequest],
                    emit: Callable[[str, TextIO], None]) -> int:
     """Complete every line of ``args.jsonl`` into ``args.out`` (or stdout) with the engine
     ``load()`` returns; exit code 2 if any line was refused, else 0."""
@@ -193,7 +202,7 @@ def complete_jsonl(args: Any, load: Callable[[], CompletionEngine],
 
 
 def _run(args: Any, engine: CompletionEngine, items: list[BatchItem],
-         request: Callable[[str, str], CompletionRequest],
+         request: Callable[[str, str, str | None], CompletionRequest],
          emit: Callable[[str, TextIO], None], out: TextIO) -> int:
     """Complete the items, writing a row each; the number refused."""
     from tqdm import tqdm
@@ -203,7 +212,7 @@ def _run(args: Any, engine: CompletionEngine, items: list[BatchItem],
         problem = item.problem
         if problem is None:
             try:
-                res = engine.complete(request(item.left, item.right))
+                res = engine.complete(request(item.left, item.right, item.language))
             except Exception as err:  # one bad item must not end the batch
                 problem = str(err).splitlines()[0] if str(err) else type(err).__name__
         if problem is not None:

@@ -28,6 +28,10 @@ and is then used by one thread at a time (its feed memo and recognizer charts ar
 the worker only builds it and its initial state, and the typed characters of a reuse are fed by
 the joining thread.  What every language shares, the grammar and its lazily built automata, is
 safe to extend from several threads (``quotient.lr0``, ``python_language.grammar``).
+
+The cache is per language (``fim.languages``): a request names its language, and only a
+language with a grammar is built and kept; an unchecked one (``fim.languages.Unchecked``) costs
+nothing to make and is not kept, so it never evicts a grammar's language.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from fim.languages import PYTHON, Language
 from fim.options import Scope
 from fim.stopping import FeedCache
 from quotient.constraint import Constraint, ConstraintState
@@ -72,6 +77,8 @@ class CachedLanguage:
     language: Constraint
     initial: ConstraintState
     cache: FeedCache = field(default_factory=FeedCache)
+    #: the file's language (``fim.languages``) it was built for
+    of: Language = PYTHON
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,7 @@ class _Slot:
     right: str
     scope: Scope
     built: Future[CachedLanguage]
+    of: Language = PYTHON
 
 
 class PendingLanguage:
@@ -120,7 +128,8 @@ class PendingLanguage:
             state = entry.cache.feed(entry.initial, typed) if typed else entry.initial
             if state is None:
                 self.built_here = True
-                self._hit = self._owner.build_here(self._left, entry.right, entry.scope)
+                self._hit = self._owner.build_here(self._left, entry.right, entry.scope,
+                                                   entry.of)
             else:
                 self._hit = LanguageHit(entry, state, self._reused)
         return self._hit
@@ -146,18 +155,29 @@ class LanguageCache:
     def __len__(self) -> int:
         return len(self._slots)
 
-    def get(self, left: str, right: str, scope: Scope | str) -> LanguageHit:
-        """The language for the request at ``(left, right, scope)``, reused or built (waits
-        for the build)."""
-        return self.begin(left, right, scope).join()
+    def get(self, left: str, right: str, scope: Scope | str,
+            of: Language = PYTHON) -> LanguageHit:
+        """The language for the request at ``(left, right, scope)`` in a file of language
+        ``of``, reused or built (waits for the build)."""
+        return self.begin(left, right, scope, of).join()
 
-    def begin(self, left: str, right: str, scope: Scope | str) -> PendingLanguage:
-        """The language for the request at ``(left, right, scope)``: a kept one, one being
-        built that it can share, or a build started now (on a worker when there are any)."""
+    def begin(self, left: str, right: str, scope: Scope | str,
+              of: Language = PYTHON) -> PendingLanguage:
+        """The language for the request at ``(left, right, scope)`` in a file of language
+        ``of``: a kept one, one being built that it can share, or a build started now (on a
+        worker when there are any).  ``factory`` builds Python's, the record's grammar any
+        other one's; a language without a grammar gets a new unchecked constraint, not kept."""
         scope = Scope(scope)
+        if not of.checked:
+            unchecked = of.constraint(left, right, scope)
+            slot = _Slot(left, right, scope, Future(), of)
+            slot.built.set_result(CachedLanguage(left, right, scope, unchecked,
+                                                 unchecked.initial(), of=of))
+            return PendingLanguage(self, slot, left, reused=False)
         with self._lock:
             for slot in reversed(self._slots):
-                if slot.right != right or slot.scope != scope or not left.startswith(slot.left):
+                if (slot.of != of or slot.right != right or slot.scope != scope
+                        or not left.startswith(slot.left)):
                     continue
                 if slot.built.done() and slot.built.exception() is not None:
                     continue  # failed; forgotten by its callback, which may not have run yet
@@ -175,25 +195,29 @@ class LanguageCache:
                 self._slots.remove(slot)
                 self._slots.append(slot)
                 return pending
-            slot = self._start(left, right, scope)
+            slot = self._start(left, right, scope, of)
         return PendingLanguage(self, slot, left, reused=False)
 
-    def build_here(self, left: str, right: str, scope: Scope) -> LanguageHit:
+    def _factory(self, of: Language) -> LanguageFactory:
+        return self.factory if of == PYTHON else of.constraint
+
+    def build_here(self, left: str, right: str, scope: Scope,
+                   of: Language = PYTHON) -> LanguageHit:
         """Build the language on the caller's thread (and keep it)."""
-        slot = _Slot(left, right, scope, Future())
-        _build_into(slot, self.factory)
+        slot = _Slot(left, right, scope, Future(), of)
+        _build_into(slot, self._factory(of))
         with self._lock:
             self._keep(slot)
         return LanguageHit(slot.built.result(), slot.built.result().initial, reused=False)
 
-    def _start(self, left: str, right: str, scope: Scope) -> _Slot:
-        slot = _Slot(left, right, scope, Future())
+    def _start(self, left: str, right: str, scope: Scope, of: Language) -> _Slot:
+        slot = _Slot(left, right, scope, Future(), of)
         self._keep(slot)
         slot.built.add_done_callback(self._forget_failed)
         if self._pool is None:
-            _build_into(slot, self.factory)
+            _build_into(slot, self._factory(of))
         else:
-            self._pool.submit(_build_into, slot, self.factory)
+            self._pool.submit(_build_into, slot, self._factory(of))
         return slot
 
     def _keep(self, slot: _Slot) -> None:
@@ -222,7 +246,8 @@ def _build_into(slot: _Slot, factory: LanguageFactory) -> None:
         return
     try:
         language = factory(slot.left, slot.right, slot.scope)
-        entry = CachedLanguage(slot.left, slot.right, slot.scope, language, language.initial())
+        entry = CachedLanguage(slot.left, slot.right, slot.scope, language, language.initial(),
+                               of=slot.of)
     except BaseException as err:  # noqa: BLE001 - the joining thread raises it
         slot.built.set_exception(err)
     else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import warnings
+from collections.abc import Callable
 
 from fim.options import StopReason
 
@@ -24,23 +25,25 @@ def parses(source: str) -> bool:
     return True
 
 
-def longest_parsing_prefix(left: str, text: str, right: str) -> str | None:
-    """The longest ``p``, a prefix of ``text`` cut at any character, with ``left+p+right`` valid."""
+def longest_parsing_prefix(left: str, text: str, right: str,
+                           parser: Callable[[str], bool] = parses) -> str | None:
+    """The longest ``p``, a prefix of ``text`` cut at any character, with ``left+p+right`` valid
+    (``parser``: the file's language's, Python's by default)."""
     for end in range(len(text), -1, -1):
-        if parses(left + text[:end] + right):
+        if parser(left + text[:end] + right):
             return text[:end]
     return None
 
 
-def checked_cut(left: str, text: str, right: str, stop: StopReason
-                ) -> tuple[str | None, StopReason]:
+def checked_cut(left: str, text: str, right: str, stop: StopReason,
+                parser: Callable[[str], bool] = parses) -> tuple[str | None, StopReason]:
     """Checked-unconstrained post-processing of an unconstrained output.
 
     Returns ``(middle, stop)``: the output itself when it parses after a stop token (``eos``),
     a shorter parsing prefix or a parsing output cut off by the budget (``best_complete``), or
     ``(None, "no_candidate")`` when no prefix parses.
     """
-    kept = longest_parsing_prefix(left, text, right)
+    kept = longest_parsing_prefix(left, text, right, parser)
     if kept is None:
         return None, StopReason.NO_CANDIDATE
     if len(kept) < len(text) or stop != StopReason.EOS:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from fim.alternatives import Alternative, Ranking
 from fim.decode_options import DecodeOptions
+from fim.languages import Language, by_id
 from fim.options import MODES, SCOPES, Mode, Scope, StopReason
 from fim.stopping import RIGHT_PROBE_CHARS, at_line_start
 from fim.templates import ContextFile, PromptOrder
@@ -61,6 +62,15 @@ class CompletionRequest:
     #: 1: greedy only.  ``middle`` is then the best-ranked one.
     alternatives: int = 1
     ranking: Ranking = Ranking.SUM
+    #: The file's language (``fim.languages``: an id such as ``"python"``, ``"go"``; an
+    #: editor's ``languageId`` is understood too).  Only a language with a grammar is
+    #: constrained and parse-checked; any other is decoded unchecked (mode ``unchecked``).
+    language: str = "python"
+
+    @property
+    def file_language(self) -> Language:
+        """The record of :attr:`language` (an unknown name is an unchecked language)."""
+        return by_id(self.language)
 
     def validate(self) -> None:
         if not isinstance(self.left, str) or not isinstance(self.right, str):
@@ -96,6 +106,8 @@ class CompletionRequest:
             raise ValueError(f"unknown ranking {self.ranking!r}; expected one of "
                              f"{', '.join(r.value for r in Ranking)}")
         self.ranking = Ranking(self.ranking)
+        if not isinstance(self.language, str):
+            raise ValueError("language must be a string, e.g. \"python\"")
 
     @property
     def ranked(self) -> bool:

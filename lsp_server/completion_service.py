@@ -41,7 +41,7 @@ from fim.options import StopReason
 from fim.request import CompletionResult
 from lsp_server import text as model_text
 from lsp_server.background import Background, Place, Post, check_slow, ranked_key, ranked_middles
-from lsp_server.documents import Cursor, Document, DocumentStore, PositionError
+from lsp_server.documents import Cursor, Document, DocumentStore, PositionError, served
 from lsp_server.engine_work import Decode
 from lsp_server.jobs import JobScheduler, Outcome
 from lsp_server.messages import CompletionRecord, CompletionSource, CursorMessage
@@ -142,7 +142,7 @@ class CompletionService:
                       changes: Sequence[types.TextDocumentContentChangeEvent]) -> None:
         """An edit changed ``doc`` from ``old_text``: the planner records it (its plans of
         other documents are made again; the edited lines go into the ring of recent edits)."""
-        if doc.language_id not in self.settings.languages:
+        if not served(self.settings.languages, doc.language_id):
             self.planner.changed(doc.uri)
             return
         change = changes[0] if len(changes) == 1 else None
@@ -162,9 +162,11 @@ class CompletionService:
               left_start: int | None = None) -> Planned:
         """The request a completion at ``offset`` of ``text`` makes (``request_plan``: the
         place's kept plan when there is one)."""
+        doc = self.documents.get(uri)
         return self.planner.plan(
             engine, self.settings, uri, text, offset,
-            OpenDocuments(self.documents, self.settings.languages), left_start=left_start)
+            OpenDocuments(self.documents, self.settings.languages), left_start=left_start,
+            language=doc.language.id if doc is not None else "python")
 
     # ----- the cursor rests: warm and widen --------------------------------------------------
 
@@ -174,7 +176,8 @@ class CompletionService:
         uri = message.uri
         doc = self.documents.get(uri)
         engine = self.host.engine
-        if doc is None or engine is None or doc.language_id not in self.settings.languages:
+        if doc is None or engine is None or not served(self.settings.languages,
+                                                       doc.language_id):
             if engine is None:
                 self.host.retry()  # a vLLM server that failed: back by the time one asks?
             return
@@ -295,7 +298,7 @@ class CompletionService:
         if doc is None:
             log.warning("completion for a document that is not open: %s", uri)
             return None
-        if doc.language_id not in self.settings.languages:
+        if not served(self.settings.languages, doc.language_id):
             log.info("no completion: language %r is not in seam.languages %s",
                      doc.language_id, list(self.settings.languages))
             return None

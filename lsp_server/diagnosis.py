@@ -38,7 +38,10 @@ from fim.engines.model_specs import (
     choose_engine,
     classify_spec,
 )
+from fim.languages import by_lsp_id, by_path
 from fim.version import __version__
+from lsp_server.documents import ALL_LANGUAGES
+from lsp_server.documents import served as served_language
 from lsp_server.fallback import FallbackMode
 from lsp_server.logs import default_log_file
 from lsp_server.server_log_state import ServerState, last_session
@@ -340,21 +343,25 @@ def _log(path: Path) -> list[Finding]:
 
 def _file(path: Path, language: str | None, settings: Settings) -> list[Finding]:
     """Whether the server would offer suggestions in this file."""
-    language = language or LANGUAGE_OF_SUFFIX.get(path.suffix.lower())
+    known = by_path(path.name)
+    language = (language or LANGUAGE_OF_SUFFIX.get(path.suffix.lower())
+                or (known.lsp_ids[0] if known.lsp_ids and known.extensions else None))
     served = settings.languages
     details = {"path": str(path), "language": language, "languages": list(served)}
-    if language is None:
+    if language is None and ALL_LANGUAGES not in served:
         return [Finding(Topic.FILE, Verdict.PROBLEM,
                         f"{path.name}: file type {path.suffix or '(no suffix)'} is not served "
                         f"(Seam completes {', '.join(served)})",
                         fix="pass --language ID if the editor gives it a served language",
                         details=details)]
-    if language not in served:
+    language = language or "plaintext"
+    if not served_language(served, language):
         return [Finding(Topic.FILE, Verdict.PROBLEM,
                         f"{path.name}: language {language!r} is not served (the \"languages\" "
                         f"setting is {list(served)})",
-                        fix=f'add "{language}" to the "languages" setting only if Seam '
-                            "supports it (it completes Python)", details=details)]
+                        fix=f'add "{language}" to the "languages" setting (or "*": every '
+                            "file; Python's suggestions are exact, the others' unchecked)",
+                        details=details)]
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -366,7 +373,10 @@ def _file(path: Path, language: str | None, settings: Settings) -> list[Finding]
                         f"by default ({MAX_DOCUMENT_BYTES // 2**20} MiB)",
                         fix="start the server with seam serve --max-message-mb N",
                         details=details)]
-    return [Finding(Topic.FILE, Verdict.OK, f"{path.name}: language {language!r} is served",
+    check = by_lsp_id(language).check
+    details["check"] = check
+    return [Finding(Topic.FILE, Verdict.OK,
+                    f"{path.name}: language {language!r} is served ({check} suggestions)",
                     details=details)]
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from lsprotocol import types
 
+from fim.languages import Language, by_lsp_id, by_path
 from fim.lines import BREAK as _BREAK
 from fim.lines import line_end, line_starts
 
@@ -55,6 +56,18 @@ def _units(ch: str, encoding: str) -> int:
     return 2 if cp > 0xFFFF else 1
 
 
+#: The ``languages`` setting's entry that serves every file type.
+ALL_LANGUAGES = "*"
+
+
+def served(languages: Sequence[str], language_id: str) -> bool:
+    """Whether the ``languages`` setting serves an editor's ``languageId``: ``"*"`` serves
+    every file; else the id itself or its language's (``fim.languages``: ``"shell"`` serves
+    ``"shellscript"``) must be listed."""
+    return (ALL_LANGUAGES in languages or language_id in languages
+            or by_lsp_id(language_id).id in languages)
+
+
 class Document:
     """One open document: its text, version, language and line index."""
 
@@ -71,6 +84,12 @@ class Document:
     @property
     def text(self) -> str:
         return self._text
+
+    @property
+    def language(self) -> Language:
+        """The file's language (``fim.languages``): by its ``languageId``, else (a client
+        that sent none) by its name."""
+        return by_lsp_id(self.language_id) if self.language_id else by_path(self.uri)
 
     @property
     def line_count(self) -> int:

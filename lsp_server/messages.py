@@ -147,12 +147,14 @@ class StatusReply:
     idle: bool = True  # nothing queued or running (for tests and benchmarks)
     documents: int = 0  # open documents
     runtime: RuntimeInfo | None = None  # once a model is loaded
+    #: the editors' language ids whose suggestions are exact; every other file's are unchecked
+    checked: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out = self.state.as_json()
         out.update(settings=self.settings, recent=[r.to_json() for r in self.recent],
                    decodes=[d.to_json() for d in self.decodes], running=list(self.running),
-                   idle=self.idle, documents=self.documents)
+                   idle=self.idle, documents=self.documents, checked=list(self.checked))
         if self.runtime is not None:
             out["runtime"] = self.runtime.to_json()
         return out
@@ -168,7 +170,8 @@ class StatusReply:
                 decodes=tuple(DecodeRecord.from_json(d) for d in known.get("decodes", ())),
                 running=tuple(known.get("running", ())), idle=bool(known.get("idle", True)),
                 documents=int(known.get("documents", 0)),
-                runtime=RuntimeInfo.from_json(runtime) if runtime is not None else None)
+                runtime=RuntimeInfo.from_json(runtime) if runtime is not None else None,
+                checked=tuple(str(c) for c in known.get("checked", ())))
         except (TypeError, ValueError) as exc:
             raise MessageError(f"not a seam/status reply: {exc}") from None
 

@@ -41,7 +41,7 @@ from fim.engines.prefill_speed import PrefillSpeed
 from fim.options import Mode, Scope
 from fim.request import CompletionRequest
 from lsp_server import text as model_text
-from lsp_server.documents import Document, DocumentStore
+from lsp_server.documents import Document, DocumentStore, served
 from lsp_server.measures import TokenCount, TokenCounter, WidestLine
 from lsp_server.project.recent_edits import EditRing
 from lsp_server.project.sources import (
@@ -171,9 +171,10 @@ class Widening:
 
 def open_documents(documents: Iterable[Document], languages: Sequence[str]
                    ) -> list[OpenDocument]:
-    """The open documents of completed languages, as the model sees them, in their order."""
-    return [OpenDocument(d.uri, model_text.for_model(d.text), d.language_id)
-            for d in documents if d.language_id in languages]
+    """The open documents of completed languages, as the model sees them, in their order
+    (each with its ``fim.languages`` id: the sources keep to the request's language)."""
+    return [OpenDocument(d.uri, model_text.for_model(d.text), d.language.id)
+            for d in documents if served(languages, d.language_id)]
 
 
 @dataclass(frozen=True)
@@ -326,35 +327,37 @@ class RequestPlanner:
         return sum(c.total() - c[uri] for c in counts)
 
     def plan(self, engine: CompletionEngine, settings: Settings, uri: str, text: str,
-             offset: int, documents: Documents = (), *, left_start: int | None = None
-             ) -> Planned:
+             offset: int, documents: Documents = (), *, left_start: int | None = None,
+             language: str = "python") -> Planned:
         """The request a completion at ``offset`` of ``text`` (document ``uri``) makes: the
         kept plan of that place when there is one, else a new one (kept).
 
         ``documents`` are the open documents for the open-files source, in the order they
         were opened.  ``left_start`` overrides the prompt's start (a widened anchor being
-        warmed); by default it is the document's anchor.
+        warmed); by default it is the document's anchor.  ``language``: the document's
+        (``fim.languages`` id), which the request and the project context keep to.
         """
         elsewhere = self._elsewhere(uri)
         # The text by its length and hash (cached on the string: the document's text is hashed
         # once per edit), so that no old text is kept alive by the key.
         key = (uri, len(text), hash(text), offset, left_start, elsewhere, id(settings),
-               id(engine))
+               id(engine), language)
         kept = self._plans.get(key)
         if kept is not None and kept[0] is settings and kept[1] is engine:
             self._plans.move_to_end(key)
             return kept[2]
         if isinstance(documents, OpenDocuments):
             documents = documents.listed()
-        planned = self._build(engine, settings, uri, text, offset, documents, left_start)
+        planned = self._build(engine, settings, uri, text, offset, documents, left_start,
+                              language)
         self._plans[key] = (settings, engine, planned)
         while len(self._plans) > PLANS_KEPT:
             self._plans.popitem(last=False)
         return planned
 
     def _build(self, engine: CompletionEngine, settings: Settings, uri: str, text: str,
-               offset: int, documents: Sequence[OpenDocument], left_start: int | None
-               ) -> Planned:
+               offset: int, documents: Sequence[OpenDocument], left_start: int | None,
+               language: str = "python") -> Planned:
         self.builds += 1
         policy = self.policy(engine, settings, text, offset)
         sources = project_sources(settings, device_type(engine))
@@ -374,9 +377,10 @@ class RequestPlanner:
             project = self.collector.collect(
                 uri, text, left.count("\n", 0, left_start),
                 dataclasses.replace(sources, budget=extra), documents,
-                self._count_with(engine), cursor=offset, widest_line=widest_line)
+                self._count_with(engine), cursor=offset, widest_line=widest_line,
+                language=language)
         request = policy.request(
             left, right, left_start=left_start, context_files=project.files,
             context_budget=project.budget if extra else 0, repo=project.repo,
-            path=project.path)
+            path=project.path, language=language)
         return Planned(request, policy, (uri, digest(left), digest(right), policy), project)

@@ -42,6 +42,7 @@ from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
 from pygls.lsp.server import LanguageServer
 
+from fim.languages import checked_lsp_ids
 from fim.version import __version__
 from lsp_server.completion_service import CompletionService
 from lsp_server.documents import PositionError
@@ -380,7 +381,7 @@ class SeamServer(LanguageServer):
         return StatusReply(self.host.state, settings_json(self.settings),
                            tuple(self.service.recent), tuple(jobs.finished),
                            tuple(jobs.running()), jobs.idle(), len(self.documents),
-                           runtime).to_json()
+                           runtime, checked_lsp_ids()).to_json()
 
     def on_cursor(self, params: Any) -> None:
         """The cursor moved or rests (``seam/cursor``): the service warms the prompt there."""

@@ -160,7 +160,7 @@ def _languages(value: Any) -> tuple[str, ...]:
         value = [value]
     if (not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value)
             or not any(v.strip() for v in value)):
-        raise Rejected('a list of language ids, e.g. ["python"]')
+        raise Rejected('a list of language ids, e.g. ["python"], or ["*"] for every file')
     return tuple(dict.fromkeys(v.strip() for v in value if v.strip()))
 
 
@@ -305,7 +305,8 @@ class Settings:
     scope: Scope | None = _key("scope", _scope, None, auto=True, choices=("auto", *SCOPES))
     top_k: int = _key("topK", _top_k, 50)
     constrained: bool = _key("constrained", _bool, True)
-    languages: tuple[str, ...] = _key("languages", _languages, ("python",))
+    #: the editors' language ids served (``"*"``: every file; see ``documents.served``)
+    languages: tuple[str, ...] = _key("languages", _languages, ("*",))
     trust_remote_code: bool = _key("trustRemoteCode", _bool, False, pinned=True)
     engine: EngineKind = _key("engine", _engine, EngineKind.AUTO, choices=ENGINE_NAMES)
     #: ``engine: "vllm"``: the team's vLLM server and its key (where the code is sent)

@@ -36,6 +36,9 @@ class LanguageMode(StrEnum):
     #: no constraint while feeding (the left context cannot be analysed); ``is_complete``
     #: still answers with the language's own parser.
     NONE = "none"
+    #: the file's language has no grammar in Seam: every middle is accepted and complete
+    #: anywhere; nothing checks it (``fim.languages``: the editor labels it unchecked).
+    UNCHECKED = "unchecked"
 
 
 class Scope(StrEnum):

@@ -121,7 +121,7 @@ def test_the_scanner_sees_every_kind_of_import(graph) -> None:
     """Guards the other tests against a scanner that finds nothing."""
     assert "quotient.nfa_charts" in graph["quotient.quotients"]  # relative, module level
     assert "quotient" in graph["python_language.scopes"]  # absolute, from a package
-    assert "python_language" in graph["fim.language_cache"]  # inside a function
+    assert "python_language" in graph["fim.languages"]  # inside a function
     assert "quotient.grammar" in graph["quotient.fast"]  # under `if TYPE_CHECKING`
 
 

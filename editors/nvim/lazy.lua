@@ -4,7 +4,9 @@
 -- :help seam-options.
 return {
   "seam-complete/seam",
-  ft = "python",
+  -- Every file gets suggestions (Python's exact, the others' unchecked): load on the first
+  -- file opened. `ft = "python"` (and settings.languages = { "python" }) for Python alone.
+  event = { "BufReadPost", "BufNewFile" },
   opts = {
     -- cmd = { "/path/to/venv/bin/seam", "serve" },   -- default: { "seam", "serve" }
     settings = { model = "bundled" },

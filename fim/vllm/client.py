@@ -46,6 +46,7 @@ tells a slow server from a long prompt (``lsp_server.model_host``).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -55,6 +56,7 @@ from pathlib import Path
 from fim.api import CompletionRequest, CompletionResult
 from fim.engine_interface import EngineFeatures, Runtime
 from fim.engines.model_specs import EngineKind
+from fim.languages import PYTHON
 from fim.options import Mode, StopReason
 from fim.templates import TEMPLATES, ContextIds, FimTemplate, build_prompt
 from fim.vllm.answers import after_heal, asks_right_stop, finish
@@ -153,6 +155,13 @@ class _RemoteIds:
                                                   "add_special_tokens": False})
         tokens = out.get("tokens")
         return int(tokens[0]) if isinstance(tokens, list) and len(tokens) == 1 else None
+
+
+def _constrained(req: CompletionRequest) -> bool:
+    """Whether the server's processor constrains the row: a constrained request in a language
+    with a grammar (the processor knows Python's; any other file's row runs unconstrained,
+    its middle unchecked)."""
+    return req.mode == Mode.CONSTRAINED and req.file_language == PYTHON
 
 
 class VllmEngine:
@@ -304,7 +313,7 @@ class VllmEngine:
         built = build_prompt(
             self.tokenizer, info.template, req.left, req.right,
             window=window if exact else max(1, window - PROMPT_SLACK), reserve=req.max_tokens,
-            left_share=self.left_share, heal=exact and req.mode == Mode.CONSTRAINED,
+            left_share=self.left_share, heal=exact and _constrained(req),
             right_budget=req.right_tokens, order=req.order, left_start=req.left_start,
             context=self._context_ids(req))
         return RemotePrompt(built.ids, None if exact else self.tokenizer.decode(built.ids),
@@ -373,7 +382,7 @@ class VllmEngine:
                 "max_tokens": req.max_tokens, "temperature": req.temperature,
                 "seed": req.seed, "stream": True, "stream_options": {"include_usage": True},
                 "stop_token_ids": list(self.info.stop_ids), "skip_special_tokens": True}
-        if req.mode == Mode.CONSTRAINED:
+        if _constrained(req):
             # The right-context stop is a greedy row's (see ``fim.vllm.processor``); the
             # model's raw top token at the step the row ended tells this client it happened
             # (``right_context_end``): vLLM's default logprobs are the raw model's.
@@ -416,11 +425,18 @@ class VllmEngine:
         self.step_model.from_server = streamed.cached_tokens is not None
         self.step_model.reused = (streamed.cached_tokens if streamed.cached_tokens is not None
                                   else cached)
-        middle, stop, parses = finish(req, streamed, built.healed)
+        checked = req.file_language == PYTHON  # the only grammar the processor has
+        if checked:
+            middle, stop, parses = finish(req, streamed, built.healed)
+        else:  # no grammar: the row ran unconstrained, and nothing parses the middle
+            middle, stop, _ = finish(dataclasses.replace(req, mode=Mode.UNCONSTRAINED),
+                                     streamed, built.healed)
+            parses = None
+        mode = (LanguageMode.UNCHECKED if not checked
+                else LanguageMode.EXACT if req.mode == Mode.CONSTRAINED else LanguageMode.NONE)
         return CompletionResult(
             middle=middle, stop=stop, tokens=streamed.tokens, setup_ms=setup_ms,
-            model_ms=model_ms, constraint_ms=0.0,
-            mode=LanguageMode.EXACT if req.mode == Mode.CONSTRAINED else LanguageMode.NONE,
+            model_ms=model_ms, constraint_ms=0.0, mode=mode,
             decoding=Mode(req.mode), raw=after_heal(streamed.text, built.healed) or "",
             parses=parses, prompt_tokens=streamed.prompt_tokens or len(built.ids),
             project_tokens=built.project_tokens,

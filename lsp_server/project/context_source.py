@@ -29,7 +29,8 @@ from lsp_server.project.workspace import Workspace, path_of_uri
 
 @dataclass(frozen=True)
 class OpenDocument:
-    """A document the editor has open: its URI, text and language."""
+    """A document the editor has open: its URI, text and language (a ``fim.languages`` id;
+    the sources show a request only documents of its own language)."""
 
     uri: str
     text: str
@@ -60,8 +61,8 @@ class ContextQuery:
     """One request's question to the sources: the document ``uri`` with text ``text`` (line
     breaks ``\\n``) whose prompt starts at line ``anchor_line``; the open documents in the
     order they were opened (those out of scope already left out); the token counter; the
-    cursor's offset in ``text`` (``None``: unknown) and the line the widest prompt there would
-    start at (asked only when needed)."""
+    cursor's offset in ``text`` (``None``: unknown), the line the widest prompt there would
+    start at (asked only when needed), and the document's language."""
 
     uri: str
     text: str
@@ -70,6 +71,13 @@ class ContextQuery:
     count: Callable[[str], int]
     cursor: int | None = None
     widest_line: Callable[[], int] | None = None
+    #: the document's language (a ``fim.languages`` id)
+    language: str = "python"
+
+    def same_language(self) -> list[OpenDocument]:
+        """The other open documents of the document's language (a JavaScript file's prompt
+        shows JavaScript, not the Python beside it)."""
+        return [d for d in self.documents if d.uri != self.uri and d.language == self.language]
 
     def cost(self, path: str, body: str) -> int:
         """Tokens a context file costs in the prompt, its separator included."""

@@ -1,7 +1,9 @@
 """The open-files source of project context: the other documents the editor has open.
 
+Only documents of the request's language are shown (a YAML file's prompt holds no Python).
 Each is shown as the ``OPEN_FILE_LINES`` lines around where the user last was in it, or, if
-they never were, as its outline (the signatures of its top-level definitions).  The most
+they never were, as its outline (a Python file's signatures of its top-level definitions;
+another language's first lines).  The most
 recently visited documents are chosen first, the first that does not fit cut to its first
 lines; they go into the prompt in the order they were opened.
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 import ast
 import warnings
 
+from fim.languages import PYTHON
 from fim.lru import LRU
 from fim.templates import ContextFile
 from lsp_server.project.context_source import (
@@ -73,7 +76,8 @@ class OpenFiles:
         hit = self._outlines.get(doc.uri)
         if hit is not None and (hit[0] is doc.text or hit[0] == doc.text):
             return hit[1]
-        if len(doc.text) > MAX_OUTLINE_CHARS:
+        if len(doc.text) > MAX_OUTLINE_CHARS or doc.language != PYTHON.id:
+            # (Outlines are Python's signatures; another language's file shows its head.)
             found = _bounded("\n".join(doc.text[:MAX_SHOWN_CHARS].split("\n")[:OPEN_FILE_LINES]))
             self._outlines.put(doc.uri, (doc.text, found))
             return found
@@ -102,7 +106,8 @@ class OpenFiles:
     def pick(self, query: ContextQuery, cap: int) -> Picked:
         recency = {u: i for i, u in enumerate(self._visits)}
         others = [(k, d) for k, d in enumerate(query.documents)
-                  if d.uri != query.uri and d.text and not d.text.isspace()]
+                  if d.uri != query.uri and d.language == query.language
+                  and d.text and not d.text.isspace()]
         # The most recent first (the never visited after, in the order opened); only those
         # the budget reaches are looked into.
         others.sort(key=lambda kd: -recency.get(kd[1].uri, -1))

@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fim.languages import PYTHON, extensions_of
 from fim.lru import LRU
 from lsp_server.project.python_definitions import DefinitionIndex
 from lsp_server.project.workspace import MAX_FILE_BYTES, Workspace, path_of_uri
@@ -178,12 +179,15 @@ class SimilarCode:
 
     def snippets(self, uri: str, text: str, cursor: int, anchor_line: int,
                  documents: Sequence[tuple[str, str]],
-                 widest_line: Callable[[], int] | None = None) -> tuple[Snippet, ...]:
+                 widest_line: Callable[[], int] | None = None,
+                 language: str = "python") -> tuple[Snippet, ...]:
         """The snippets for a prompt of ``uri`` (text ``text``, the cursor at offset
         ``cursor``) that starts at line ``anchor_line``; ``documents`` are the other open
         documents as ``(uri, text)``; ``widest_line`` gives the line the widest prompt at
         this cursor would start at (the server widens to it while the cursor rests, and the
-        snippets stay), asked only when the snippets are chosen.  The best last."""
+        snippets stay), asked only when the snippets are chosen; ``language``: the document's
+        (``fim.languages`` id: the files next to it of that language are searched, and a
+        Python document's imports).  The best last."""
         cursor_line = text.count("\n", 0, cursor)
         place = self._places.get(uri)
         if place is not None and (place.anchor_line == anchor_line
@@ -193,19 +197,20 @@ class SimilarCode:
             self._places[uri] = _Place(anchor_line, place.line, place.snippets)
             return place.snippets
         top = anchor_line if widest_line is None else min(anchor_line, widest_line())
-        found = self._choose(uri, text, cursor, cursor_line, top, documents)
+        found = self._choose(uri, text, cursor, cursor_line, top, documents, language)
         self._places[uri] = _Place(anchor_line, cursor_line, found)
         return found
 
     # ----- choosing -----------------------------------------------------------------------------
 
     def _choose(self, uri: str, text: str, cursor: int, cursor_line: int, top: int,
-                documents: Sequence[tuple[str, str]]) -> tuple[Snippet, ...]:
+                documents: Sequence[tuple[str, str]], language: str = "python"
+                ) -> tuple[Snippet, ...]:
         query = query_of(text[:cursor])
         if not query:
             return ()
         scored: list[tuple[float, str, int, _Cut]] = []
-        for other_uri, piece in self._candidates(uri, text, documents):
+        for other_uri, piece in self._candidates(uri, text, documents, language):
             own = other_uri == uri
             for w in piece.windows:
                 score = similarity(query, w.keys)
@@ -227,8 +232,8 @@ class SimilarCode:
                 chosen.append(Snippet(other_uri, start, body, score))
         return tuple(reversed(chosen))
 
-    def _candidates(self, uri: str, text: str, documents: Sequence[tuple[str, str]]
-                    ) -> list[tuple[str, _Cut]]:
+    def _candidates(self, uri: str, text: str, documents: Sequence[tuple[str, str]],
+                    language: str = "python") -> list[tuple[str, _Cut]]:
         """``(uri, cut)`` of the document, the open documents, then the files next to the
         document and those of its imports; a file the editor has open is read from the
         editor, never from disk."""
@@ -243,7 +248,7 @@ class SimilarCode:
         for u, t in documents:
             if u != uri and len(out) < MAX_FILES and len(t) <= MAX_FILE_BYTES:
                 out.append((u, cut(t)))
-        for path in self._nearby(uri, text):
+        for path in self._nearby(uri, text, language):
             if len(out) >= MAX_FILES:
                 break
             if path in seen:
@@ -254,12 +259,16 @@ class SimilarCode:
                 out.append((path.as_uri(), piece))
         return out
 
-    def _nearby(self, uri: str, text: str) -> list[Path]:
-        """The Python files in the document's directory, then the files of its imports."""
+    def _nearby(self, uri: str, text: str, language: str = "python") -> list[Path]:
+        """The files of the document's language in its directory, then (Python) the files
+        of its imports."""
         document = path_of_uri(uri)
         out: list[Path] = []
-        if document is not None:
-            out += self.workspace.python_files(document.parent, MAX_FILES)
+        suffixes = extensions_of(language)
+        if document is not None and suffixes:
+            out += self.workspace.files_with(document.parent, suffixes, MAX_FILES)
+        if language != PYTHON.id:
+            return list(dict.fromkeys(out))  # import resolution is Python's alone
         for imp in self.definitions.imports(text):
             found = self.definitions.resolve(imp.module, imp.level, document)
             if found is not None:

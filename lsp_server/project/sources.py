@@ -3,15 +3,16 @@
 Four sources, each of which a setting turns off (``lsp_server.settings``):
 
 * **definitions** of the names the document imports and uses, from the workspace's files
-  (``python_definitions``): what the code at the cursor calls;
-* **open files**: the other open documents of a completed language, each as the lines around
+  (``python_definitions``): what the code at the cursor calls (Python documents only);
+* **open files**: the other open documents of the document's language, each as the lines around
   where the user last was in it, or, if they never were, its outline (the signatures of its
   top-level definitions);
 * **recent edits**: the ring of recently edited chunks (``recent_edits``), except those of the
   current document at or below the prompt's start (the prompt shows them already, and the
   chunk being typed in changes with every keystroke);
 * **similar code**: windows of the project's code that read like the lines above the cursor
-  (``similar_code``), chosen once per place in the document.
+  (``similar_code``), chosen once per place in the document: the open documents and the
+  files next to it of its language (``fim.languages``), and a Python document's imports.
 
 The model's cache keeps a prompt's beginning, so the context must not change while the user
 works in one place.  The sources go in that order, the steadiest first (definitions change
@@ -36,6 +37,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from fim.languages import PYTHON
 from fim.templates import ContextFile
 from lsp_server.project.context_source import (
     ContextQuery,
@@ -115,6 +117,8 @@ class Definitions:
         self.index.rescope()
 
     def pick(self, query: ContextQuery, cap: int) -> Picked:
+        if query.language != PYTHON.id:
+            return Picked()  # the index resolves Python's imports only
         groups: dict[str, list[str]] = {}
         spent = 0
         for d in self.index.definitions(path_of_uri(query.uri), query.text):
@@ -185,9 +189,9 @@ class Similar:
     def pick(self, query: ContextQuery, cap: int) -> Picked:
         if query.cursor is None:
             return Picked()
-        others = [(d.uri, d.text) for d in query.documents if d.uri != query.uri]
+        others = [(d.uri, d.text) for d in query.same_language()]
         found = self.similar.snippets(query.uri, query.text, query.cursor, query.anchor_line,
-                                      others, query.widest_line)
+                                      others, query.widest_line, query.language)
         kept: list[ContextFile] = []
         spent = 0
         for snippet in reversed(found):  # the best first
@@ -267,13 +271,15 @@ class ContextCollector:
     def collect(self, uri: str, text: str, anchor_line: int, sources: ContextSources,
                 documents: Sequence[OpenDocument], count: Callable[[str], int],
                 cursor: int | None = None,
-                widest_line: Callable[[], int] | None = None) -> ProjectContext:
+                widest_line: Callable[[], int] | None = None,
+                language: str = "python") -> ProjectContext:
         """The project context of a request in ``uri`` (whose text is ``text`` and whose
         prompt starts at line ``anchor_line``), within ``sources.budget`` tokens counted by
         ``count``.  ``documents`` are the open documents, in the order they were opened;
         ``cursor`` is the cursor's offset in ``text``, which the similar code needs (without
-        it that source gives nothing), and ``widest_line`` the line the widest prompt there
-        would start at (see ``SimilarCode.snippets``)."""
+        it that source gives nothing), ``widest_line`` the line the widest prompt there
+        would start at (see ``SimilarCode.snippets``), and ``language`` the document's (a
+        ``fim.languages`` id: the sources keep to files of that language)."""
         label = self.label(uri)
         if not sources.active:
             return ProjectContext(repo=label.repo, path=label.path)
@@ -283,7 +289,8 @@ class ContextCollector:
         shown = tuple(d if "\r" not in d.text else OpenDocument(d.uri, for_model(d.text),
                                                                  d.language)
                       for d in documents if d.uri == uri or self.workspace.in_scope(d.uri))
-        query = ContextQuery(uri, text, anchor_line, shown, count, cursor, widest_line)
+        query = ContextQuery(uri, text, anchor_line, shown, count, cursor, widest_line,
+                             language)
         on = [s for s in self.sources if getattr(sources, s.name)]
         total_share = sum(SHARES[s.name] for s in on)
         # The repository line and the current file's header come out of the budget first.

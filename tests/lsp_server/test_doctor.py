@@ -186,12 +186,21 @@ def test_a_file_type_that_is_not_served(tmp_path: Path) -> None:
         (found,) = findings(report, Topic.FILE)
         return found
 
-    assert file_finding(script).verdict is Verdict.PROBLEM
-    assert "not served" in file_finding(script).summary
-    assert file_finding(python).verdict is Verdict.OK
-    assert file_finding(python, "markdown").verdict is Verdict.PROBLEM
+    only_python = settings(model=TEST_MODEL, languages=["python"])
+    assert file_finding(script, s=only_python).verdict is Verdict.PROBLEM
+    assert "not served" in file_finding(script, s=only_python).summary
+    assert file_finding(python, s=only_python).verdict is Verdict.OK
+    assert file_finding(python, "markdown", s=only_python).verdict is Verdict.PROBLEM
     assert file_finding(script, "javascript",
                         settings(languages=["python", "javascript"])).verdict is Verdict.OK
+    # By default every file is served: Python's suggestions exact, the others' unchecked.
+    assert file_finding(script).verdict is Verdict.OK
+    assert "unchecked" in file_finding(script).summary
+    assert "exact" in file_finding(python).summary
+    odd = tmp_path / "notes.unknownsuffix"
+    odd.write_text("some text\n", encoding="utf-8")
+    assert file_finding(odd).verdict is Verdict.OK and "unchecked" in file_finding(odd).summary
+    assert file_finding(odd, s=only_python).verdict is Verdict.PROBLEM
 
 
 def test_an_unreachable_vllm_server(tmp_path: Path) -> None:

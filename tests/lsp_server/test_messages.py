@@ -94,6 +94,8 @@ def test_the_vscode_client_reads_and_sends_the_documented_fields() -> None:
     source = (REPO / "editors" / "vscode" / "src" / "client.ts").read_text(encoding="utf-8")
     status = _braced(source, source.index("interface SeamStatus"))
     assert set(re.findall(r"(\w+)\??:", status)) <= set(DOCS["seam/status notification"])
+    reply = _braced(source, source.index("interface SeamStatusReply"))
+    assert set(re.findall(r"(\w+)\??:", reply)) <= set(DOCS["seam/status request"])
     cursor = _braced(source, source.index('sendNotification("seam/cursor"'))
     assert set(re.findall(r"(\w+):", cursor)) == {"textDocument", "uri", "position", "line",
                                                   "character"}

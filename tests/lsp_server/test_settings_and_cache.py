@@ -160,7 +160,7 @@ def test_auto_budget_never_crowds_out_the_prompt() -> None:
 @pytest.mark.parametrize("key,value,sent,kept", [
     ("model", None, "null", '"bundled:qwen2.5-coder-1.5b"'),
     ("constrained", "yes", '"yes"', "true"),
-    ("languages", 5, "5", '["python"]'),
+    ("languages", 5, "5", '["*"]'),
     ("maxTokens", -3, "-3", '"auto"'),
     ("scope", ["line"], '["line"]', '"auto"'),
 ])

@@ -107,3 +107,15 @@ def test_a_warm_up_asks_for_no_log_probabilities(peer):
     sent = peer.log.completions[-1]
     assert "logprobs" not in sent and sent["max_tokens"] == 1
     assert sent["vllm_xargs"]["seam_warm"] == 1  # the server builds the language, no more
+
+
+def test_a_file_without_a_grammar_is_sent_unconstrained_and_labelled_unchecked(peer):
+    """The server's processor has Python's grammar only: a JavaScript row must not be
+    constrained by it, and nothing parses the JavaScript middle as Python."""
+    peer.middle = "x => x * 2"
+    res = VllmEngine.connect(peer.url).complete(
+        _request(left="const double = ", right=";\n", language="javascript"))
+    sent = peer.log.completions[-1]
+    assert "vllm_xargs" not in sent
+    assert res.middle == "x => x * 2" and res.parses is None
+    assert res.mode == "unchecked"

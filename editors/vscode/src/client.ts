@@ -15,13 +15,27 @@ import {
   WorkDoneProgressEnd,
   WorkDoneProgressReport,
 } from "vscode-languageclient/node";
-import { completionItems, languages, SECTION, serverCommand, serverSettings } from "./settings";
+import {
+  ALL_LANGUAGES,
+  completionItems,
+  languages,
+  SECTION,
+  servesLanguage,
+  serverCommand,
+  serverSettings,
+} from "./settings";
 import { StatusItem } from "./status";
 
 type Progress = WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd;
 
-/** The document schemes Seam completes in (with the languages of `seam.languages`). */
+/** The document schemes Seam completes in (with the languages of `seam.languages`): saved and
+ * untitled files and notebook cells, never the editor's own documents (output, settings, git). */
 export const DOCUMENT_SCHEMES = ["file", "untitled", "vscode-notebook-cell"];
+
+/** Whether Seam serves this document: a scheme above and a language of `seam.languages`. */
+export function served(doc: vscode.TextDocument): boolean {
+  return DOCUMENT_SCHEMES.includes(doc.uri.scheme) && servesLanguage(doc.languageId);
+}
 
 /** How long the cursor must rest before the server hears of it. */
 const CURSOR_DEBOUNCE_MS = 150;
@@ -36,11 +50,21 @@ interface SeamStatus {
   serving?: string;
 }
 
+/** The answer to the `seam/status` request: the notification's members and more, of which the
+ * extension reads the language ids whose suggestions are exact (every other file's are
+ * unchecked). */
+interface SeamStatusReply extends SeamStatus {
+  checked?: string[];
+}
+
 export class SeamClient implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private cursorTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly activeProgress = new Set<string | number>();
   private starting: Promise<void> | undefined;
+  /** The language ids whose suggestions a grammar checks (from the server's `seam/status`
+   * answer); every other file's are unchecked. Undefined until the server says. */
+  private checked: string[] | undefined;
 
   constructor(
     private readonly output: vscode.LogOutputChannel,
@@ -65,9 +89,11 @@ export class SeamClient implements vscode.Disposable {
     };
     // Saved and untitled files, and the code cells of notebooks (a Jupyter notebook's Python
     // cells are documents of their own, in the `vscode-notebook-cell` scheme).
-    const selector = languages().flatMap((language) =>
-      DOCUMENT_SCHEMES.map((scheme) => ({ language, scheme })),
-    );
+    // Every file type by default (`seam.languages` is ["*"]), or the languages it lists.
+    const listed = languages();
+    const selector = listed.includes(ALL_LANGUAGES)
+      ? DOCUMENT_SCHEMES.map((scheme) => ({ scheme }))
+      : listed.flatMap((language) => DOCUMENT_SCHEMES.map((scheme) => ({ language, scheme })));
     const clientOptions: LanguageClientOptions = {
       documentSelector: selector,
       outputChannel: this.output,
@@ -128,7 +154,11 @@ export class SeamClient implements vscode.Disposable {
       this.status.set("loading", "waiting for the server to load the model");
     }
     try {
-      const now = await client.sendRequest<SeamStatus>("seam/status", {});
+      const now = await client.sendRequest<SeamStatusReply>("seam/status", {});
+      if (this.client === client && Array.isArray(now.checked)) {
+        this.checked = now.checked.filter((id) => typeof id === "string");
+        this.showCheck(vscode.window.activeTextEditor?.document);
+      }
       if (this.client === client && now.state !== "idle") {
         this.onSeamStatus(now);
       }
@@ -193,6 +223,17 @@ export class SeamClient implements vscode.Disposable {
     }
   }
 
+  /** Shows in the status item whether `doc`'s suggestions are exact or unchecked (nothing
+   * for a document Seam does not serve, or before the server said which languages it checks). */
+  showCheck(doc: vscode.TextDocument | undefined): void {
+    if (doc === undefined || !served(doc) || this.checked === undefined) {
+      this.status.setCheck("", "");
+      return;
+    }
+    this.status.setCheck(this.checked.includes(doc.languageId) ? "exact" : "unchecked",
+      doc.languageId);
+  }
+
   /**
    * Tells the server where the cursor is (`seam/cursor`), so that it can put the prompt there
    * into the model's cache while the user pauses: the request that follows then only decodes.
@@ -205,7 +246,7 @@ export class SeamClient implements vscode.Disposable {
       const client = this.client;
       const doc = editor.document;
       if (client === undefined || !client.isRunning() || !this.isEnabled() ||
-          !languages().includes(doc.languageId) || editor.selections.length !== 1 ||
+          !served(doc) || editor.selections.length !== 1 ||
           !editor.selection.isEmpty) {
         return;
       }

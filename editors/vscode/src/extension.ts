@@ -2,7 +2,7 @@
 // registers the commands (among them "Seam: Diagnose", which runs `seam doctor`) and the
 // settings listener.
 import * as vscode from "vscode";
-import { SeamClient } from "./client";
+import { SeamClient, served } from "./client";
 import { DoctorOutcome, failureMarkdown, reportMarkdown, runDoctor, tooltipLines } from "./doctor";
 import { languages, RESTART_KEYS, SECTION, serverCommand, serverSettings } from "./settings";
 import { StatusItem } from "./status";
@@ -63,7 +63,7 @@ export function activate(context: vscode.ExtensionContext): void {
     started = true;
     return seam?.restart();
   };
-  const wanted = (doc: vscode.TextDocument) => languages().includes(doc.languageId);
+  const wanted = (doc: vscode.TextDocument) => served(doc);
 
   context.subscriptions.push(
     output,
@@ -108,6 +108,7 @@ export function activate(context: vscode.ExtensionContext): void {
     }),
     vscode.window.onDidChangeTextEditorSelection((event) => seam?.cursorMoved(event.textEditor)),
     vscode.window.onDidChangeActiveTextEditor((editor) => {
+      seam?.showCheck(editor?.document);
       if (editor !== undefined) {
         seam?.cursorMoved(editor);
       }
@@ -126,7 +127,9 @@ export function activate(context: vscode.ExtensionContext): void {
   if (vscode.workspace.textDocuments.some(wanted)) {
     void start(); // not awaited: activation must not wait for the server
   } else {
-    status.set("idle", `Starts with the first ${languages().join(" / ")} file.`);
+    const listed = languages();
+    status.set("idle", listed.includes("*") ? "Starts with the first file opened."
+      : `Starts with the first ${listed.join(" / ")} file.`);
   }
 }
 

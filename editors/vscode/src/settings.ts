@@ -99,9 +99,19 @@ export function serverSettings(): ServerSettings {
   };
 }
 
+/** The `seam.languages` entry that serves every file type. */
+export const ALL_LANGUAGES = "*";
+
 export function languages(): string[] {
-  const value = vscode.workspace.getConfiguration(SECTION).get<string[]>("languages", ["python"]);
-  return Array.isArray(value) ? value.filter((v) => typeof v === "string" && v.trim() !== "") : ["python"];
+  const value = vscode.workspace.getConfiguration(SECTION).get<string[]>("languages", ["*"]);
+  const listed = Array.isArray(value) ? value.filter((v) => typeof v === "string" && v.trim() !== "") : [];
+  return listed.length > 0 ? listed.map((v) => v.trim()) : [ALL_LANGUAGES];
+}
+
+/** Whether `seam.languages` serves documents of this language id ("*": every one). */
+export function servesLanguage(languageId: string): boolean {
+  const wanted = languages();
+  return wanted.includes(ALL_LANGUAGES) || wanted.includes(languageId);
 }
 
 /** Whether Seam's middle is also offered in the suggest widget (extension-side only). */

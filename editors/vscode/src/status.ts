@@ -13,6 +13,9 @@ export class StatusItem implements vscode.Disposable {
   private detail = "";
   private enabled = true;
   private diagnosis: string[] = [];
+  /** Whether the active file's suggestions are "exact" or "unchecked" ("" : not a served file). */
+  private check = "";
+  private checkLanguage = "";
   /** Called with each new state, e.g. to ask the doctor why the server is not ready. */
   onStateChange: ((state: ServerState) => void) | undefined;
 
@@ -59,6 +62,19 @@ export class StatusItem implements vscode.Disposable {
     return typeof this.item.tooltip === "string" ? this.item.tooltip : "";
   }
 
+  /** The active file's kind of suggestions: "exact" (its grammar checks them), "unchecked"
+   * (Seam has no grammar for `language`), or "" (Seam does not serve the file). */
+  setCheck(check: string, language: string): void {
+    this.check = check;
+    this.checkLanguage = language;
+    this.render();
+  }
+
+  /** The active file's kind of suggestions as shown ("" when none is). */
+  get currentCheck(): string {
+    return this.check;
+  }
+
   setEnabled(enabled: boolean): void {
     this.enabled = enabled;
     this.render();
@@ -85,8 +101,17 @@ export class StatusItem implements vscode.Disposable {
     }[this.state];
     // The state word is part of the visible text so that it can be read at a glance (and by the
     // end-to-end test), not only from the tooltip.
-    this.item.text = this.enabled ? `${icon} Seam: ${words}` : `$(circle-slash) Seam: off (${words})`;
+    // An unchecked file says so in the text: its suggestions may not parse.
+    const unchecked = this.check === "unchecked" ? " (unchecked)" : "";
+    this.item.text = this.enabled ? `${icon} Seam: ${words}${unchecked}`
+      : `$(circle-slash) Seam: off (${words})`;
     const lines = [`Seam server: ${words}`];
+    if (this.check === "exact") {
+      lines.push(`Suggestions in this ${this.checkLanguage} file are exact: each one parses.`);
+    } else if (this.check === "unchecked") {
+      lines.push(`Suggestions in this ${this.checkLanguage} file are unchecked: Seam has no ` +
+        "grammar for it, so they are not checked to parse.");
+    }
     if (this.detail) {
       lines.push(this.detail);
     }

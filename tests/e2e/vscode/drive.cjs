@@ -8,7 +8,9 @@
 // serverLog (the Seam server's log file, to see the restart). Prints one JSON line on stdout:
 // {"before", "status", "ghost", "saved", "restarts", "toggled"}; progress goes to stderr.
 // With "notebook": true the file is a Jupyter notebook: the cursor goes to line/column of its
-// first code cell, and the run ends once the accepted suggestion is saved. With "partial"
+// first code cell, and the run ends once the accepted suggestion is saved; "once": true ends
+// a plain file's run there too. "statusAtGhost" is the status item's text while the
+// suggestion shows (it says "(unchecked)" in a file Seam has no grammar for). With "partial"
 // {diskFile, lineKey} the suggestion is accepted a word at a time (VS Code's own Ctrl+Right,
 // editor.action.inlineSuggest.acceptNextWord) and then a line (acceptNextLine, on lineKey from
 // the user's keybindings.json), saving after each; the file's text after each step comes back
@@ -277,6 +279,8 @@ async function main() {
     await askForGhost(page);
     result.ghost = await readGhost(page);
     log(`ghost text: ${JSON.stringify(result.ghost)}`);
+    // What the status item says while the file's suggestion shows (exact or unchecked).
+    result.statusAtGhost = (await item.innerText()).trim();
     await page.screenshot({ path: config.screenshot, animations: "disabled" });
 
     if (config.partial) {
@@ -308,7 +312,7 @@ async function main() {
     if (config.screenshotAccepted) {
       await page.screenshot({ path: config.screenshotAccepted, animations: "disabled" });
     }
-    if (config.notebook) {
+    if (config.notebook || config.once) {
       return result;
     }
 

@@ -22,7 +22,9 @@ M.defaults = {
   trust_remote_code = false,
   -- Log file of the server (nil: the server's default, $XDG_STATE_HOME/seam/server.log).
   log_file = nil,
-  -- Filetypes to attach to; nil means `settings.languages`, else { "python" }.
+  -- Filetypes to attach to; nil means `settings.languages` when it lists some, else every
+  -- filetype (special buffers, help, terminal, prompt, nofile, never: Neovim attaches only
+  -- to buffers of files). Python's suggestions are exact; other filetypes' are unchecked.
   filetypes = nil,
   root_markers = { "pyproject.toml", "setup.py", "setup.cfg", ".git" },
   -- The server's settings (section `seam`): model, engine, vllmServer, vllmApiKey,
@@ -47,6 +49,9 @@ M.defaults = {
 
 --- Last `seam/status` notification per client id: { state, model, message, serving }.
 M.status = {}
+--- Per client id: the language ids whose suggestions are exact (the `seam/status` answer's
+--- `checked`); every other filetype's are unchecked.
+M.checked = {}
 M.config = nil
 
 --- The Neovim versions Seam supports: 0.12 and later (it needs `vim.lsp.inline_completion`
@@ -111,6 +116,52 @@ function M.state(bufnr)
   end
   return nil, nil
 end
+
+--- Whether the suggestions in `bufnr` are "exact" (a grammar checks them, as Python's) or
+--- "unchecked" (Seam has no grammar for its filetype); nil when no Seam server is attached
+--- or it has not said yet which languages it checks.
+---@param bufnr? integer
+---@return string?
+function M.check(bufnr)
+  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  for _, client in ipairs(vim.lsp.get_clients({ name = "seam", bufnr = bufnr })) do
+    local checked = M.checked[client.id]
+    if checked then
+      return vim.tbl_contains(checked, vim.bo[bufnr].filetype) and "exact" or "unchecked"
+    end
+  end
+  return nil
+end
+
+--- Ask the server which language ids it checks (once per client).
+local function learn_checked(client, bufnr)
+  if M.checked[client.id] then
+    return
+  end
+  client:request("seam/status", {}, function(err, result)
+    if not err and type(result) == "table" and type(result.checked) == "table" then
+      M.checked[client.id] = result.checked
+      vim.api.nvim_exec_autocmds("User", { pattern = "SeamStatus", data = result })
+    end
+  end, bufnr)
+end
+
+--- The filetypes to attach to: the `filetypes` option, else `settings.languages` unless it
+--- is `["*"]`, else nil (every filetype).
+local function filetypes_of(cfg)
+  if cfg.filetypes then
+    return cfg.filetypes
+  end
+  local languages = cfg.settings.languages
+  if type(languages) == "string" then
+    languages = { languages }
+  end
+  if type(languages) == "table" and #languages > 0 and not vim.tbl_contains(languages, "*") then
+    return languages
+  end
+  return nil
+end
+M.filetypes_of = filetypes_of
 
 --- Hide the shown suggestion without accepting it. The next keystroke asks again.
 ---@param bufnr? integer
@@ -443,7 +494,7 @@ function M.setup(opts)
   end
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
   local cfg = M.config
-  local filetypes = cfg.filetypes or cfg.settings.languages or { "python" }
+  local filetypes = filetypes_of(cfg)
 
   vim.lsp.config("seam", {
     cmd = lsp_cmd(cfg),
@@ -468,12 +519,14 @@ function M.setup(opts)
         map_keys(args.buf, cfg.keymaps)
       end
       watch_cursor(args.buf, client)
+      learn_checked(client, args.buf)
     end,
   })
   vim.api.nvim_create_autocmd("LspDetach", {
     group = group,
     callback = function(args)
       M.status[args.data.client_id] = nil
+      M.checked[args.data.client_id] = nil
     end,
   })
 
@@ -487,9 +540,11 @@ function M.show_status()
     return
   end
   local state, message, serving = M.state()
-  vim.notify(("seam: %s%s%s"):format(state or "not running",
+  local check = M.check(0)
+  vim.notify(("seam: %s%s%s%s"):format(state or "not running",
     serving and (" (serving: " .. serving .. ")") or "",
-    message and (" — " .. message) or ""))
+    message and (" — " .. message) or "",
+    check and (" (this buffer: " .. check .. ")") or ""))
 end
 
 --- `:SeamToggle`: ghost text off or on in the current buffer.
