@@ -44,7 +44,7 @@ if [ "$device" = cpu ]; then
     figures="$work/team.md"
     cases=1
     step_args=(--concurrency 1 --rounds 1 --sampling greedy --max-tokens 4 --kv-cache-gib 1)
-    quality_args=(--modes constrained --max-tokens 8)
+    quality_args=(--modes constrained --max-tokens 8 --kv-cache-gib 1)
 else
     team_python="${SEAM_CUDA_PYTHON:-.venv-cuda/bin/python}"
     step_args=(--concurrency 1,4,16 --rounds 2)
