@@ -259,6 +259,16 @@ class CompletionService:
             log.info("no completion yet: model is %s (%s)", state.state, state.message)
             self.host.retry()  # a vLLM server that failed: try it again
             return None
+        return await self._from_model(engine, ask, position, wants_more)
+
+    async def _from_model(self, engine: CompletionEngine, ask: _Ask, position: types.Position,
+                          wants_more: bool, *, retry: bool = True
+                          ) -> tuple[Document, Suggestion] | None:
+        """The model's answer at ``ask``'s place on ``engine`` (``None``: none, reason
+        logged).  When the engine fails on this request and the host then serves another one
+        (``fallback: "local"`` with the local model loaded), the request is asked there once
+        rather than lost."""
+        uri, text, cur = ask.place.uri, ask.text, ask.cursor
         planned = self._plan(engine, uri, text, cur.offset)
         wanted = self._wanted(engine)
         # Asked explicitly where one is shown: the ranked search now (adopting the one
@@ -269,6 +279,11 @@ class CompletionService:
         outcome = await self._decode(ask, planned, decode, share_key,
                                      early=planned.policy.early and alternatives == 1)
         if outcome is None:
+            serving = self.host.engine
+            if retry and serving is not None and serving is not engine:
+                log.info("asking the engine that serves now (%s) instead",
+                         serving.runtime.description)
+                return await self._from_model(serving, ask, position, wants_more, retry=False)
             return None
         resume_ms = (time.perf_counter() - outcome.finished_at) * 1000.0
         deferred = decode.run is not None and decode.run.deferred is not None

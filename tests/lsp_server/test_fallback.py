@@ -259,5 +259,15 @@ async def test_serve_completes_with_the_local_model_while_the_server_is_down(tmp
             open_doc(lc, "file:///work/other.py", "def sub(a, b):\n    return \n")
             got = items_of(await inline(lc, "file:///work/other.py", 1, 11))
             assert [i.insert_text for i in got] == ["a + b"]  # the server's answer
+            # A second outage: the local model is loaded, so the request that finds the
+            # server gone is asked of it at once rather than lost.
+            peer.stop()
+            third = "file:///work/third.py"
+            open_doc(lc, third, "def mul(a, b):\n    return \n")
+            await inline(lc, third, 1, 11)
+            st = await status(lc)
+            here = [r for r in st["recent"] if r["uri"] == third and r["source"] == "model"]
+            assert [r["stop"] == "error" for r in here] == [True, False], here
+            assert st["serving"] == "local"
         finally:
             peer.stop()
