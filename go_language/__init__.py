@@ -9,6 +9,10 @@ protocol exactly as `python_language` does, so a decoder needs nothing Go-specif
 from quotient import LanguageMode, Scope
 
 from .grammar import go_grammar, parses
+from .language import FimLanguage
 from .lexer import LexError, lex
+from .state import GoState
 
-__all__ = ["LanguageMode", "LexError", "Scope", "go_grammar", "lex", "parses"]
+__all__ = [
+    "FimLanguage", "GoState", "LanguageMode", "LexError", "Scope", "go_grammar", "lex", "parses",
+]

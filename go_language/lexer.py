@@ -55,8 +55,8 @@ _ILLEGAL = re.compile("[\x00\ufeff\ud800-\udfff]")
 
 _DEC = r"[0-9](?:_?[0-9])*"
 _HEX = r"[0-9a-fA-F](?:_?[0-9a-fA-F])*"
-_INT = re.compile(rf"0|[1-9](?:_?[0-9])*|0[bB](?:_?[01])+|0[oO](?:_?[0-7])+|0(?:_?[0-7])+"
-                  rf"|0[xX](?:_?[0-9a-fA-F])+")
+_INT = re.compile(r"0|[1-9](?:_?[0-9])*|0[bB](?:_?[01])+|0[oO](?:_?[0-7])+|0(?:_?[0-7])+"
+                  r"|0[xX](?:_?[0-9a-fA-F])+")
 _EXP = rf"[eE][+-]?{_DEC}"
 _FLOAT = re.compile(
     rf"{_DEC}\.(?:{_DEC})?(?:{_EXP})?|{_DEC}{_EXP}|\.{_DEC}(?:{_EXP})?"
