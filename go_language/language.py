@@ -31,7 +31,15 @@ from quotient import LanguageMode, Scope
 from .grammar import go_recognizer, terminals
 from .right_window import MAX_RIGHT_CHARS, exact_window
 from .state import ExactEnd, GoState, MiddleRules, NoConstraint, PrefixEnd, Shared
-from .windows import LeftWindow, find_left_window, outside_parses, right_cuts
+from .windows import (
+    LeftWindow,
+    body_parses,
+    body_prefix_parses,
+    find_left_window,
+    inner_right_cut,
+    outside_parses,
+    right_cuts,
+)
 
 #: Left windows with more tokens than this are not parsed (mode "none").
 MAX_LEFT_TOKENS = 12_000
@@ -42,13 +50,18 @@ class FimLanguage:
     docstring.  Build it with `FimLanguage.for_go`."""
 
     def __init__(self, *, left: str, right: str, scope: Scope, base_mode: LanguageMode,
-                 reason: str, left_start: int, right_end: int, initial: GoState) -> None:
+                 reason: str, left_start: int, right_end: int, initial: GoState,
+                 left_top: int | None = None, right_inner: int | None = None) -> None:
         self.left = left
         self.right = right
         self.scope = scope
         self.reason = reason  # why the mode is not "exact" ("" when nothing to say), for logs
         self.left_start = left_start  # where the left window begins in `left`
-        self.right_end = right_end  # where the right window ends in `right`
+        self.right_end = right_end  # where the right window ends in `right` (top level)
+        # Cuts inside a function body (see go_language.windows): where the left window's
+        # top-level declaration starts, and where R's window was cut inside the body.
+        self.left_top = left_start if left_top is None else left_top
+        self.right_inner = right_inner
         self._base_mode = base_mode  # EXACT, PREFIX or NONE; WINDOW is decided lazily
         self._initial = initial
         self._checked_mode: LanguageMode | None = None
@@ -84,14 +97,22 @@ class FimLanguage:
         if self._base_mode is not LanguageMode.EXACT:
             return self._base_mode
         if self._checked_mode is None:
-            ok = (self.left_start == 0 or outside_parses(self.left[: self.left_start], False)) \
-                and (self.right_end >= len(self.right)
-                     or outside_parses(self.right[self.right_end:], True))
+            ok = self._outside_parses()
             self._checked_mode = LanguageMode.EXACT if ok else LanguageMode.WINDOW
             if not ok:
                 self.reason = self.reason or ("the text outside the windows does not parse "
                                               "on its own")
         return self._checked_mode
+
+    def _outside_parses(self) -> bool:
+        left, right, top, end = self.left, self.right, self.left_top, self.right_end
+        if top and not outside_parses(left[:top], False):
+            return False
+        if self.left_start != top and not body_prefix_parses(left[top:self.left_start]):
+            return False
+        if self.right_inner is not None and not body_parses(right[self.right_inner:end]):
+            return False
+        return end >= len(right) or outside_parses(right[end:], True)
 
     def check_region(self) -> tuple[int, int] | None:
         """Offsets ``(0, b)``: in mode exact, ``left + middle + right`` is a valid file exactly
@@ -112,10 +133,13 @@ def _build(left: str, right: str, scope: Scope, windowing: bool) -> FimLanguage:
                               f"the left window has more than {MAX_LEFT_TOKENS} tokens")
     rules = MiddleRules(scope)
     left_terminals = terminals(lw.kinds)
+    in_func = left.startswith("func", lw.top)
     for end in right_cuts(right, windowing):
-        if end > MAX_RIGHT_CHARS:
+        inner = inner_right_cut(right, end) if windowing and in_func else None
+        if (end if inner is None else inner) > MAX_RIGHT_CHARS:
             continue
-        window = exact_window(right, end, left_terminals)
+        text = right[:end] if inner is None else right[:inner] + "}\n"
+        window = exact_window(text, end, left_terminals)
         if window is None:
             continue
         initial = GoState(Shared(rules, ExactEnd(lw.text, window)), window.state, lw.ins,
@@ -125,7 +149,8 @@ def _build(left: str, right: str, scope: Scope, windowing: bool) -> FimLanguage:
             if initial is None:
                 continue
         return FimLanguage(left=left, right=right, scope=scope, base_mode=LanguageMode.EXACT,
-                           reason="", left_start=lw.start, right_end=end, initial=initial)
+                           reason="", left_start=lw.start, right_end=end, initial=initial,
+                           left_top=lw.top, right_inner=inner)
     return _prefix_language(left, right, scope, lw, rules, left_terminals)
 
 

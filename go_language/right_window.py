@@ -66,16 +66,16 @@ class ExactWindow:
     """A right window with an exact quotient, and the recognizer after the left window."""
 
     end: int  # where R is cut
-    text: str  # R[:end]
+    text: str  # R[:end], or R[:end] + "}\n" for a cut inside a function body
     marks: dict[BranchKey, str]  # branch -> its marker terminal
     starts: tuple[int, ...]  # start indices that have a branch, in order
     state: RecognizerState  # the quotient's recognizer after the left window's tokens
 
 
-def exact_window(right: str, end: int, left_terminals: list[str]) -> ExactWindow | None:
-    """The exact quotient for the window ``right[:end]``, or None when no branch of it can
-    follow the left window's terminals."""
-    window = right[:end]
+def exact_window(window: str, end: int, left_terminals: list[str]) -> ExactWindow | None:
+    """The exact quotient for the right window `window` (R cut at `end`, perhaps with a
+    synthetic closing brace), or None when no branch of it can follow the left window's
+    terminals."""
     nfa, finals = _branch_trie(window)
     if not finals:
         return None

@@ -32,6 +32,16 @@ from .lexer import LexError, lex
 #: The synthetic package clause before a window that starts after the file's own.
 HEADER = "package _\n"
 _DECL_LINE = re.compile(r"(?m)^(?:func|type|var|const|import)\b")
+#: Right cuts: not at ``import`` lines (an import after the window's declarations would be
+#: judged apart from them, and imports may not follow declarations).
+_RIGHT_DECL_LINE = re.compile(r"(?m)^(?:func|type|var|const)\b")
+#: The synthetic opening of a function body, before a window cut inside one.
+BODY_HEADER = "func _() {\n"
+#: A statement of a top-level function's body in gofmt's layout: one tab, then code that is
+#: not a closing bracket, a comment, or a switch/select clause.
+_BODY_LINE = re.compile(r"(?m)^\t(?![\s})\]/]|case\b|default\b)")
+#: A window longer than this (characters) is cut again inside its function's body.
+INNER_CHARS = 1_500
 #: Earlier left cuts tried when a later one does not lex.
 MAX_LEFT_TRIES = 4
 #: Right cuts tried, nearest first, before R's end.
@@ -47,6 +57,7 @@ class LeftWindow:
     kinds: list[str]  # the certain tokens of `text`
     pending: str  # the pending lexeme at the cursor
     ins: bool  # the semicolon-insertion bit after `kinds`
+    top: int  # the top-level declaration line the window is in (== start unless cut inside)
 
 
 def find_left_window(left: str, windowing: bool = True) -> LeftWindow | None:
@@ -62,7 +73,45 @@ def find_left_window(left: str, windowing: bool = True) -> LeftWindow | None:
         pending = text[lexed.tail:]
         if start and pending[:1] in ("`", "/") and "\n" in pending:
             continue  # an open raw string or comment across lines: the cut may lie in one
-        return LeftWindow(start, text, lexed.kinds, pending, lexed.ins)
+        if windowing and len(left) - start > INNER_CHARS and left.startswith("func", start):
+            inner = _inner_left(left, start)
+            if inner is not None:
+                return inner
+        return LeftWindow(start, text, lexed.kinds, pending, lexed.ins, start)
+    return None
+
+
+def _inner_left(left: str, top: int) -> LeftWindow | None:
+    """The left window cut at the last body statement of the function at `top`, under a
+    synthetic function header (None when no such line lexes cleanly)."""
+    body = left.find("{\n", top)
+    lines = [m.start() for m in _BODY_LINE.finditer(left, body + 2)] if body >= 0 else []
+    for start in reversed(lines[-MAX_LEFT_TRIES:]):
+        text = HEADER + BODY_HEADER + left[start:]
+        try:
+            lexed = lex(text)
+        except LexError:
+            continue
+        pending = text[lexed.tail:]
+        if pending[:1] in ("`", "/") and "\n" in pending:
+            continue
+        return LeftWindow(start, text, lexed.kinds, pending, lexed.ins, top)
+    return None
+
+
+def inner_right_cut(right: str, end: int) -> int | None:
+    """The first body statement line of R's window past its first line, if the window
+    (``right[:end]``) is long; None when there is none or the cut may lie in a string."""
+    if end <= INNER_CHARS:
+        return None
+    first = right.find("\n")
+    if first < 0:
+        return None
+    lines = [m.start() for m in _BODY_LINE.finditer(right, first + 1, end)][:3]
+    for k, cut in enumerate(lines):
+        nxt = lines[k + 1] if k + 1 < len(lines) else end
+        if _lexes_closed(right[:cut]) and _lexes_closed(right[cut:nxt]):
+            return cut
     return None
 
 
@@ -70,7 +119,7 @@ def right_cuts(right: str, windowing: bool = True) -> list[int]:
     """Where R's window may end, nearest first; R's end is always the last."""
     if not windowing:
         return [len(right)]
-    found = [m.start() for m in _DECL_LINE.finditer(right) if m.start() > 0]
+    found = [m.start() for m in _RIGHT_DECL_LINE.finditer(right) if m.start() > 0]
     out: list[int] = []
     for k, end in enumerate(found[:MAX_RIGHT_CANDIDATES]):
         nxt = found[k + 1] if k + 1 < len(found) else len(right)
@@ -88,8 +137,37 @@ def _lexes_closed(text: str) -> bool:
     return not text[lexed.tail:].strip()
 
 
-@functools.lru_cache(maxsize=16)
 def outside_parses(text: str, header: bool) -> bool:
-    """Whether a text outside the windows parses on its own (remembered by content: it stays
-    the same while the user edits inside the windows)."""
+    """Whether a text outside the windows parses on its own, as a file (`header` False) or as
+    declarations after one.  It is judged in chunks cut at top-level declaration lines, each
+    remembered by content, so an edit elsewhere re-parses only the chunk it touched.  If every
+    chunk parses so does the text (the cut lemma above); else the text is parsed whole."""
+    cuts = [m.start() for m in _RIGHT_DECL_LINE.finditer(text) if m.start() > 0]
+    bounds = [0, *cuts, len(text)]
+    chunks = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    if all(_parses_cached(chunk, header or k > 0) for k, chunk in enumerate(chunks)):
+        return True
+    return len(chunks) > 1 and _parses_cached(text, header)
+
+
+def body_parses(text: str) -> bool:
+    """Whether `text` is the rest of a function body (statements, then its closing brace)."""
+    return _parses_cached(BODY_HEADER + text, True)
+
+
+def body_prefix_parses(text: str) -> bool:
+    """Whether `text`, a function declaration's start cut at a body statement line, ends at a
+    statement boundary of the body: its tokens end with a ``;`` or the body's ``{``, and a
+    ``}`` after it completes the declaration."""
+    try:
+        lexed = lex(text)
+    except LexError:
+        return False
+    if lexed.tail != len(text) or not lexed.kinds or lexed.kinds[-1] not in (";", "{"):
+        return False
+    return _parses_cached(text + "}\n", True)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parses_cached(text: str, header: bool) -> bool:
     return parses(HEADER + text if header else text)
