@@ -11,7 +11,9 @@ and ``e`` of R.  The synthetic ``package _`` header stands for the package claus
 lacks; a window that starts at the file's start has none.
 
 *Finding cuts without parsing.*  Such lines are found by a regular expression; one may lie in a
-raw string or a general comment.  The left window is lexed (a cut inside a raw string makes the
+raw string or a general comment.  A line with an odd number of backquotes before it (on the
+left) or after it (on the right) is not taken: it lies in a raw string when every backquote
+quotes one, as nearly always.  The left window is lexed (a cut inside a raw string makes the
 closing backquote open a new one, which fails to lex or is left open across lines at the
 cursor: then the next earlier cut is tried, and at last the file's start), and a right cut
 must leave nothing open both before it (R lexed from its start) and in the declaration after
@@ -63,7 +65,10 @@ class LeftWindow:
 def find_left_window(left: str, windowing: bool = True) -> LeftWindow | None:
     """The left window (see the module docstring), or None when the left text does not lex."""
     cuts = [m.start() for m in _DECL_LINE.finditer(left)] if windowing else []
-    tries = [c for c in reversed(cuts) if c > 0][:MAX_LEFT_TRIES] + [0]
+    # A cut after an odd number of backquotes lies in a raw string (when the backquotes are
+    # all raw strings' quotes, as they nearly always are): not a cut.
+    tries = [c for c in reversed(cuts) if c > 0 and not left.count("`", 0, c) % 2]
+    tries = tries[:MAX_LEFT_TRIES] + [0]
     for start in tries:
         text = (HEADER if start else "") + left[start:]
         try:
@@ -119,7 +124,8 @@ def right_cuts(right: str, windowing: bool = True) -> list[int]:
     """Where R's window may end, nearest first; R's end is always the last."""
     if not windowing:
         return [len(right)]
-    found = [m.start() for m in _RIGHT_DECL_LINE.finditer(right) if m.start() > 0]
+    found = [m.start() for m in _RIGHT_DECL_LINE.finditer(right)
+             if m.start() > 0 and not right.count("`", m.start()) % 2]
     out: list[int] = []
     for k, end in enumerate(found[:MAX_RIGHT_CANDIDATES]):
         nxt = found[k + 1] if k + 1 < len(found) else len(right)
