@@ -14,7 +14,9 @@ text's end is the end of the file: the pending lexeme is closed (or is an error)
 end-of-file semicolon is inserted.
 
 Tokens are *kinds*: the keyword or operator text itself (``"func"``, ``"<-"``), or one of
-`IDENT INT FLOAT IMAG RUNE STRING` (raw and interpreted strings are both ``STRING``).  Errors
+`IDENT INT FLOAT IMAG RUNE STRING PATH` (raw and interpreted strings are both ``STRING``, or
+``PATH`` when their value is a valid import path: go/parser checks import paths, so the grammar
+needs the difference).  Errors
 the Go scanner reports (an illegal character, a bad escape, a malformed number, an
 unterminated literal or comment) raise `LexError`.
 """
@@ -33,7 +35,7 @@ OPERATORS = frozenset(
     "; % >> %= >>= -- ! ... . : &^ &^= ~".split())
 #: Every proper prefix of an operator (a pending operator may still grow into a longer one).
 _OP_PREFIXES = frozenset(op[:k] for op in OPERATORS for k in range(1, len(op)))
-LITERALS = ("IDENT", "INT", "FLOAT", "IMAG", "RUNE", "STRING")
+LITERALS = ("IDENT", "INT", "FLOAT", "IMAG", "RUNE", "STRING", "PATH")
 #: Tokens after which a newline (or the end of the file) inserts a semicolon.
 SEMI_AFTER = frozenset(LITERALS) | {"break", "continue", "fallthrough", "return", "++", "--",
                                     ")", "]", "}"}
@@ -165,7 +167,7 @@ def _scan(text: str, pos: int, final: bool) -> Lexeme:
                 raise LexError("raw string literal not terminated")
             raise _More
         _check_chars(text, pos, end)
-        return Lexeme("STRING", end + 1, False)
+        return Lexeme(_string_kind(text[pos + 1:end].replace("\r", "")), end + 1, False)
     if c == "/" and peek(pos + 1) in ("/", "*"):
         return _comment(text, pos, final)
     if c in _OP_CHARS:
@@ -208,6 +210,8 @@ def _quoted(text: str, pos: int, final: bool, whole: re.Pattern[str], opening: r
         _check_chars(text, pos, m.end())
         for esc in _ESC_VALUE.finditer(text, pos, m.end()):
             _check_escape(esc.group(1))
+        if kind == "STRING":
+            kind = _string_kind(text[pos + 1:m.end() - 1])
         return Lexeme(kind, m.end(), False)
     if not final:
         line_end = text.find("\n", pos)
@@ -215,6 +219,28 @@ def _quoted(text: str, pos: int, final: bool, whole: re.Pattern[str], opening: r
             _check_chars(text, pos, len(text))
             raise _More
     raise LexError(f"malformed {kind.lower()} literal")
+
+
+#: Characters go/parser refuses in an import path (besides spaces and non-graphic ones).
+_PATH_ILLEGAL = frozenset('!"#$%&\'()*,:;<=>?[\\]^{|}`\ufffd')
+_GRAPHIC = frozenset("LMNPS")
+
+
+def _string_kind(body: str) -> str:
+    """``PATH`` if the string's value is a valid import path (go/parser's rule), else
+    ``STRING``.  A body with escapes is taken for a plain string (a subset: an escaped import
+    path is refused, which gofmt would accept)."""
+    if not body or "\\" in body:
+        return "STRING"
+    for ch in body:
+        if ch in _PATH_ILLEGAL or ch.isspace():
+            return "STRING"
+        if not ch.isascii() and unicodedata.category(ch)[0] not in _GRAPHIC \
+                and unicodedata.category(ch) != "Zs":
+            return "STRING"
+        if ch.isascii() and not ch.isprintable():
+            return "STRING"
+    return "PATH"
 
 
 def _check_escape(body: str) -> None:

@@ -110,7 +110,7 @@ def _prefix_kinds(tail: str) -> set[str]:
             return {"FLOAT", "IMAG"}
         return {"INT", "FLOAT", "IMAG"}
     if c in "\"`":
-        return {"STRING"}
+        return {"STRING", "PATH"}
     if c == "'":
         return {"RUNE"}
     out = {op for op in OPERATORS if op.startswith(tail)}

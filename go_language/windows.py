@@ -90,7 +90,10 @@ def _inner_left(left: str, top: int) -> LeftWindow | None:
     """The left window cut at the last body statement of the function at `top`, under a
     synthetic function header (None when no such line lexes cleanly)."""
     body = left.find("{\n", top)
-    lines = [m.start() for m in _BODY_LINE.finditer(left, body + 2)] if body >= 0 else []
+    # Not the cursor's own line: half typed, it may yet become a `case` or a closing brace.
+    cursor_line = left.rfind("\n") + 1
+    lines = [m.start() for m in _BODY_LINE.finditer(left, body + 2, cursor_line)] \
+        if body >= 0 else []
     for start in reversed(lines[-MAX_LEFT_TRIES:]):
         text = HEADER + BODY_HEADER + left[start:]
         try:

@@ -18,9 +18,13 @@ needs_gofmt = pytest.mark.skipif(
 
 @functools.lru_cache(maxsize=4096)
 def gofmt_accepts(text: str) -> bool:
-    """Whether `gofmt -e` parses `text` without an error."""
+    """Whether `gofmt -e` parses `text` as a whole Go file without an error.
+
+    The text is passed as the file ``/dev/stdin``: gofmt reading plain stdin also accepts
+    fragments (a declaration or statement list without a package clause)."""
     assert GOFMT is not None
-    done = subprocess.run([GOFMT, "-e"], input=text.encode("utf-8", "surrogatepass"),
+    done = subprocess.run([GOFMT, "-e", "/dev/stdin"],
+                          input=text.encode("utf-8", "surrogatepass"),
                           capture_output=True, timeout=60, check=False)
     return done.returncode == 0
 

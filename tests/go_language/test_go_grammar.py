@@ -81,6 +81,11 @@ func f() { x := 'ab' }
 func f() { x := '\\'' + "\\'" }
 func f() { fallthrough; goto L; break L; continue }
 import "x"
+import ("a/b"; c "d"; . "e"; _ "f")
+import "a b"
+import ":x"
+import ""
+import `raw/path`
 func f() (a, b int, c string) { return }
 func f() (a int, string) { return }
 func f() { if x { } else if y { } else { } }
