@@ -29,17 +29,10 @@ from __future__ import annotations
 from quotient import LanguageMode, Scope
 
 from .grammar import go_recognizer, terminals
+from .inner import Frame, frame_at, prefix_parses, rest_parses, right_cut
 from .right_window import MAX_RIGHT_CHARS, exact_window
 from .state import ExactEnd, GoState, MiddleRules, NoConstraint, PrefixEnd, Shared
-from .windows import (
-    LeftWindow,
-    body_parses,
-    body_prefix_parses,
-    find_left_window,
-    inner_right_cut,
-    outside_parses,
-    right_cuts,
-)
+from .windows import LeftWindow, find_left_window, outside_parses, right_cuts
 
 #: Left windows with more tokens than this are not parsed (mode "none").
 MAX_LEFT_TOKENS = 12_000
@@ -51,7 +44,8 @@ class FimLanguage:
 
     def __init__(self, *, left: str, right: str, scope: Scope, base_mode: LanguageMode,
                  reason: str, left_start: int, right_end: int, initial: GoState,
-                 left_top: int | None = None, right_inner: int | None = None) -> None:
+                 left_top: int | None = None, right_inner: int | None = None,
+                 frame: Frame | None = None) -> None:
         self.left = left
         self.right = right
         self.scope = scope
@@ -62,6 +56,7 @@ class FimLanguage:
         # top-level declaration starts, and where R's window was cut inside the body.
         self.left_top = left_start if left_top is None else left_top
         self.right_inner = right_inner
+        self._frame = frame  # the declaration cut inside (go_language.inner), if any
         self._base_mode = base_mode  # EXACT, PREFIX or NONE; WINDOW is decided lazily
         self._initial = initial
         self._checked_mode: LanguageMode | None = None
@@ -108,9 +103,12 @@ class FimLanguage:
         left, right, top, end = self.left, self.right, self.left_top, self.right_end
         if top and not outside_parses(left[:top], False):
             return False
-        if self.left_start != top and not body_prefix_parses(left[top:self.left_start]):
+        frame = self._frame
+        if self.left_start != top and (frame is None
+                                       or not prefix_parses(frame, left[top:self.left_start])):
             return False
-        if self.right_inner is not None and not body_parses(right[self.right_inner:end]):
+        if self.right_inner is not None and (frame is None or not rest_parses(
+                frame, right[self.right_inner:end])):
             return False
         return end >= len(right) or outside_parses(right[end:], True)
 
@@ -133,12 +131,12 @@ def _build(left: str, right: str, scope: Scope, windowing: bool) -> FimLanguage:
                               f"the left window has more than {MAX_LEFT_TOKENS} tokens")
     rules = MiddleRules(scope)
     left_terminals = terminals(lw.kinds)
-    in_func = left.startswith("func", lw.top)
+    frame = lw.frame or (frame_at(left, lw.top) if windowing else None)
     for end in right_cuts(right, windowing):
-        inner = inner_right_cut(right, end) if windowing and in_func else None
+        inner = right_cut(right, end, frame) if frame is not None else None
         if (end if inner is None else inner) > MAX_RIGHT_CHARS:
             continue
-        text = right[:end] if inner is None else right[:inner] + "}\n"
+        text = right[:end] if inner is None or frame is None else right[:inner] + frame.closer
         window = exact_window(text, end, left_terminals)
         if window is None:
             continue
@@ -150,7 +148,7 @@ def _build(left: str, right: str, scope: Scope, windowing: bool) -> FimLanguage:
                 continue
         return FimLanguage(left=left, right=right, scope=scope, base_mode=LanguageMode.EXACT,
                            reason="", left_start=lw.start, right_end=end, initial=initial,
-                           left_top=lw.top, right_inner=inner)
+                           left_top=lw.top, right_inner=inner, frame=frame)
     return _prefix_language(left, right, scope, lw, rules, left_terminals)
 
 

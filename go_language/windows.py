@@ -10,6 +10,9 @@ line start.  So ``L + M + R`` parses iff ``L[:c]`` is a complete file, ``package
 and ``e`` of R.  The synthetic ``package _`` header stands for the package clause the window
 lacks; a window that starts at the file's start has none.
 
+Inside a long declaration (a function, a grouped declaration) the windows are cut again at its
+body lines (`go_language.inner`).
+
 *Finding cuts without parsing.*  Such lines are found by a regular expression; one may lie in a
 raw string or a general comment.  A line with an odd number of backquotes before it (on the
 left) or after it (on the right) is not taken: it lies in a raw string when every backquote
@@ -24,26 +27,16 @@ answer the whole file's.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 
-from .grammar import parses
+from .inner import HEADER, INNER_CHARS, Frame, frame_at, left_cuts, lexes_closed, parses_cached
 from .lexer import LexError, lex
 
-#: The synthetic package clause before a window that starts after the file's own.
-HEADER = "package _\n"
 _DECL_LINE = re.compile(r"(?m)^(?:func|type|var|const|import)\b")
 #: Right cuts: not at ``import`` lines (an import after the window's declarations would be
 #: judged apart from them, and imports may not follow declarations).
 _RIGHT_DECL_LINE = re.compile(r"(?m)^(?:func|type|var|const)\b")
-#: The synthetic opening of a function body, before a window cut inside one.
-BODY_HEADER = "func _() {\n"
-#: A statement of a top-level function's body in gofmt's layout: one tab, then code that is
-#: not a closing bracket, a comment, or a switch/select clause.
-_BODY_LINE = re.compile(r"(?m)^\t(?![\s})\]/]|case\b|default\b)")
-#: A window longer than this (characters) is cut again inside its function's body.
-INNER_CHARS = 1_500
 #: Earlier left cuts tried when a later one does not lex.
 MAX_LEFT_TRIES = 4
 #: Right cuts tried, nearest first, before R's end.
@@ -60,6 +53,7 @@ class LeftWindow:
     pending: str  # the pending lexeme at the cursor
     ins: bool  # the semicolon-insertion bit after `kinds`
     top: int  # the top-level declaration line the window is in (== start unless cut inside)
+    frame: Frame | None = None  # the declaration's frame, when cut inside it (`inner`)
 
 
 def find_left_window(left: str, windowing: bool = True) -> LeftWindow | None:
@@ -78,24 +72,17 @@ def find_left_window(left: str, windowing: bool = True) -> LeftWindow | None:
         pending = text[lexed.tail:]
         if start and pending[:1] in ("`", "/") and "\n" in pending:
             continue  # an open raw string or comment across lines: the cut may lie in one
-        if windowing and len(left) - start > INNER_CHARS and left.startswith("func", start):
-            inner = _inner_left(left, start)
-            if inner is not None:
-                return inner
-        return LeftWindow(start, text, lexed.kinds, pending, lexed.ins, start)
+        frame = frame_at(left, start) if windowing and len(left) - start > INNER_CHARS else None
+        inner = _inner_left(left, start, frame) if frame is not None else None
+        return inner or LeftWindow(start, text, lexed.kinds, pending, lexed.ins, start)
     return None
 
 
-def _inner_left(left: str, top: int) -> LeftWindow | None:
-    """The left window cut at the last body statement of the function at `top`, under a
-    synthetic function header (None when no such line lexes cleanly)."""
-    body = left.find("{\n", top)
-    # Not the cursor's own line: half typed, it may yet become a `case` or a closing brace.
-    cursor_line = left.rfind("\n") + 1
-    lines = [m.start() for m in _BODY_LINE.finditer(left, body + 2, cursor_line)] \
-        if body >= 0 else []
-    for start in reversed(lines[-MAX_LEFT_TRIES:]):
-        text = HEADER + BODY_HEADER + left[start:]
+def _inner_left(left: str, top: int, frame: Frame) -> LeftWindow | None:
+    """The left window cut at the last body line of the declaration at `top`, under the
+    frame's synthetic opening (None when no such line lexes cleanly)."""
+    for start in left_cuts(left, top, frame):
+        text = HEADER + frame.left_header + left[start:]
         try:
             lexed = lex(text)
         except LexError:
@@ -103,23 +90,7 @@ def _inner_left(left: str, top: int) -> LeftWindow | None:
         pending = text[lexed.tail:]
         if pending[:1] in ("`", "/") and "\n" in pending:
             continue
-        return LeftWindow(start, text, lexed.kinds, pending, lexed.ins, top)
-    return None
-
-
-def inner_right_cut(right: str, end: int) -> int | None:
-    """The first body statement line of R's window past its first line, if the window
-    (``right[:end]``) is long; None when there is none or the cut may lie in a string."""
-    if end <= INNER_CHARS:
-        return None
-    first = right.find("\n")
-    if first < 0:
-        return None
-    lines = [m.start() for m in _BODY_LINE.finditer(right, first + 1, end)][:3]
-    for k, cut in enumerate(lines):
-        nxt = lines[k + 1] if k + 1 < len(lines) else end
-        if _lexes_closed(right[:cut]) and _lexes_closed(right[cut:nxt]):
-            return cut
+        return LeftWindow(start, text, lexed.kinds, pending, lexed.ins, top, frame)
     return None
 
 
@@ -132,18 +103,9 @@ def right_cuts(right: str, windowing: bool = True) -> list[int]:
     out: list[int] = []
     for k, end in enumerate(found[:MAX_RIGHT_CANDIDATES]):
         nxt = found[k + 1] if k + 1 < len(found) else len(right)
-        if _lexes_closed(right[:end]) and _lexes_closed(right[end:nxt]):
+        if lexes_closed(right[:end]) and lexes_closed(right[end:nxt]):
             out.append(end)
     return out + [len(right)]
-
-
-def _lexes_closed(text: str) -> bool:
-    """Nothing (a string, a comment) is left open at the end of `text`, read as code."""
-    try:
-        lexed = lex(text)
-    except LexError:
-        return True  # not readable as code from here: no evidence against the cut
-    return not text[lexed.tail:].strip()
 
 
 def outside_parses(text: str, header: bool) -> bool:
@@ -154,29 +116,6 @@ def outside_parses(text: str, header: bool) -> bool:
     cuts = [m.start() for m in _RIGHT_DECL_LINE.finditer(text) if m.start() > 0]
     bounds = [0, *cuts, len(text)]
     chunks = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
-    if all(_parses_cached(chunk, header or k > 0) for k, chunk in enumerate(chunks)):
+    if all(parses_cached(chunk, header or k > 0) for k, chunk in enumerate(chunks)):
         return True
-    return len(chunks) > 1 and _parses_cached(text, header)
-
-
-def body_parses(text: str) -> bool:
-    """Whether `text` is the rest of a function body (statements, then its closing brace)."""
-    return _parses_cached(BODY_HEADER + text, True)
-
-
-def body_prefix_parses(text: str) -> bool:
-    """Whether `text`, a function declaration's start cut at a body statement line, ends at a
-    statement boundary of the body: its tokens end with a ``;`` or the body's ``{``, and a
-    ``}`` after it completes the declaration."""
-    try:
-        lexed = lex(text)
-    except LexError:
-        return False
-    if lexed.tail != len(text) or not lexed.kinds or lexed.kinds[-1] not in (";", "{"):
-        return False
-    return _parses_cached(text + "}\n", True)
-
-
-@functools.lru_cache(maxsize=4096)
-def _parses_cached(text: str, header: bool) -> bool:
-    return parses(HEADER + text if header else text)
+    return len(chunks) > 1 and parses_cached(text, header)

@@ -222,6 +222,29 @@ def test_windows_inside_a_long_function_are_exact() -> None:
         assert lang.mode == "exact"
 
 
+LONG_GROUPS = (
+    "package p\n\nconst (\n\tA = iota\n"
+    + "".join(f"\tC{k}\n" if k % 3 else f"\tC{k} = {k} // c\n" for k in range(150))
+    + ")\n\nvar (\n"
+    + "".join(f"\tv{k} = []int{{\n\t\t{k},\n\t}}\n\tw{k} int\n" for k in range(60))
+    + ")\n\nfunc f() {}\n")
+
+
+def test_windows_inside_long_groups_are_exact() -> None:
+    rnd = random.Random(4)
+    cut = 0
+    for a, b in spans(LONG_GROUPS, rnd, 24):
+        left, right = LONG_GROUPS[:a], LONG_GROUPS[b:]
+        lang = FimLanguage.for_go(left, right)
+        cut += lang.left_start > lang.left_top or lang.right_inner is not None
+        for middle in variants(LONG_GROUPS[a:b], rnd) + ["\tX\n", "X = 1\n", ")\nvar (\n"]:
+            state = feed_all(lang, middle, rnd)
+            got = state is not None and state.is_complete()
+            assert got == parses(left + middle + right), (left[-30:], middle, right[:30])
+        assert lang.mode == "exact"
+    assert cut >= 5
+
+
 def test_fallback_modes() -> None:
     assert FimLanguage.for_go("package p\nvar s = '\x00", "").mode == "none"
     # No middle can end before `+` and a newline then `}` (a line comment ends at R's first

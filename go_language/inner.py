@@ -1,0 +1,132 @@
+"""Cuts inside a long top-level declaration: a function's body, or a grouped declaration
+(``const (``, ``var (``, ``type (``, ``import (``), whose lines gofmt lays at one tab.
+
+A window that would hold a whole long declaration is cut again at one of those lines, under a
+synthetic opening (`Frame.left_header`: ``func _() {`` or ``var (``) on the left and before a
+synthetic closing (``}`` or ``)``) on the right.  The cut is exact because the synthetic closing
+can only complete the window at a statement (or spec) boundary of the declaration's own body:
+
+* left: the skipped part ``L[top:s]`` must end with a ``;`` (or the opening bracket) and parse
+  when the closing follows it (`prefix_parses`); the parser's state at ``s`` is then that of a
+  fresh body, which the synthetic opening reproduces;
+* right: if ``L_w + M + R[:t]`` + closing parses, the state at ``t`` is again a body boundary,
+  and the whole file parses iff ``R[t:e]`` parses after a fresh opening (`rest_parses`).
+
+Both checks are made lazily, for mode ``exact`` (as the text outside the windows is).  A
+``const`` group is special: its first spec must have values, so the left opening carries one
+(``_ = 0``) and the skipped part must hold one (it ends with ``;``), and the right check uses a
+bare opening, which accepts less (a sound choice).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from .grammar import parses
+from .lexer import LexError, lex
+
+HEADER = "package _\n"
+#: A window longer than this (characters) is cut again inside its declaration.
+INNER_CHARS = 1_500
+#: Cut lines tried, nearest first.
+MAX_TRIES = 4
+
+_FUNC_LINE = re.compile(r"(?m)^\t(?![\s})\]/]|case\b|default\b)")
+_GROUP_LINE = re.compile(r"(?m)^\t(?![\s})\]/])")
+_GROUP = re.compile(r"(const|var|type|import)\s*\(")
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A kind of long declaration and its synthetic openings and closing."""
+
+    opener: str  # how its body opens in the file ("{\n" or "(\n")
+    left_header: str  # before the left window's first body line
+    right_header: str  # before R's rest, for its check
+    closer: str  # after R's window
+    lines: re.Pattern[str]  # the body's lines that may start a window
+    needs_spec: bool = False  # a const group: the skipped part must hold a spec
+
+
+FUNC = Frame("{\n", "func _() {\n", "func _() {\n", "}\n", _FUNC_LINE)
+
+
+def frame_at(left: str, top: int) -> Frame | None:
+    """The frame of the top-level declaration starting at `top`, if it has one."""
+    if left.startswith("func", top):
+        return FUNC
+    m = _GROUP.match(left, top)
+    if m is None:
+        return None
+    kw = m.group(1)
+    first = "\t_ = 0\n" if kw == "const" else ""
+    return Frame("(\n", f"{kw} (\n{first}", f"{kw} (\n", ")\n", _GROUP_LINE,
+                 needs_spec=kw == "const")
+
+
+def left_cuts(left: str, top: int, frame: Frame) -> list[int]:
+    """Body lines of the declaration at `top` where the left window may start, nearest first
+    (not the cursor's own line: half typed, it may yet become a `case` or a closing)."""
+    body = left.find(frame.opener, top)
+    if body < 0:
+        return []
+    cursor_line = left.rfind("\n") + 1
+    lines = [m.start() for m in frame.lines.finditer(left, body + len(frame.opener),
+                                                         cursor_line)]
+    return [s for s in reversed(lines[-MAX_TRIES:]) if not left.count("`", 0, s) % 2]
+
+
+def right_cut(right: str, end: int, frame: Frame) -> int | None:
+    """The first body line of R's window past its first line, if the window (``right[:end]``)
+    is long; None when there is none or the cut may lie in a string or comment."""
+    if end <= INNER_CHARS:
+        return None
+    first = right.find("\n")
+    if first < 0:
+        return None
+    lines = [m.start() for m in frame.lines.finditer(right, first + 1, end)]
+    if frame.needs_spec:  # a const spec with values, so that the bare opening can take it
+        lines = [t for t in lines if "=" in right[t:right.find("\n", t)]]
+    lines = lines[:3]
+    for k, cut in enumerate(lines):
+        nxt = lines[k + 1] if k + 1 < len(lines) else end
+        if not right.count("`", cut) % 2 and lexes_closed(right[:cut]) \
+                and lexes_closed(right[cut:nxt]):
+            return cut
+    return None
+
+
+def lexes_closed(text: str) -> bool:
+    """Nothing (a string, a comment) is left open at the end of `text`, read as code."""
+    try:
+        lexed = lex(text)
+    except LexError:
+        return True  # not readable as code from here: no evidence against the cut
+    return not text[lexed.tail:].strip()
+
+
+def prefix_parses(frame: Frame, text: str) -> bool:
+    """Whether `text`, a declaration's start cut at a body line, ends at a boundary of its
+    body: its tokens end with a ``;`` (or the opening bracket), and the closing after it
+    completes the declaration."""
+    try:
+        lexed = lex(text)
+    except LexError:
+        return False
+    ends = (";",) if frame.needs_spec else (";", "{", "(")
+    if lexed.tail != len(text) or not lexed.kinds or lexed.kinds[-1] not in ends:
+        return False
+    return parses_cached(text + frame.closer, True)
+
+
+def rest_parses(frame: Frame, text: str) -> bool:
+    """Whether `text` is the rest of a body (lines, then its closing) after a fresh opening."""
+    return parses_cached(frame.right_header + text, True)
+
+
+@functools.lru_cache(maxsize=4096)
+def parses_cached(text: str, header: bool) -> bool:
+    """`grammar.parses`, remembered by content, with the synthetic package clause."""
+    return parses(HEADER + text if header else text)
