@@ -1,12 +1,14 @@
-"""Cuts inside a long top-level declaration: a function's body, or a grouped declaration
-(``const (``, ``var (``, ``type (``, ``import (``), whose lines gofmt lays at one tab.
+"""Cuts inside a long top-level declaration: a function's body, a grouped declaration
+(``const (``, ``var (``, ``type (``, ``import (``), or a variable's composite literal
+(``var x = T{``), whose lines gofmt lays at one tab.
 
 A window that would hold a whole long declaration is cut again at one of those lines, under a
 synthetic opening (`Frame.left_header`: ``func _() {`` or ``var (``) on the left and before a
 synthetic closing (``}`` or ``)``) on the right.  The cut is exact because the synthetic closing
 can only complete the window at a statement (or spec) boundary of the declaration's own body:
 
-* left: the skipped part ``L[top:s]`` must end with a ``;`` (or the opening bracket) and parse
+* left: the skipped part ``L[top:s]`` must end with a ``;`` (a ``,`` in a literal, or the
+  opening bracket) and parse
   when the closing follows it (`prefix_parses`); the parser's state at ``s`` is then that of a
   fresh body, which the synthetic opening reproduces;
 * right: if ``L_w + M + R[:t]`` + closing parses, the state at ``t`` is again a body boundary,
@@ -36,6 +38,9 @@ MAX_TRIES = 4
 _FUNC_LINE = re.compile(r"(?m)^\t(?![\s})\]/]|case\b|default\b)")
 _GROUP_LINE = re.compile(r"(?m)^\t(?![\s})\]/])")
 _GROUP = re.compile(r"(const|var|type|import)\s*\(")
+#: ``var x = T{`` with a named, slice, array or map type: a composite literal's elements.
+_LITERAL = re.compile(r"var\s+\w+\s*=\s*(?:\[[^\]\n]*\]|map\[[\w.*\[\]]+\])*[\w.*\[\]]*\{\n")
+_LITERAL_LINE = re.compile(r"(?m)^\t(?![\s})\]/])")
 
 
 @dataclass(frozen=True)
@@ -48,15 +53,22 @@ class Frame:
     closer: str  # after R's window
     lines: re.Pattern[str]  # the body's lines that may start a window
     needs_spec: bool = False  # a const group: the skipped part must hold a spec
+    ends: tuple[str, ...] = (";", "{", "(")  # tokens the skipped part may end with
 
 
 FUNC = Frame("{\n", "func _() {\n", "func _() {\n", "}\n", _FUNC_LINE)
+#: Elements of a composite literal: the grammar reads every literal value alike, whatever its
+#: type, and after a ``,`` it continues as after the opening ``{``.
+LITERAL = Frame("{\n", "var _ = x{\n", "var _ = x{\n", "}\n", _LITERAL_LINE, ends=(",", "{"))
 
 
 def frame_at(left: str, top: int) -> Frame | None:
     """The frame of the top-level declaration starting at `top`, if it has one."""
     if left.startswith("func", top):
         return FUNC
+    lit = _LITERAL.match(left, top)
+    if lit and not any(w in lit.group() for w in ("struct", "interface", "func", "chan")):
+        return LITERAL  # (with those words the brace may open a type, not a literal)
     m = _GROUP.match(left, top)
     if m is None:
         return None
@@ -115,7 +127,7 @@ def prefix_parses(frame: Frame, text: str) -> bool:
         lexed = lex(text)
     except LexError:
         return False
-    ends = (";",) if frame.needs_spec else (";", "{", "(")
+    ends = (";",) if frame.needs_spec else frame.ends
     if lexed.tail != len(text) or not lexed.kinds or lexed.kinds[-1] not in ends:
         return False
     return parses_cached(text + frame.closer, True)

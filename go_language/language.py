@@ -36,6 +36,11 @@ from .windows import LeftWindow, find_left_window, outside_parses, right_cuts
 
 #: Left windows with more tokens than this are not parsed (mode "none").
 MAX_LEFT_TOKENS = 12_000
+#: In scope "free", R's window is cut inside the cursor's declaration only beyond this many
+#: characters (the middle is then held inside the declaration: see `_HOLD_REASON`).
+MAX_WIDE_RIGHT = 20_000
+_HOLD_REASON = ("the declaration after the cursor is too large to take whole: middles are held "
+                "inside it")
 
 
 class FimLanguage:
@@ -133,7 +138,11 @@ def _build(left: str, right: str, scope: Scope, windowing: bool) -> FimLanguage:
     left_terminals = terminals(lw.kinds)
     frame = lw.frame or (frame_at(left, lw.top) if windowing else None)
     for end in right_cuts(right, windowing):
-        inner = right_cut(right, end, frame) if frame is not None else None
+        # A cut inside the declaration is exact, but refuses middles that close it and open
+        # another (R's lines then belong elsewhere): fine for the scopes that keep the middle
+        # in its block, and in scope "free" only for a very long declaration.
+        wide = scope is Scope.FREE and end <= MAX_WIDE_RIGHT
+        inner = right_cut(right, end, frame) if frame is not None and not wide else None
         if (end if inner is None else inner) > MAX_RIGHT_CHARS:
             continue
         text = right[:end] if inner is None or frame is None else right[:inner] + frame.closer
@@ -146,8 +155,10 @@ def _build(left: str, right: str, scope: Scope, windowing: bool) -> FimLanguage:
             initial = _with_pending(initial, lw)
             if initial is None:
                 continue
+        held = inner is not None and scope is Scope.FREE
         return FimLanguage(left=left, right=right, scope=scope, base_mode=LanguageMode.EXACT,
-                           reason="", left_start=lw.start, right_end=end, initial=initial,
+                           reason=_HOLD_REASON if held else "", left_start=lw.start,
+                           right_end=end, initial=initial,
                            left_top=lw.top, right_inner=inner, frame=frame)
     return _prefix_language(left, right, scope, lw, rules, left_terminals)
 

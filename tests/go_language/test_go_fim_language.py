@@ -227,22 +227,49 @@ LONG_GROUPS = (
     + "".join(f"\tC{k}\n" if k % 3 else f"\tC{k} = {k} // c\n" for k in range(150))
     + ")\n\nvar (\n"
     + "".join(f"\tv{k} = []int{{\n\t\t{k},\n\t}}\n\tw{k} int\n" for k in range(60))
-    + ")\n\nfunc f() {}\n")
+    + ")\n\nvar table = map[string][]int{\n"
+    + "".join(f"\t\"k{k}\": {{{k}, 2}},\n\t\"m{k}\": {{\n\t\t3,\n\t}},\n" for k in range(60))
+    + "}\n\nfunc f() {}\n")
 
 
 def test_windows_inside_long_groups_are_exact() -> None:
     rnd = random.Random(4)
     cut = 0
-    for a, b in spans(LONG_GROUPS, rnd, 24):
+    for a, b in spans(LONG_GROUPS, rnd, 36):
         left, right = LONG_GROUPS[:a], LONG_GROUPS[b:]
         lang = FimLanguage.for_go(left, right)
         cut += lang.left_start > lang.left_top or lang.right_inner is not None
-        for middle in variants(LONG_GROUPS[a:b], rnd) + ["\tX\n", "X = 1\n", ")\nvar (\n"]:
+        for middle in variants(LONG_GROUPS[a:b], rnd) + ["\tX\n", "X = 1\n", ")\nvar (\n",
+                                                         "}\nvar t = x{\n", "\"a\": {},\n"]:
             state = feed_all(lang, middle, rnd)
             got = state is not None and state.is_complete()
             assert got == parses(left + middle + right), (left[-30:], middle, right[:30])
         assert lang.mode == "exact"
     assert cut >= 5
+
+
+@pytest.mark.parametrize("text", [LONG, LONG_GROUPS])
+def test_held_windows_are_sound(text: str) -> None:
+    """In scope "block", R's window is cut inside the cursor's declaration: a middle it
+    calls complete makes the whole file parse, and the true middles of lines are accepted."""
+    rnd = random.Random(6)
+    held = 0
+    for a, b in spans(text, rnd, 30):
+        a = text.rfind("\n", 0, a) + 1
+        b = text.find("\n", a) + 1  # one whole line inside a block, closing none of it
+        if not text.startswith("\t", a) or text[a:b].strip()[:1] in ("}", ")"):
+            continue
+        left, right = text[:a], text[b:]
+        lang = FimLanguage.for_go(left, right, Scope.BLOCK)
+        held += lang.right_inner is not None
+        state = feed_all(lang, text[a:b], rnd)
+        assert state is not None and state.is_complete()
+        for middle in variants(text[a:b], rnd) + [")\nvar (\n", "}\n\nfunc g() {\n"]:
+            state = feed_all(lang, middle, rnd)
+            if state is not None and state.is_complete():
+                assert parses(left + middle + right), middle
+        assert lang.mode == "exact"
+    assert held > 0
 
 
 def test_fallback_modes() -> None:
