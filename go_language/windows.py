@@ -64,6 +64,11 @@ def find_left_window(left: str, windowing: bool = True) -> LeftWindow | None:
     tries = [c for c in reversed(cuts) if c > 0 and not left.count("`", 0, c) % 2]
     tries = tries[:MAX_LEFT_TRIES] + [0]
     for start in tries:
+        # Inside a long declaration, first a cut in its body (the whole need not be lexed).
+        frame = frame_at(left, start) if windowing and len(left) - start > INNER_CHARS else None
+        inner = _inner_left(left, start, frame) if frame is not None else None
+        if inner is not None:
+            return inner
         text = (HEADER if start else "") + left[start:]
         try:
             lexed = lex(text)
@@ -72,9 +77,7 @@ def find_left_window(left: str, windowing: bool = True) -> LeftWindow | None:
         pending = text[lexed.tail:]
         if start and pending[:1] in ("`", "/") and "\n" in pending:
             continue  # an open raw string or comment across lines: the cut may lie in one
-        frame = frame_at(left, start) if windowing and len(left) - start > INNER_CHARS else None
-        inner = _inner_left(left, start, frame) if frame is not None else None
-        return inner or LeftWindow(start, text, lexed.kinds, pending, lexed.ins, start)
+        return LeftWindow(start, text, lexed.kinds, pending, lexed.ins, start)
     return None
 
 
@@ -102,8 +105,10 @@ def right_cuts(right: str, windowing: bool = True) -> list[int]:
              if m.start() > 0 and not right.count("`", m.start()) % 2]
     out: list[int] = []
     for k, end in enumerate(found[:MAX_RIGHT_CANDIDATES]):
-        nxt = found[k + 1] if k + 1 < len(found) else len(right)
-        if lexes_closed(right[:end]) and lexes_closed(right[end:nxt]):
+        # The declaration after the cut must not be left open either (the cut would lie in a
+        # string the middle opens); a long one is not lexed for it (the outside check stays).
+        nxt = min(found[k + 1] if k + 1 < len(found) else len(right), end + 4_000)
+        if lexes_closed(right[:end]) and (nxt == end + 4_000 or lexes_closed(right[end:nxt])):
             out.append(end)
     return out + [len(right)]
 
