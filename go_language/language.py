@@ -30,12 +30,16 @@ from quotient import LanguageMode, Scope
 
 from .grammar import go_recognizer, terminals
 from .inner import Frame, frame_at, prefix_parses, rest_parses, right_cut
+from .lexer import nesting
 from .right_window import MAX_RIGHT_CHARS, exact_window
 from .state import ExactEnd, GoState, MiddleRules, NoConstraint, PrefixEnd, Shared
 from .windows import LeftWindow, find_left_window, outside_parses, right_cuts
 
 #: Left windows with more tokens than this are not parsed (mode "none").
 MAX_LEFT_TOKENS = 12_000
+#: Brackets nested deeper than this (in the left window, or closed in R's) are not parsed:
+#: the quotient's items grow with the depth (mode "none" or "prefix").
+MAX_DEPTH = 200
 #: In scope "free", R's window is cut inside the cursor's declaration only beyond this many
 #: characters (the middle is then held inside the declaration: see `_HOLD_REASON`).
 MAX_WIDE_RIGHT = 20_000
@@ -82,7 +86,7 @@ class FimLanguage:
             left = left[1:]  # a byte-order mark may start a Go file
         try:
             return _build(left, right, scope, windowing)
-        except RecursionError:
+        except (RecursionError, OverflowError):
             return _unconstrained(left, right, scope, "the text nests too deeply to analyse")
 
     # -- quotient.Constraint ------------------------------------------------------------------
@@ -134,6 +138,8 @@ def _build(left: str, right: str, scope: Scope, windowing: bool) -> FimLanguage:
     if len(lw.kinds) > MAX_LEFT_TOKENS:
         return _unconstrained(left, right, scope,
                               f"the left window has more than {MAX_LEFT_TOKENS} tokens")
+    if nesting(lw.kinds) > MAX_DEPTH:
+        return _unconstrained(left, right, scope, "the text nests too deeply to analyse")
     rules = MiddleRules(scope)
     left_terminals = terminals(lw.kinds)
     frame = lw.frame or (frame_at(left, lw.top) if windowing else None)
@@ -146,7 +152,10 @@ def _build(left: str, right: str, scope: Scope, windowing: bool) -> FimLanguage:
         if (end if inner is None else inner) > MAX_RIGHT_CHARS:
             continue
         text = right[:end] if inner is None or frame is None else right[:inner] + frame.closer
-        window = exact_window(text, end, left_terminals)
+        try:
+            window = exact_window(text, end, left_terminals, MAX_DEPTH)
+        except OverflowError:  # R's window nests too deeply for the engine's item keys
+            window = None
         if window is None:
             continue
         initial = GoState(Shared(rules, ExactEnd(lw.text, window)), window.state, lw.ins,

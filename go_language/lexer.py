@@ -123,6 +123,20 @@ def lex(text: str, start: int = 0, ins: bool = False, final: bool = False) -> Le
     return Lexed(kinds, n, ins)
 
 
+def nesting(kinds: list[str]) -> int:
+    """How deep the brackets of a token list nest, opened or closed."""
+    depth = deepest = 0
+    for kind in kinds:
+        if kind in ("(", "[", "{"):
+            depth += 1
+        elif kind in (")", "]", "}"):
+            depth -= 1
+        else:
+            continue
+        deepest = max(deepest, abs(depth))
+    return deepest
+
+
 def kind_after(kind: str | None, newline: bool, ins: bool) -> tuple[list[str], bool]:
     """The tokens one lexeme adds after layout bit `ins`, and the bit after it."""
     if kind is None:

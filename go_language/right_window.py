@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from quotient import Nfa, RecognizerState, recognizer, right_quotient_split
 
 from .grammar import MARKER_PREFIX, MARKERS, go_grammar, terminal_of
-from .lexer import SEMI, LexError, kind_after, scan
+from .lexer import SEMI, LexError, kind_after, lex, nesting, scan
 
 _START = "$fim"
 #: Longer right windows are not quotiented.
@@ -72,10 +72,13 @@ class ExactWindow:
     state: RecognizerState  # the quotient's recognizer after the left window's tokens
 
 
-def exact_window(window: str, end: int, left_terminals: list[str]) -> ExactWindow | None:
+def exact_window(window: str, end: int, left_terminals: list[str], max_depth: int = 10**9
+                 ) -> ExactWindow | None:
     """The exact quotient for the right window `window` (R cut at `end`, perhaps with a
     synthetic closing brace), or None when no branch of it can follow the left window's
-    terminals."""
+    terminals, or its brackets nest deeper than `max_depth`."""
+    if _closing_depth(window) > max_depth:
+        return None
     nfa, finals = _branch_trie(window)
     if not finals:
         return None
@@ -96,6 +99,15 @@ def exact_window(window: str, end: int, left_terminals: list[str]) -> ExactWindo
     if state is None:
         return None
     return ExactWindow(end, window, marks, tuple(sorted({i for i, _ in marks})), state)
+
+
+def _closing_depth(window: str) -> int:
+    """How deep R's window nests its brackets (read as code from its start; 0 if it does not
+    lex so)."""
+    try:
+        return nesting(lex(window, final=True).kinds)
+    except LexError:
+        return 0
 
 
 def _branch_trie(window: str) -> tuple[Nfa, dict[int, list[BranchKey]]]:

@@ -288,6 +288,11 @@ def test_fallback_modes() -> None:
     none = FimLanguage.for_go("package p\nvar s = '\x00", "")
     assert none.initial().feed("anything )))").is_complete() is False
     assert FimLanguage.for_go("\ufeffpackage p\n\nvar x = ", "1\n").mode == "exact"
+    # Deep nesting on either side: a clear fallback, not an engine overflow.
+    for left, right in [("package p\nvar x = " + "(" * 3000, ")" * 3000 + "\n"),
+                        ("package p\nfunc f() {\n\tx := ", ")" * 3000 + "\n}\n")]:
+        lang = FimLanguage.for_go(left, right)
+        assert lang.mode in ("none", "prefix") and lang.reason
 
 
 @settings(max_examples=120, deadline=None)
