@@ -54,6 +54,7 @@ class Frame:
     lines: re.Pattern[str]  # the body's lines that may start a window
     needs_spec: bool = False  # a const group: the skipped part must hold a spec
     ends: tuple[str, ...] = (";", "{", "(")  # tokens the skipped part may end with
+    switch_at: int | None = None  # a cut at a clause: where its switch line starts (from top)
 
 
 FUNC = Frame("{\n", "func _() {\n", "func _() {\n", "}\n", _FUNC_LINE)
@@ -88,6 +89,36 @@ def left_cuts(left: str, top: int, frame: Frame) -> list[int]:
     lines = [m.start() for m in frame.lines.finditer(left, body + len(frame.opener),
                                                          cursor_line)]
     return [s for s in reversed(lines[-MAX_TRIES:]) if not left.count("`", 0, s) % 2]
+
+
+_CLAUSE_LINE = re.compile(r"(?m)^\t(?:case\b|default\b)")
+_ONE_TAB_LINE = re.compile(r"(?m)^\t(?=\S)")
+_SWITCH_LINE = re.compile(r"\t(?:switch|select)\b[^\n]*\{\n")
+
+
+def switch_cut(left: str, top: int, after: int) -> tuple[int, Frame] | None:
+    """A cut at the last clause line (``case``, ``default``) of a switch or select at the
+    first level of the function body at `top`, when it lies past `after` (the nearest plain
+    body line): the window then opens with the function's and the switch's own first line.
+
+    Exact because the window's state after that switch line (its clause list) and the file's
+    state at a clause boundary of the same switch agree once the clause's keyword is read,
+    and the text at the cut starts with it; `prefix_parses` checks that the cut is one."""
+    cursor_line = left.rfind("\n") + 1
+    clauses = [m.start() for m in _CLAUSE_LINE.finditer(left, max(after, top), cursor_line)]
+    if not clauses:
+        return None
+    cut = clauses[-1]
+    level = [m.start() for m in _ONE_TAB_LINE.finditer(left, top, cursor_line)]
+    if any(not _CLAUSE_LINE.match(left, k) for k in level if k > cut):
+        return None  # the switch may have ended before the cursor
+    before = [k for k in level if k < cut and not _CLAUSE_LINE.match(left, k)]
+    sw = _SWITCH_LINE.match(left, before[-1]) if before else None
+    if sw is None or left.count("`", 0, cut) % 2:
+        return None
+    frame = Frame("{\n", FUNC.left_header + sw.group(), FUNC.right_header, "}\n}\n",
+                  _FUNC_LINE, ends=(";", ":", "{"), switch_at=sw.start() - top)
+    return cut, frame
 
 
 def right_cut(right: str, end: int, frame: Frame) -> int | None:
@@ -130,7 +161,28 @@ def prefix_parses(frame: Frame, text: str) -> bool:
     ends = (";",) if frame.needs_spec else frame.ends
     if lexed.tail != len(text) or not lexed.kinds or lexed.kinds[-1] not in ends:
         return False
+    sw = frame.switch_at
+    if sw is not None and not (prefix_parses(FUNC, text[:sw]) and _stays_open(text[sw:])):
+        return False
     return parses_cached(text + frame.closer, True)
+
+
+def _stays_open(text: str) -> bool:
+    """Whether the block a switch line opens (its first ``{``) is still open at the end of
+    `text`, one level deep."""
+    try:
+        kinds = lex(text).kinds
+    except LexError:
+        return False
+    depth = 0
+    for k, kind in enumerate(kinds):
+        if kind in ("(", "[", "{"):
+            depth += 1
+        elif kind in (")", "]", "}"):
+            depth -= 1
+            if depth <= 0 and "{" in kinds[:k]:
+                return False
+    return depth == 1
 
 
 def rest_parses(frame: Frame, text: str) -> bool:

@@ -54,7 +54,7 @@ class FimLanguage:
     def __init__(self, *, left: str, right: str, scope: Scope, base_mode: LanguageMode,
                  reason: str, left_start: int, right_end: int, initial: GoState,
                  left_top: int | None = None, right_inner: int | None = None,
-                 frame: Frame | None = None) -> None:
+                 frame: Frame | None = None, left_frame: Frame | None = None) -> None:
         self.left = left
         self.right = right
         self.scope = scope
@@ -65,7 +65,8 @@ class FimLanguage:
         # top-level declaration starts, and where R's window was cut inside the body.
         self.left_top = left_start if left_top is None else left_top
         self.right_inner = right_inner
-        self._frame = frame  # the declaration cut inside (go_language.inner), if any
+        self._frame = frame  # the declaration R's window was cut inside, if any
+        self._left_frame = left_frame  # the one the left window was cut inside, if any
         self._base_mode = base_mode  # EXACT, PREFIX or NONE; WINDOW is decided lazily
         self._initial = initial
         self._checked_mode: LanguageMode | None = None
@@ -112,9 +113,9 @@ class FimLanguage:
         left, right, top, end = self.left, self.right, self.left_top, self.right_end
         if top and not outside_parses(left[:top], False):
             return False
-        frame = self._frame
-        if self.left_start != top and (frame is None
-                                       or not prefix_parses(frame, left[top:self.left_start])):
+        frame, left_frame = self._frame, self._left_frame
+        if self.left_start != top and (left_frame is None or not prefix_parses(
+                left_frame, left[top:self.left_start])):
             return False
         if self.right_inner is not None and (frame is None or not rest_parses(
                 frame, right[self.right_inner:end])):
@@ -142,7 +143,7 @@ def _build(left: str, right: str, scope: Scope, windowing: bool) -> FimLanguage:
         return _unconstrained(left, right, scope, "the text nests too deeply to analyse")
     rules = MiddleRules(scope)
     left_terminals = terminals(lw.kinds)
-    frame = lw.frame or (frame_at(left, lw.top) if windowing else None)
+    frame = frame_at(left, lw.top) if windowing else None
     for end in right_cuts(right, windowing):
         # A cut inside the declaration is exact, but refuses middles that close it and open
         # another (R's lines then belong elsewhere): fine for the scopes that keep the middle
@@ -168,7 +169,8 @@ def _build(left: str, right: str, scope: Scope, windowing: bool) -> FimLanguage:
         return FimLanguage(left=left, right=right, scope=scope, base_mode=LanguageMode.EXACT,
                            reason=_HOLD_REASON if held else "", left_start=lw.start,
                            right_end=end, initial=initial,
-                           left_top=lw.top, right_inner=inner, frame=frame)
+                           left_top=lw.top, right_inner=inner, frame=frame,
+                           left_frame=lw.frame)
     return _prefix_language(left, right, scope, lw, rules, left_terminals)
 
 

@@ -30,7 +30,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .inner import HEADER, INNER_CHARS, Frame, frame_at, left_cuts, lexes_closed, parses_cached
+from .inner import (
+    FUNC,
+    HEADER,
+    INNER_CHARS,
+    Frame,
+    frame_at,
+    left_cuts,
+    lexes_closed,
+    parses_cached,
+    switch_cut,
+)
 from .lexer import LexError, lex
 
 _DECL_LINE = re.compile(r"(?m)^(?:func|type|var|const|import)\b")
@@ -84,7 +94,11 @@ def find_left_window(left: str, windowing: bool = True) -> LeftWindow | None:
 def _inner_left(left: str, top: int, frame: Frame) -> LeftWindow | None:
     """The left window cut at the last body line of the declaration at `top`, under the
     frame's synthetic opening (None when no such line lexes cleanly)."""
-    for start in left_cuts(left, top, frame):
+    cuts = [(s, frame) for s in left_cuts(left, top, frame)]
+    if frame is FUNC:  # in a long switch, its last clause may lie nearer than any statement
+        clause = switch_cut(left, top, cuts[0][0] if cuts else top)
+        cuts = ([clause] if clause else []) + cuts
+    for start, frame in cuts:
         text = HEADER + frame.left_header + left[start:]
         try:
             lexed = lex(text)

@@ -206,15 +206,22 @@ LONG = "package p\n\nfunc big() {\n" + "".join(
     + "}\n\nfunc after() {}\n"
 
 
-def test_windows_inside_a_long_function_are_exact() -> None:
+LONG_SWITCH = "package p\n\nfunc op(v int) int {\n\tx := 0\n\tswitch v {\n" + "".join(
+    f"\tcase {k}:\n\t\tx = f({k})\n\t\tif x > {k} {{\n\t\t\treturn x\n\t\t}}\n"
+    for k in range(90)) + "\tdefault:\n\t}\n\tswitch y := g().(type) {\n" + "".join(
+    f"\tcase T{k}, []int:\n\t\tx += {k}\n" for k in range(90)) + "\t}\n\treturn x\n}\n"
+
+
+@pytest.mark.parametrize("text", [LONG, LONG_SWITCH])
+def test_windows_inside_a_long_function_are_exact(text: str) -> None:
     rnd = random.Random(8)
-    for a, b in spans(LONG, rnd, 20):
-        left, right = LONG[:a], LONG[b:]
+    for a, b in spans(text, rnd, 20):
+        left, right = text[:a], text[b:]
         lang = FimLanguage.for_go(left, right)
         whole = FimLanguage.for_go(left, right, windowing=False)
-        if a > 2000:
-            assert lang.left_start > lang.left_top  # cut inside the body
-        for middle in variants(LONG[a:b], rnd):
+        if a > 2000:  # cut inside the body, near the cursor (in a switch: at its last clause)
+            assert lang.left_top < lang.left_start and a - lang.left_start < 400
+        for middle in variants(text[a:b], rnd) + ["\t}\n\tx++\n", "\tcase 1:\n"]:
             state = feed_all(lang, middle, rnd)
             ref = feed_all(whole, middle, random.Random(0))
             got = state is not None and state.is_complete()
