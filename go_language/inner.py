@@ -1,6 +1,7 @@
 """Cuts inside a long top-level declaration: a function's body, a grouped declaration
 (``const (``, ``var (``, ``type (``, ``import (``), or a variable's composite literal
-(``var x = T{``), whose lines gofmt lays at one tab.
+(``var x = T{``), whose lines gofmt lays at one tab; on the left also at the last clause of
+a long ``switch``/``select`` at a function body's first level (`switch_cut`).
 
 A window that would hold a whole long declaration is cut again at one of those lines, under a
 synthetic opening (`Frame.left_header`: ``func _() {`` or ``var (``) on the left and before a
