@@ -48,7 +48,9 @@ _RUNE = re.compile(rf"'(?:[^'\\\n]|{_ESC}|\\')'")
 _PARTIAL_ESC = r"(?:\\(?:[0-7]{0,2}|x[0-9a-fA-F]?|u[0-9a-fA-F]{0,3}|U[0-9a-fA-F]{0,7}))?"
 _STRING_OPEN = re.compile(rf'"(?:[^"\\\n]|{_ESC}|\\")*{_PARTIAL_ESC}\Z')
 _RUNE_OPEN = re.compile(rf"'(?:(?:[^'\\\n]|{_ESC}|\\')|{_PARTIAL_ESC})\Z")
-_ESC_VALUE = re.compile(r"\\([0-7]{3}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})")
+#: Escapes left to right (``\\\\`` is one, so the ``u`` after it starts no escape); the group is
+#: the value of those whose range must be checked.
+_ESC_VALUE = re.compile(r"\\(?:([0-7]{3}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})|.)", re.S)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _SPACE = re.compile(r"[ \t\r]+")
 #: Characters Go refuses anywhere in a file (NUL, a byte-order mark past the start, text that
@@ -223,7 +225,8 @@ def _quoted(text: str, pos: int, final: bool, whole: re.Pattern[str], opening: r
     if m is not None:
         _check_chars(text, pos, m.end())
         for esc in _ESC_VALUE.finditer(text, pos, m.end()):
-            _check_escape(esc.group(1))
+            if esc.group(1):
+                _check_escape(esc.group(1))
         if kind == "STRING":
             kind = _string_kind(text[pos + 1:m.end() - 1])
         return Lexeme(kind, m.end(), False)

@@ -44,6 +44,7 @@ def kinds(text: str) -> list[str]:
     ("func typ if iff", ["func", "IDENT", "if", "IDENT", ";"]),
     ("héllo αβ_1", ["IDENT", "IDENT", ";"]),
     ("`a\nb\r\nc`", ["STRING", ";"]),
+    ('"\\\\ud800" "\\\\\\u00e9"', ["STRING", "STRING", ";"]),  # an escaped backslash, then text
     (".5 1. 0x1p-2 1e3 0b1 0o7 07 1_000 0x_f 0i 08.5 089i",
      ["FLOAT", "FLOAT", "FLOAT", "FLOAT", "INT", "INT", "INT", "INT", "INT", "IMAG", "FLOAT",
       "IMAG", ";"]),
