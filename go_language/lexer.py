@@ -48,8 +48,8 @@ _RUNE = re.compile(rf"'(?:[^'\\\n]|{_ESC}|\\')'")
 _PARTIAL_ESC = r"(?:\\(?:[0-7]{0,2}|x[0-9a-fA-F]?|u[0-9a-fA-F]{0,3}|U[0-9a-fA-F]{0,7}))?"
 _STRING_OPEN = re.compile(rf'"(?:[^"\\\n]|{_ESC}|\\")*{_PARTIAL_ESC}\Z')
 _RUNE_OPEN = re.compile(rf"'(?:(?:[^'\\\n]|{_ESC}|\\')|{_PARTIAL_ESC})\Z")
-#: Escapes left to right (``\\\\`` is one, so the ``u`` after it starts no escape); the group is
-#: the value of those whose range must be checked.
+#: Escapes left to right (an escaped backslash is one, so a ``u`` after it starts none); the
+#: group is the value of those whose range must be checked.
 _ESC_VALUE = re.compile(r"\\(?:([0-7]{3}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})|.)", re.S)
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _SPACE = re.compile(r"[ \t\r]+")
