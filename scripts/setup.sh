@@ -37,4 +37,20 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
     fi
     echo "$want" >"$stamp"
 fi
-.venv/bin/python -c "import quotient, lexer, python_language, fim, lsp_server"
+# Go's own parser (gofmt, Debian's golang-go) is the ground truth of the Go language's tests
+# (tests/go_language); install it when this user may (root, or sudo without a password), else
+# say that those tests will skip.
+if ! command -v gofmt >/dev/null; then
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo -n"
+    if { [ -z "$sudo" ] || sudo -n true 2>/dev/null; } && command -v apt-get >/dev/null; then
+        echo "setup: installing Debian's golang-go (gofmt)" >&2
+        { $sudo apt-get update -q && $sudo env DEBIAN_FRONTEND=noninteractive \
+            apt-get install -y -q golang-go; } >>"$log" 2>&1 || {
+            echo "setup: apt-get install golang-go failed (see $log)" >&2; exit 1; }
+    else
+        echo "setup: gofmt is missing and golang-go cannot be installed here (no root):" \
+             "the Go tests that compare with gofmt will skip" >&2
+    fi
+fi
+.venv/bin/python -c "import quotient, lexer, python_language, go_language, fim, lsp_server"
