@@ -41,7 +41,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from fim.languages import PYTHON, Language
+from fim.languages import IMPORTING, PYTHON, Language
 from fim.options import Scope
 from fim.stopping import FeedCache
 from quotient.constraint import Constraint, ConstraintState
@@ -49,18 +49,13 @@ from quotient.constraint import Constraint, ConstraintState
 #: Builds the constraint for ``(left, right, scope)``; :func:`python_language` by default.
 LanguageFactory = Callable[[str, str, Scope], Constraint]
 
-# The first import of the lexer and grammar modules from two threads at once can fail (lark's
-# modules import each other); it is made under this lock.
-_IMPORTING = threading.Lock()
-
-
 def python_language(left: str, right: str, scope: Scope | str) -> Constraint:
     """The Python FIM language (``python_language``) for these texts."""
     # Imported on first use, for startup speed: the lexer and grammar modules (``regex``
     # included) take tens of milliseconds that ``seam serve`` would otherwise spend before
     # answering ``initialize``; the server imports them on its grammar thread while the
     # model loads.
-    with _IMPORTING:
+    with IMPORTING:
         from python_language import FimLanguage
 
     return FimLanguage.for_python(left, right, scope=scope)

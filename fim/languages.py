@@ -19,6 +19,7 @@ on first use, as Python's is: the grammar modules take tens of milliseconds to i
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -32,12 +33,36 @@ GrammarFactory = Callable[[str, str, Scope], Constraint]
 Parser = Callable[[str], bool]
 
 
+#: The first import of a grammar's modules from two threads at once can fail (lark's modules
+#: import each other; the vLLM processor builds languages on worker threads): it is made under
+#: this lock.
+IMPORTING = threading.Lock()
+
+
 def python_grammar(left: str, right: str, scope: Scope | str) -> Constraint:
     """The Python FIM language (``python_language``) for these texts."""
     # Imported on first use, for startup speed (see ``fim.language_cache``).
-    from python_language import FimLanguage
+    with IMPORTING:
+        from python_language import FimLanguage
 
     return FimLanguage.for_python(left, right, scope=scope)
+
+
+def go_grammar(left: str, right: str, scope: Scope | str) -> Constraint:
+    """The Go FIM language (``go_language``) for these texts."""
+    with IMPORTING:
+        from go_language import FimLanguage
+
+    return FimLanguage.for_go(left, right, scope=scope)
+
+
+def go_parses(source: str) -> bool:
+    """Whether ``source`` is a Go file Seam's Go grammar accepts (the same grammar the
+    constraint uses; it follows the Go specification where ``gofmt`` accepts more)."""
+    with IMPORTING:
+        from go_language import parses
+
+    return parses(source)
 
 
 @dataclass(frozen=True)
@@ -114,7 +139,7 @@ LANGUAGES: dict[str, Language] = {lang.id: lang for lang in (
     Language("javascript", ("javascript", "javascriptreact"),
              (".js", ".mjs", ".cjs", ".jsx")),
     Language("typescript", ("typescript", "typescriptreact"), (".ts", ".mts", ".cts", ".tsx")),
-    Language("go", ("go",), (".go",)),
+    Language("go", ("go",), (".go",), go_grammar, go_parses),
     Language("rust", ("rust",), (".rs",)),
     Language("c", ("c",), (".c", ".h")),
     Language("cpp", ("cpp",), (".cc", ".cpp", ".cxx", ".hpp", ".hh")),
