@@ -217,14 +217,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, default=CACHE)
     p.add_argument("--offline", action="store_true", help="fail instead of downloading")
     p.add_argument("--corpus", choices=sorted(FRESH_CORPORA), default="fresh")
+    p.add_argument("--figures", type=Path, default=None,
+                   help="write the table into this page's section")
+    p.add_argument("--section", default="fresh2-corpus")
     args = p.parse_args(argv)
     rows = summary(args.cache, not args.offline, FRESH_CORPORA[args.corpus])
-    print("| project | version | first release | author | kind of code | files | lines |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    out = ["| project | version | first release | author | kind of code | files | lines |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
     for pkg, files, lines in rows:
-        print(f"| {pkg.name} | {pkg.version} | {pkg.first_release} | {pkg.author} | "
-              f"{pkg.domain} | {files} | {lines:,} |")
-    print(f"| total | | | | | {sum(r[1] for r in rows)} | {sum(r[2] for r in rows):,} |")
+        out.append(f"| {pkg.name} | {pkg.version} | {pkg.first_release} | {pkg.author} | "
+                   f"{pkg.domain} | {files} | {lines:,} |")
+    out.append(f"| total | | | | | {sum(r[1] for r in rows)} | "
+               f"{sum(r[2] for r in rows):,} |")
+    text = "\n".join(out)
+    print(text)
+    if args.figures:
+        from benchmarks.report import RunRecord, command_line, write_section
+        write_section(args.figures, args.section, text + "\n\n" + RunRecord(
+            command_line()).finish().markdown("Counted", load=False))
     return 0
 
 

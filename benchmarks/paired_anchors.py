@@ -130,7 +130,8 @@ def run(args) -> int:
     from fim.engines import bundled
     from fim.engines.llama_engine import default_threads
     gguf = bundled.gguf_file(bundled.lookup_spec(args.model))
-    server = LlamaServer(binary, gguf, threads=default_threads())
+    threads = args.threads or default_threads()
+    server = LlamaServer(binary, gguf, threads=threads)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     asked = reused = 0
     try:
@@ -153,7 +154,7 @@ def run(args) -> int:
                         print(f"{config} {cur.id}: no answer ({e})", file=sys.stderr)
                         continue
                     client.rest()
-                    store.put(k, anchor_row(cur, config, answer))
+                    store.put(k, {**anchor_row(cur, config, answer), "threads": threads})
                     asked += 1
                     r = store.get(k)
                     print(f"{config:17} {cur.id[:58]:58} {r['seconds']:5.1f}s "
@@ -175,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model", default="bundled:qwen2.5-coder-1.5b")
     p.add_argument("--store", type=Path, default=STORE)
+    p.add_argument("--threads", type=int, default=0,
+                   help="llama-server's threads (default: as many as Seam's engine; 1 on a "
+                        "machine so oversubscribed that two threads wait on each other)")
     return run(p.parse_args(argv))
 
 

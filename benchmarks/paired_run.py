@@ -124,8 +124,12 @@ async def seam_rows(args, rows: list[dict], after) -> None:
     log = Path(tempfile.mkdtemp(prefix="seam-paired-")) / "server.log"
     for corpus in args.corpora:
         folders = dict(corpus_projects(corpus))
-        grouped = by_project(corpus_held_out(corpus, list(folders.items()),
-                                             args.mid_per_place, args.empty, args.seed))
+        files = corpus_held_out(corpus, list(folders.items()), args.mid_per_place, args.empty,
+                                args.seed)
+        if args.only_anchored:
+            files = [(path, every, kept) for path, every, cursors in files
+                     if (kept := [c for c in cursors if c.id in args.anchored])]
+        grouped = by_project(files)
         for config in args.seam:
             for client in args.clients:
                 for project, files in grouped.items():
@@ -156,6 +160,7 @@ def anchor_rows(args) -> tuple[list[dict], dict]:
     return rows, {"server": server, "missing": missing, "stored": len(rows),
                   "measured": (measured[0], measured[-1]) if measured else None,
                   "loads": [r["load"] for r in rows],
+                  "threads": sorted({r.get("threads") or 0 for r in rows}),
                   "settings": {c: s.describe() for c, s in ANCHORS.items()}}
 
 
@@ -170,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pause", type=float, default=0.5, help="cursor rest before asking (s)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--anchors", type=Path, default=STORE, help="stored llama.vim rows")
+    p.add_argument("--only-anchored", action="store_true",
+                   help="ask Seam only at the cursors with stored rows of both llama.vim "
+                        "anchors (a machine too loaded for the whole set)")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--figures", type=Path, default=None)
     p.add_argument("--section", default="paired-fresh")
@@ -180,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     args.corpora = [c for c in args.corpora.split(",") if c]
     args.seam = [c for c in args.seam.split(",") if c]
     args.clients = [c for c in args.clients.split(",") if c]
+    anchors, anchor_info = anchor_rows(args)
+    ids = [r["id"] for r in anchors]
+    args.anchored = {i for i in ids if ids.count(i) == len(ANCHORS)}
     if args.report_only:
         if args.json is None:
             raise SystemExit("--report-only needs --json FILE")
@@ -201,7 +212,6 @@ def main(argv: list[str] | None = None) -> int:
         save(finished=True)
         print(f"Seam rows: {len(rows)} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         run = record.as_dict()
-    anchors, anchor_info = anchor_rows(args)
     text = paired_tables.render(rows + anchors, run, anchor_info, args)
     print(text)
     if args.figures:

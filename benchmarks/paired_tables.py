@@ -134,11 +134,12 @@ def anchor_note(info: dict) -> str:
                 "missing): run `benchmarks/paired_anchors.py` with the same cursor counts.")
     first, last = info["measured"]
     loads = info["loads"]
+    threads = " or ".join(str(t) if t else "Seam's engine's count of" for t in info["threads"])
     return (f"llama.vim rows: {info['stored']} stored rows reused from "
             f"`docs/eval/paired-anchors.jsonl` (`benchmarks/paired_anchors.py`, measured "
             f"{first} to {last}, load average (1 min) {min(loads):.1f} to {max(loads):.1f}; "
             f"{info['missing']} rows of these cursors not measured), {info['server']}, "
-            "the same GGUF, as many threads as Seam's engine.")
+            f"the same GGUF, {threads} thread(s).")
 
 
 def render(rows: list[dict], run: dict, anchor_info: dict, args) -> str:
@@ -156,6 +157,10 @@ def render(rows: list[dict], run: dict, anchor_info: dict, args) -> str:
             parts.append(f"Done when, {corpus}, Seam with the {CLIENT_LABELS[client]}:\n\n"
                          + "\n".join(done_when(rows, corpus, client)))
     parts.append(anchor_note(anchor_info))
+    if getattr(args, "only_anchored", False):
+        parts.append("Seam was asked only at the cursors with stored rows of both llama.vim "
+                     "anchors (`--only-anchored`: the machine was too loaded for the whole "
+                     "set in one session).")
     record = RunRecord.__new__(RunRecord)
     record.__dict__.update(run)
     parts.append(record.markdown())
