@@ -76,8 +76,12 @@ class AnchorStore:
                     item = json.loads(line)
                     self.rows[item["key"]] = item["row"]
 
-    def get(self, k: str) -> dict | None:
-        return self.rows.get(k)
+    def get(self, k: str, truth: str | None = None) -> dict | None:
+        """The row under ``k``; with ``truth``, only if it was asked at that very hole (a
+        cursor's id names its line and place, and another pick may hold out another span
+        of the same line there)."""
+        row = self.rows.get(k)
+        return None if row is None or truth is not None and row["truth"] != truth else row
 
     def put(self, k: str, row: dict) -> None:
         self.rows[k] = row
@@ -142,7 +146,7 @@ def run(args) -> int:
         for path, every, cursors in interleave(per_corpus):
             for config in args.configs.split(","):
                 keys = [key(c, config, server_id, args.seed, args.open) for c in cursors]
-                if all(store.get(k) for k in keys):
+                if all(store.get(k, c.truth) for k, c in zip(keys, cursors, strict=True)):
                     reused += len(keys)
                     continue
                 client = session(server.url, config, path, every, cursors, args.open,

@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
 import tempfile
 import time
@@ -50,6 +51,7 @@ from benchmarks.paired_anchors import (  # noqa: E402
     STORE,
     AnchorStore,
     corpus_projects,
+    interleave,
     key,
     server_version,
 )
@@ -121,7 +123,10 @@ def by_project(files) -> dict[str, list]:
 
 
 async def seam_rows(args, rows: list[dict], after) -> None:
+    """Every configuration and client on one project after another, the corpora's projects
+    in turn, so that a run stopped early holds all the rows of the projects it reached."""
     log = Path(tempfile.mkdtemp(prefix="seam-paired-")) / "server.log"
+    work = []
     for corpus in args.corpora:
         folders = dict(corpus_projects(corpus))
         files = corpus_held_out(corpus, list(folders.items()), args.mid_per_place, args.empty,
@@ -129,13 +134,12 @@ async def seam_rows(args, rows: list[dict], after) -> None:
         if args.only_anchored:
             files = [(path, every, kept) for path, every, cursors in files
                      if (kept := [c for c in cursors if c.id in args.anchored])]
-        grouped = by_project(files)
+        work.append([(folders[project], group) for project, group in by_project(files).items()])
+    for folder, files in interleave(work):
         for config in args.seam:
             for client in args.clients:
-                for project, files in grouped.items():
-                    await run_project(folders[project], files, config, client, args, rows,
-                                      log)
-                    after()
+                await run_project(folder, files, config, client, args, rows, log)
+                after()
 
 
 def anchor_rows(args) -> tuple[list[dict], dict]:
@@ -150,8 +154,8 @@ def anchor_rows(args) -> tuple[list[dict], dict]:
         for _, _, cursors in files:
             for cur in cursors:
                 for config in ANCHORS:
-                    row = store.get(key(cur, config, server, args.seed, args.open)) \
-                        if server else None
+                    row = store.get(key(cur, config, server, args.seed, args.open),
+                                    cur.truth) if server else None
                     if row is None:
                         missing += 1
                     else:
@@ -195,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json is None:
             raise SystemExit("--report-only needs --json FILE")
         data = json.loads(args.json.read_text(encoding="utf-8"))
-        rows, run = data["rows"], data["run"]
+        rows, run = data["rows"], {**data["run"], "finished": data.get("finished", True)}
     else:
         record = RunRecord(command_line(), packages=model_packages())
         rows = []
@@ -207,11 +211,18 @@ def main(argv: list[str] | None = None) -> int:
                     encoding="utf-8")
 
         t0 = time.perf_counter()
-        asyncio.run(seam_rows(args, rows, save))
+        # A run stopped (``kill``, Ctrl-C) keeps and renders what it measured, said so.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        finished = False
+        try:
+            asyncio.run(seam_rows(args, rows, save))
+            finished = True
+        except (SystemExit, KeyboardInterrupt):
+            print("stopped: rendering the rows measured so far", file=sys.stderr)
         record.finish()
-        save(finished=True)
+        save(finished=finished)
         print(f"Seam rows: {len(rows)} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
-        run = record.as_dict()
+        run = {**record.as_dict(), "finished": finished}
     text = paired_tables.render(rows + anchors, run, anchor_info, args)
     print(text)
     if args.figures:

@@ -144,6 +144,7 @@ def anchor_note(info: dict) -> str:
 
 def render(rows: list[dict], run: dict, anchor_info: dict, args) -> str:
     corpora = list(dict.fromkeys(r["corpus"] for r in rows))
+    seam = [r for r in rows if r["config"] in ("seam", "seam_unconstrained")]
     parts = ["Cells: exact / edit similarity / p50 latency (n = cursors; *not asked*: llama.vim's "
              "automatic trigger skips a line with more than 8 characters after the cursor, "
              "and such a cursor scores as no suggestion).  Seam's latency is the client's, "
@@ -156,6 +157,10 @@ def render(rows: list[dict], run: dict, anchor_info: dict, args) -> str:
         for client in args.clients:
             parts.append(f"Done when, {corpus}, Seam with the {CLIENT_LABELS[client]}:\n\n"
                          + "\n".join(done_when(rows, corpus, client)))
+    if not run.get("finished", True):
+        parts.append(f"The run was stopped before its end, after {len(seam)} Seam rows: the "
+                     "tables hold the projects it reached, every configuration and client on "
+                     "each.")
     parts.append(anchor_note(anchor_info))
     if getattr(args, "only_anchored", False):
         parts.append("Seam was asked only at the cursors with stored rows of both llama.vim "

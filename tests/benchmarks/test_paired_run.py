@@ -37,10 +37,12 @@ def test_anchor_rows_are_kept_under_their_key(tmp_path):
                 key(cur, "llama_vim", "build a", 0, 2)}) == 5
     store = AnchorStore(tmp_path / "rows.jsonl")
     assert store.get(k) is None
-    store.put(k, {"shown": "x"})
+    store.put(k, {"shown": "x", "truth": cur.truth})
     again = AnchorStore(tmp_path / "rows.jsonl")  # read back by a later run
-    assert again.get(k) == {"shown": "x"} and again.get(key(cur, "llama_vim", "b", 0, 3)) \
-        is None
+    assert again.get(k, cur.truth) == {"shown": "x", "truth": cur.truth}
+    assert again.get(key(cur, "llama_vim", "b", 0, 3)) is None
+    # The same line and place with another span held out is another cursor.
+    assert again.get(k, cur.truth + "x") is None
 
 
 def test_interleave_takes_the_lists_in_turn():
