@@ -90,7 +90,10 @@ def seam_row(cur: HeldOut, config: str, client: str, out: dict) -> dict:
 
 async def run_project(folder: Path, files, config: str, client: str, args, rows: list[dict],
                       log: Path) -> None:
-    session = LspSession(SEAM[config], log, root_uri=folder.as_uri())
+    settings = dict(SEAM[config])
+    if args.time_budget_ms:  # not the default: quality that does not follow the load
+        settings["timeBudgetMs"] = args.time_budget_ms
+    session = LspSession(settings, log, root_uri=folder.as_uri())
     await session.start()
     try:
         for path, every, cursors in files:
@@ -178,6 +181,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--open", type=int, default=3, help="other open documents per file")
     p.add_argument("--pause", type=float, default=0.5, help="cursor rest before asking (s)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--time-budget-ms", type=int, default=0,
+                   help="set Seam's timeBudgetMs (default: the setting's own, auto); on a "
+                        "machine so loaded that the budget ends every request, a large one "
+                        "measures quality apart from load (the table says so)")
     p.add_argument("--anchors", type=Path, default=STORE, help="stored llama.vim rows")
     p.add_argument("--only-anchored", action="store_true",
                    help="ask Seam only at the cursors with stored rows of both llama.vim "

@@ -157,6 +157,11 @@ def render(rows: list[dict], run: dict, anchor_info: dict, args) -> str:
         for client in args.clients:
             parts.append(f"Done when, {corpus}, Seam with the {CLIENT_LABELS[client]}:\n\n"
                          + "\n".join(done_when(rows, corpus, client)))
+    if getattr(args, "time_budget_ms", 0):
+        parts.append(f"**Not the default settings:** Seam's `timeBudgetMs` was "
+                     f"{args.time_budget_ms} (the default, auto, ended every request on the "
+                     "machine this ran on), so its quality does not follow the load; its "
+                     "latency is then how long a whole middle took.")
     if not run.get("finished", True):
         parts.append(f"The run was stopped before its end, after {len(seam)} Seam rows: the "
                      "tables hold the projects it reached, every configuration and client on "
