@@ -164,8 +164,8 @@ def render(rows: list[dict], run: dict, anchor_info: dict, args) -> str:
                      "latency is then how long a whole middle took.")
     if not run.get("finished", True):
         parts.append(f"The run was stopped before its end, after {len(seam)} Seam rows: the "
-                     "tables hold the projects it reached, every configuration and client on "
-                     "each.")
+                     "tables hold the projects it reached (the last one perhaps only in part; "
+                     "comparisons are paired by cursor).")
     parts.append(anchor_note(anchor_info))
     if getattr(args, "only_anchored", False):
         parts.append("Seam was asked only at the cursors with stored rows of both llama.vim "
