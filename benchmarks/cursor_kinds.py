@@ -38,6 +38,44 @@ class Kind(enum.StrEnum):
     BLOCK_START = "block_start"
 
 
+class Place(enum.StrEnum):
+    """What the cursor sits before on its line, the finer kinds of issue 29: a place's
+    right context decides how a middle must end."""
+
+    INSIDE_WORD = "inside_word"  # the text after the cursor continues a word the hole ends in
+    BEFORE_PUNCTUATION = "before_punctuation"
+    BEFORE_SPACE = "before_space"
+    BEFORE_NOTHING = "before_nothing"  # nothing but the line end after the cursor
+    EMPTY_LINE = "empty_line"  # the line held only its indentation
+
+
+#: The places whose line has text before the cursor (issue 29's "mid-line").
+MID_LINE_PLACES = (Place.INSIDE_WORD, Place.BEFORE_PUNCTUATION, Place.BEFORE_SPACE,
+                   Place.BEFORE_NOTHING)
+
+
+def _word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def place_of(line_before: str, truth: str, line_after: str) -> Place:
+    """The place of a cursor whose line reads ``line_before`` + hole + ``line_after`` and
+    whose hole held ``truth``.  *Inside a word*: the line after the hole begins with a word
+    character and the text just before it in the author's line (the truth's last character,
+    or the line's before the cursor when the hole is empty) is one too, so the middle must
+    stop inside a word."""
+    if not line_before.strip() and not line_after.strip():
+        return Place.EMPTY_LINE
+    if not line_after.strip():
+        return Place.BEFORE_NOTHING
+    written = line_before + truth
+    if _word(line_after[0]) and written and _word(written[-1]):
+        return Place.INSIDE_WORD
+    if line_after[0].isspace():
+        return Place.BEFORE_SPACE
+    return Place.BEFORE_PUNCTUATION
+
+
 class Text(enum.StrEnum):
     CODE = "code"
     PROSE = "prose"
@@ -264,7 +302,10 @@ def spots(text: str, rng: random.Random) -> list[Spot]:
     docs = _docstrings(tree)
     found = (_code_spots(tree, ln, rng, docs) + _string_spots(tree, ln, rng, docs)
              + _comment_spots(text, ln, rng))
-    return sorted(set(found), key=lambda s: (s.start, s.kind, s.text))
+    # Every field in the key: spots that tie on a part of it would keep the order of the
+    # set, which follows string hashes and so differs between processes (PYTHONHASHSEED),
+    # and the seeded shuffle in ``pick`` would then draw different cursors.
+    return sorted(set(found), key=lambda s: (s.start, s.end, s.kind, s.text, s.line))
 
 
 def pick(text: str, seed: str, wanted: dict[tuple[Kind, Text], int], per_file: int = 1

@@ -19,6 +19,7 @@ Tests never download: they build small archives themselves.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import subprocess
 import sys
 import sysconfig
@@ -45,6 +46,8 @@ class CorpusPackage:
     first_release: str  # month of the project's first release (YYYY-MM), as published
     author: str
     domain: str
+    #: the archive's SHA-256, checked when given (the second corpus pins its wheels so)
+    sha256: str = ""
 
 
 #: First released in 2025, after the bundled model's training data was collected.  Months
@@ -68,6 +71,35 @@ FRESH = (
                   "Pydantic (V. Plot)", "runtime typing introspection"),
 )
 
+#: The second fresh corpus (issue 29): other projects, other authors, other kinds of code than
+#: the agent SDKs above.  First uploads, from the registry's simple index (PEP 691 JSON,
+#: ``upload-time`` of each project's earliest file, read 2026-11-28): fastapi-mcp 2025-03-08,
+#: pydocket 2025-02-27, gepa 2025-08-11, django-mcp-server 2025-05-10, justhtml 2025-11-30,
+#: sqlit-tui 2025-12-13.  Wheels pinned by version and SHA-256.
+FRESH2 = (
+    CorpusPackage("fastapi-mcp", "0.4.0", "fastapi_mcp", "2025-03", "Tadata",
+                  "web framework add-on (FastAPI routes as MCP tools)",
+                  "d4a3fe7966af24d44e4b412720561c95eb12bed999a4443a88221834b3b15aec"),
+    CorpusPackage("pydocket", "0.27.0", "docket", "2025-02", "Chris Guidry",
+                  "distributed background task queue (Redis)",
+                  "49504936f568bc09861afe2c880e2ca1c0bc191898efc56eaf56e3f7e1ab6a85"),
+    CorpusPackage("gepa", "0.1.4", "gepa", "2025-08", "L. A. Agrawal et al.",
+                  "evolutionary search library (Pareto fronts, adapters)",
+                  "12b971039599625c156d2231f6d72a29c31a22e9c237689459b5f1a3c353f532"),
+    CorpusPackage("django-mcp-server", "0.5.7", "mcp_server", "2025-05", "Omar Benhamid",
+                  "Django extension (views, query tools)",
+                  "04b58bf02623aaee59708c3661ffe17981acd4532587c38b6cfe2c9e7090c6d3"),
+    CorpusPackage("justhtml", "3.16.0", "justhtml", "2025-11", "Emil Stenström",
+                  "HTML5 parser (tokenizer, tree builder, serializer)",
+                  "b7d02cff6ad712bdb58e1ebbcca8b8402dea61d1b5f92ee3b44db6b0b58ca68e"),
+    CorpusPackage("sqlit-tui", "1.6.5", "sqlit", "2025-12", "Peter (Maxteabag)",
+                  "terminal SQL client (Textual app, CLI)",
+                  "b988bf10112786433bcfabc1b9f376594b2d487b649cd93fc1dd5462a112e401"),
+)
+
+#: The fresh corpora by the name a benchmark gives them (``fresh2`` labelled apart).
+FRESH_CORPORA = {"fresh": FRESH, "fresh2": FRESH2}
+
 #: The standard library: years old, read by every code model.  Same cursor rules, labelled.
 STDLIB = ("email", "asyncio", "json", "logging", "importlib", "concurrent")
 
@@ -88,6 +120,7 @@ def archive(pkg: CorpusPackage, cache: Path = CACHE, fetch: bool = True) -> Path
                     f"{pkg.name}-{pkg.version}.tar.gz"):
         found = sorted(cache.glob(pattern))
         if found:
+            _check_hash(pkg, found[0])
             return found[0]
     if not fetch:
         raise FileNotFoundError(f"{pkg.name}=={pkg.version} is not in {cache}")
@@ -98,6 +131,12 @@ def archive(pkg: CorpusPackage, cache: Path = CACHE, fetch: bool = True) -> Path
                     "--only-binary", ":all:", f"{pkg.name}=={pkg.version}", "-d", str(cache)],
                    check=True)
     return archive(pkg, cache, fetch=False)
+
+
+def _check_hash(pkg: CorpusPackage, path: Path) -> None:
+    """A pinned archive must be the one pinned: a different file is a different corpus."""
+    if pkg.sha256 and hashlib.sha256(path.read_bytes()).hexdigest() != pkg.sha256:
+        raise SystemExit(f"{path.name}: SHA-256 differs from the pinned {pkg.sha256[:12]}…")
 
 
 def _members(path: Path) -> list[tuple[str, bytes]]:
@@ -163,10 +202,11 @@ def stdlib_folder(name: str) -> Path:
     return folder
 
 
-def summary(cache: Path = CACHE, fetch: bool = True) -> list[tuple[CorpusPackage, int, int]]:
-    """``(package, files, lines)`` of the fresh corpus."""
+def summary(cache: Path = CACHE, fetch: bool = True, packages=FRESH
+            ) -> list[tuple[CorpusPackage, int, int]]:
+    """``(package, files, lines)`` of a fresh corpus."""
     out = []
-    for pkg in FRESH:
+    for pkg in packages:
         files = read_archive(archive(pkg, cache, fetch), pkg.top, pkg.name)
         out.append((pkg, len(files), sum(f.text.count("\n") for f in files)))
     return out
@@ -176,14 +216,25 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cache", type=Path, default=CACHE)
     p.add_argument("--offline", action="store_true", help="fail instead of downloading")
+    p.add_argument("--corpus", choices=sorted(FRESH_CORPORA), default="fresh")
+    p.add_argument("--figures", type=Path, default=None,
+                   help="write the table into this page's section")
+    p.add_argument("--section", default="fresh2-corpus")
     args = p.parse_args(argv)
-    rows = summary(args.cache, not args.offline)
-    print("| project | version | first release | author | kind of code | files | lines |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    rows = summary(args.cache, not args.offline, FRESH_CORPORA[args.corpus])
+    out = ["| project | version | first release | author | kind of code | files | lines |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
     for pkg, files, lines in rows:
-        print(f"| {pkg.name} | {pkg.version} | {pkg.first_release} | {pkg.author} | "
-              f"{pkg.domain} | {files} | {lines:,} |")
-    print(f"| total | | | | | {sum(r[1] for r in rows)} | {sum(r[2] for r in rows):,} |")
+        out.append(f"| {pkg.name} | {pkg.version} | {pkg.first_release} | {pkg.author} | "
+                   f"{pkg.domain} | {files} | {lines:,} |")
+    out.append(f"| total | | | | | {sum(r[1] for r in rows)} | "
+               f"{sum(r[2] for r in rows):,} |")
+    text = "\n".join(out)
+    print(text)
+    if args.figures:
+        from benchmarks.report import RunRecord, command_line, write_section
+        write_section(args.figures, args.section, text + "\n\n" + RunRecord(
+            command_line()).finish().markdown("Counted", load=False))
     return 0
 
 

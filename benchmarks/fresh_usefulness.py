@@ -56,7 +56,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import fresh_tables as tables  # noqa: E402
 from benchmarks.cursor_kinds import CELLS, FIRST_LINE_KINDS, Kind, pick  # noqa: E402
-from benchmarks.fresh_corpus import FRESH, STDLIB, project_folder, stdlib_folder  # noqa: E402
+from benchmarks.fresh_corpus import (  # noqa: E402
+    FRESH_CORPORA,
+    STDLIB,
+    project_folder,
+    stdlib_folder,
+)
 from benchmarks.llama_server import LlamaServer, ensure_built  # noqa: E402
 from benchmarks.llama_vim import LlamaVimClient, LlamaVimSettings  # noqa: E402
 from benchmarks.report import RunRecord, command_line, model_packages, write_section  # noqa: E402
@@ -100,11 +105,11 @@ class Cursor:
 
 
 def corpus_projects(corpus: str) -> list[tuple[str, Path]]:
-    if corpus == "fresh":
-        return [(p.name, project_folder(p)) for p in FRESH]
+    if corpus in FRESH_CORPORA:  # fresh, fresh2 (issue 29's second corpus)
+        return [(p.name, project_folder(p)) for p in FRESH_CORPORA[corpus]]
     if corpus == "stdlib":
         return [(name, stdlib_folder(name)) for name in STDLIB]
-    raise SystemExit(f"unknown corpus {corpus!r}: fresh or stdlib")
+    raise SystemExit(f"unknown corpus {corpus!r}: fresh, fresh2 or stdlib")
 
 
 def corpus_cursors(corpus: str, per_cell: int, args) -> list[tuple[FileCases, list[Cursor]]]:
@@ -392,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         rows: list[dict] = []
         try:
             for corpus in [c for c in args.corpora.split(",") if c]:
-                n = args.per_cell if corpus == "fresh" else args.stdlib_per_cell
+                n = args.stdlib_per_cell if corpus == "stdlib" else args.per_cell
                 for fc, cursors in corpus_cursors(corpus, n, args):
                     run_file(engine, fc, cursors, args, rows,
                              lambda: save(args, record, rows, finished=False))

@@ -65,6 +65,9 @@ class LlamaVimSettings:
     #: True: automatic completion (``auto_fim``), which skips lines with a long suffix;
     #: False: the user pressed the trigger key
     auto: bool = True
+    #: True: the most likely token at every step (top-k 1) instead of llama.vim's sampling;
+    #: the model's best answer in llama.vim's window (issue 29's "greedy" anchor)
+    greedy: bool = False
 
     def limits(self) -> tuple[int, int]:
         """(t_max_prompt_ms, t_max_predict_ms) of a first request at a place."""
@@ -78,7 +81,8 @@ class LlamaVimSettings:
                 "n_predict": self.n_predict, "t_max_prompt_ms": prompt_ms,
                 "t_max_predict_ms": predict_ms, "time_limits": self.time_limits,
                 "auto_fim": self.auto, "max_line_suffix": self.max_line_suffix,
-                "ring_n_chunks": self.ring_n_chunks, "ring_chunk_size": self.ring_chunk_size}
+                "ring_n_chunks": self.ring_n_chunks, "ring_chunk_size": self.ring_chunk_size,
+                "sampling": "greedy (top-k 1)" if self.greedy else "top-k 40, top-p 0.90"}
 
 
 # ----- the local context ------------------------------------------------------------------------
@@ -134,7 +138,8 @@ def request_body(ctx: LocalContext, extra: list[dict], s: LlamaVimSettings,
     prompt_ms, predict_ms = s.limits()
     body = {"id_slot": 0, "input_prefix": ctx.prefix, "input_suffix": ctx.suffix,
             "input_extra": extra, "prompt": ctx.middle, "n_predict": s.n_predict,
-            "stop": list(s.stop_strings), "n_indent": ctx.indent, "top_k": 40, "top_p": 0.90,
+            "stop": list(s.stop_strings), "n_indent": ctx.indent,
+            "top_k": 1 if s.greedy else 40, "top_p": 0.90,
             "samplers": ["top_k", "top_p", "infill"], "stream": False, "cache_prompt": True,
             "t_max_prompt_ms": prompt_ms, "t_max_predict_ms": predict_ms,
             "response_fields": ["content", "timings/prompt_n", "timings/prompt_ms",

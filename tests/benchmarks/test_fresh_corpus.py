@@ -3,13 +3,22 @@ download): what a wheel yields, and that every kind of cursor cuts the author's 
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import random
 import zipfile
 
 import pytest
 
 from benchmarks.cursor_kinds import CELLS, Kind, Text, pick, spots
-from benchmarks.fresh_corpus import CorpusPackage, archive, project_folder, read_archive
+from benchmarks.fresh_corpus import (
+    FRESH2,
+    FRESH_CORPORA,
+    CorpusPackage,
+    archive,
+    project_folder,
+    read_archive,
+)
 
 MODULE = '''"""A module."""
 
@@ -66,6 +75,22 @@ def test_a_missing_archive_is_an_error_without_fetching(tmp_path):
     folder = project_folder(pkg, tmp_path, fetch=False)
     assert (folder / "core.py").read_text(encoding="utf-8") == MODULE
     assert not (folder / "tiny.py").exists()
+
+
+def test_a_pinned_archive_must_have_its_hash(tmp_path):
+    wheel = make_wheel(tmp_path)
+    good = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    pkg = CorpusPackage("demo-pkg", "1.0", "demo_pkg", "2025-06", "me", "demo", good)
+    assert archive(pkg, tmp_path, fetch=False) == wheel
+    with pytest.raises(SystemExit, match="SHA-256"):
+        archive(dataclasses.replace(pkg, sha256="0" * 64), tmp_path, fetch=False)
+
+
+def test_the_corpora_are_pinned_apart():
+    names = [{p.name for p in c} for c in FRESH_CORPORA.values()]
+    assert not names[0] & names[1] and len(names[1]) >= 4
+    assert all(p.sha256 and p.first_release >= "2025" for p in FRESH2)
+    assert len({p.author for p in FRESH2}) == len(FRESH2)
 
 
 def test_every_cell_has_cursors_and_each_cuts_the_authors_text():
