@@ -22,6 +22,12 @@ def test_the_extension_picks_the_language(tmp_path, capsys):
     py.write_text("def f(x):\n    return x\n")
     main(["complete", f"{py}:2:12", *RANDOM, "--max-tokens", "4", "--json"])
     assert json.loads(capsys.readouterr().out)["mode"] == "exact"
+    go = tmp_path / "main.go"
+    go.write_text("package main\n\nfunc main() {\n\tx := 1\n\tprintln(x)\n}\n")
+    main(["complete", f"{go}:4:7", *RANDOM, "--max-tokens", "4", "--json"])
+    res = json.loads(capsys.readouterr().out)
+    assert res["mode"] == "exact"
+    assert res["parses"] is True or not res["middle"]  # Go's parser judged the file
     # --language wins over the extension
     main(["complete", f"{py}:2:12", *RANDOM, "--max-tokens", "4", "--json",
           "--language", "yaml"])

@@ -42,9 +42,11 @@ def test_lookups_name_the_language(lookup, expected):
     assert lookup().id == expected
 
 
-def test_only_python_is_checked_and_unknown_names_are_served_unchecked():
-    assert languages.by_id("python").checked
-    assert languages.by_id("python").check == "exact"
+def test_python_and_go_are_checked_and_unknown_names_are_served_unchecked():
+    for name in ("python", "go"):
+        assert languages.by_id(name).checked and languages.by_id(name).check == "exact"
+    assert languages.by_path("/src/main.go").id == "go"
+    assert languages.by_lsp_id("go").id == "go"
     for name in ("javascript", "yaml", "shell", "cobol", ""):
         lang = languages.by_id(name)
         assert not lang.checked and lang.check == "unchecked" and lang.parses("x") is None
@@ -100,3 +102,24 @@ def test_other_modes_report_unchecked_and_never_cut_by_python(random_loaded, mod
                                             mode=mode, language="yaml"))
     assert res.mode == LanguageMode.UNCHECKED
     assert res.middle == said and res.parses is None
+
+
+def test_a_go_file_gets_go_s_exact_constraint_and_parser():
+    """The go record builds go_language's constraint (not Python's, not unchecked): a middle
+    Go accepts and Python refuses fits, one that leaves the call open does not end there."""
+    go = languages.by_id("go")
+    left = "package main\n\nfunc main() {\n\tx := "
+    right = "\n\tprintln(x)\n}\n"
+    constraint = go.constraint(left, right, "statement")
+    assert constraint.mode == LanguageMode.EXACT
+    state = constraint.initial().feed("[]int{1, 2}")
+    assert state is not None and state.is_complete()
+    open_call = constraint.initial().feed("f(")
+    assert open_call is not None and not open_call.is_complete()
+    assert constraint.initial().feed("}}") is None
+    assert go.parses(left + "[]int{1, 2}" + right)
+    assert not go.parses(left + "f(" + right)
+    cache = LanguageCache(2)
+    hit = cache.get(left, right, "statement", go)
+    assert hit.language.of is go and hit.language.language.mode == LanguageMode.EXACT
+    assert cache.get(left + "[]", right, "statement", go).reused
