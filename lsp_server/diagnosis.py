@@ -360,7 +360,7 @@ def _file(path: Path, language: str | None, settings: Settings) -> list[Finding]
                         f"{path.name}: language {language!r} is not served (the \"languages\" "
                         f"setting is {list(served)})",
                         fix=f'add "{language}" to the "languages" setting (or "*": every '
-                            "file; Python's suggestions are exact, the others' unchecked)",
+                            "file; Python's and Go's suggestions are exact, the others' unchecked)",
                         details=details)]
     try:
         size = path.stat().st_size

@@ -38,9 +38,9 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
     echo "$want" >"$stamp"
 fi
 # Go's own parser (gofmt, Debian's golang-go) is the ground truth of the Go language's tests
-# (tests/go_language); install it when this user may (root, or sudo without a password), else
-# say that those tests will skip.
-if ! command -v gofmt >/dev/null; then
+# (tests/go_language); with the test tools (`dev`), install it when this user may (root, or
+# sudo without a password), else say that those tests will skip.  Users never need it.
+if [[ ",$extras," == *,dev,* ]] && ! command -v gofmt >/dev/null; then
     sudo=""
     [ "$(id -u)" -ne 0 ] && sudo="sudo -n"
     if { [ -z "$sudo" ] || sudo -n true 2>/dev/null; } && command -v apt-get >/dev/null; then
