@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -116,14 +117,19 @@ def gofmt_accepts(text: str, gofmt: str | None = None) -> bool:
     """Whether Go's own parser accepts ``text`` as a source file (``gofmt -e`` exits 0).
 
     ``-e`` reports all errors rather than the first ten; only the exit status matters here.
-    Raises :class:`CorpusError` when there is no ``gofmt`` (an oracle that cannot run must
-    not read as "rejected").
+    The text goes in as a file, not on stdin: on stdin gofmt also accepts a fragment (a
+    declaration or statement list without a package clause), which is no Go file.  Raises
+    :class:`CorpusError` when there is no ``gofmt`` (an oracle that cannot run must not read
+    as "rejected").
     """
     exe = gofmt or shutil.which("gofmt")
-    if exe is None:
-        raise CorpusError("gofmt is not installed (Debian: apt-get install golang-go)")
-    proc = subprocess.run([exe, "-e"], input=text.encode("utf-8"), capture_output=True,
-                          timeout=60)
+    if exe is None or not Path(exe).exists():
+        raise CorpusError(f"gofmt is not installed ({exe or 'not on PATH'}; Debian: "
+                          "apt-get install golang-go)")
+    with tempfile.TemporaryDirectory(prefix="seam-gofmt-") as tmp:
+        path = Path(tmp) / "hole.go"
+        path.write_text(text, encoding="utf-8")
+        proc = subprocess.run([exe, "-e", str(path)], capture_output=True, timeout=60)
     return proc.returncode == 0
 
 
