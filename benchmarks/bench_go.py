@@ -179,13 +179,17 @@ def part_model(args: argparse.Namespace) -> str:
            "| --- | --- | --- |",
            f"| middles returned | {returned['constrained']}/{n} | "
            f"{returned['unconstrained']}/{n} |",
-           f"| unparsable files (gofmt rejects) | {n - count('constrained', 'parses')} | "
-           f"{n - count('unconstrained', 'parses')} |",
+           f"| unparsable middles (returned, gofmt rejects the file) | "
+           f"{returned['constrained'] - count('constrained', 'parses')} | "
+           f"{returned['unconstrained'] - count('unconstrained', 'parses')} |",
            f"| exact match with the true middle | {count('constrained', 'exact')} | "
            f"{count('unconstrained', 'exact')} |", ""]
     bad = [f"{r['id']}: {r['constrained']['middle']!r}" for r in rows
-           if not r["constrained"]["parses"]]
+           if r["constrained"]["middle"] is not None and not r["constrained"]["parses"]]
     out += _listing("Constrained middles gofmt rejects", bad)
+    out += _listing("Holes with no constrained middle (stop reason)",
+                    [f"{r['id']}: {r['constrained']['stop']}" for r in rows
+                     if r["constrained"]["middle"] is None])
     return "\n".join(out)
 
 
