@@ -36,7 +36,10 @@ INNER_CHARS = 1_500
 #: Cut lines tried, nearest first.
 MAX_TRIES = 4
 
-_FUNC_LINE = re.compile(r"(?m)^\t(?![\s})\]/]|case\b|default\b)")
+#: A statement line of a function body: one tab, then not a closer, a comment, a clause, nor a
+#: label (gofmt puts a label one level out, so ``\tinner:`` labels a statement of a nested
+#: block, and a cut there would split that block).
+_FUNC_LINE = re.compile(r"(?m)^\t(?![\s})\]/]|case\b|default\b|[^\W\d]\w*:(?!=))")
 _GROUP_LINE = re.compile(r"(?m)^\t(?![\s})\]/])")
 _GROUP = re.compile(r"(const|var|type|import)\s*\(")
 #: ``var x = T{`` with a named, slice, array or map type: a composite literal's elements.

@@ -212,7 +212,15 @@ LONG_SWITCH = "package p\n\nfunc op(v int) int {\n\tx := 0\n\tswitch v {\n" + ""
     f"\tcase T{k}, []int:\n\t\tx += {k}\n" for k in range(90)) + "\t}\n\treturn x\n}\n"
 
 
-@pytest.mark.parametrize("text", [LONG, LONG_SWITCH])
+#: Labels of nested loops: gofmt puts each one a level out (``\tinner:`` labels a loop two
+#: levels in), so a label line is not a statement line of the body and no cut may fall there.
+LONG_LABELS = "package p\n\nfunc scan(n, m int) {\n" + "".join(
+    f"\tfor i := 0; i < n; i++ {{\n\tinner{k}:\n\t\tfor j := 0; j < m; j++ {{\n"
+    f"\t\t\t// skip the first {k} columns\n\t\t\tif j < {k} {{\n\t\t\t\tcontinue inner{k}\n"
+    f"\t\t\t}}\n\t\t\tg(i, j)\n\t\t}}\n\t}}\n" for k in range(30)) + "}\n\nfunc g(i, j int) {}\n"
+
+
+@pytest.mark.parametrize("text", [LONG, LONG_SWITCH, LONG_LABELS])
 def test_windows_inside_a_long_function_are_exact(text: str) -> None:
     rnd = random.Random(8)
     for a, b in spans(text, rnd, 20):
