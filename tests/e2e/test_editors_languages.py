@@ -1,11 +1,11 @@
 """End-to-end: every file type gets suggestions in Neovim and in VS Code (issue 33).
 
 A JavaScript, a YAML and a shell file get ghost text from the tiny in-process model, and the
-editor says their suggestions are unchecked (Seam has no grammar for them); a Python file's
-are exact.  Neovim: one session visits the four files (``require("seam").check()`` is what a
+editor says their suggestions are unchecked (Seam has no grammar for them); a Python and a Go
+file's are exact.  Neovim: one session visits the five files (``require("seam").check()`` is what a
 statusline shows).  VS Code (code-server in Chromium, ``tests/e2e/vscode/drive.cjs``): the
 status item reads ``Seam: ready (unchecked)`` in the JavaScript, YAML and shell files, and
-``Seam: ready`` in the Python one; Tab accepts the suggestion into the file.
+``Seam: ready`` in the Python and Go ones; Tab accepts the suggestion into the file.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ FILES = {
     "ci.yaml": ("name: build\non: [push]\njobs:\n  test:\n    runs-on:\n", 5, False),
     "run.sh": ("#!/bin/sh\nset -eu\nfor f in *.txt; do\n  echo\ndone\n", 4, False),
     "mod.py": ("def add(a, b):\n    return\n\n\nprint(add(1, 2))\n", 2, True),
+    "main.go": ("package main\n\nfunc add(a, b int) int {\n\treturn\n}\n\n"
+                "func main() {\n\tprintln(add(1, 2))\n}\n", 4, True),
 }
 
 
