@@ -96,6 +96,9 @@ class Step:
     joined: int = 0
     blocked: int = 0
     blocked_s: float = 0.0
+    # The cyclic collector's pauses in this step (any thread's), and its full collections.
+    gc_s: float = 0.0
+    gc_full: int = 0
     length: float = 0.0  # to the next apply's start
 
     @property
@@ -110,7 +113,8 @@ class Step:
 
 
 _LOGGED = ("t", "update", "advance", "mask", "apply", "rows", "batch")
-_COUNTED = ("checked", "check", "masked", "left", "added", "joined", "blocked", "blocked_s")
+_COUNTED = ("checked", "check", "masked", "left", "added", "joined", "blocked", "blocked_s",
+            "gc_s", "gc_full")
 
 
 def read_steps(path: Path, first_line: int) -> list[Step]:

@@ -27,6 +27,7 @@ so ``apply`` runs unchanged.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import os
 import time
@@ -99,6 +100,19 @@ class TimedSeamLogitsProcessor(SeamLogitsProcessor):
         for name in ("advance", "mask"):
             setattr(rows, name, self._timed(name, getattr(rows, name)))
         count_checks(rows, self._tally)
+        # The cyclic collector's pauses (any thread's: a collection holds the GIL), so a slow
+        # step can be told apart from slow constraint work.
+        self._gc = {"gc_s": 0.0, "gc_full": 0}
+        self._gc_start = 0.0
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._gc_start = time.perf_counter()
+            return
+        self._gc["gc_s"] += time.perf_counter() - self._gc_start
+        if info.get("generation") == 2:
+            self._gc["gc_full"] += 1
 
     def _timed(self, name: str, method):
         def run(*args, **kwargs):
@@ -130,8 +144,9 @@ class TimedSeamLogitsProcessor(SeamLogitsProcessor):
                 "batch": int(logits.shape[0]), "rows": len(self.rows.rows), **self._tally,
                 "joined": counts.joined - before.joined,
                 "blocked": counts.blocked - before.blocked,
-                "blocked_s": counts.blocked_s - before.blocked_s})
+                "blocked_s": counts.blocked_s - before.blocked_s, **self._gc})
                 + "\n")
+            self._gc = {"gc_s": 0.0, "gc_full": 0}
             self._phase = dict.fromkeys(self._phase, 0.0)
             for key in COUNTERS:
                 self._tally[key] = 0
