@@ -162,7 +162,23 @@ def admissions(phases: list[list[Step]], gpu_step_ms: float) -> str:
         f"advancing and masking every token. {lengths}A build holds the GIL while it runs "
         f"Python, so it also competes with the step's own Python (the scheduler, the model "
         f"runner between kernels, the processor): that shows in the step time, not in the "
-        f"processor's.\n")
+        f"processor's. {_collections(steps)}\n")
+
+
+def _collections(steps: list[Step]) -> str:
+    """The sentence on the cyclic collector's pauses (logged by the timer since it counted
+    them; empty for an older log)."""
+    total = sum(s.gc_s for s in steps)
+    if not total:
+        return ""
+    full = [s for s in steps if s.gc_full]
+    inside = sum(1 for s in full if s.gc_s > s.apply / 2)
+    worst = max(s.gc_s for s in steps) * 1e3
+    return (f"Python's cyclic collector paused the engine's process {total:.2f} s in all, "
+            f"{len(full)} full collections among them (the longest pause {worst:.0f} ms); "
+            f"{inside} of those fell inside the processor's own time, the others in the "
+            f"step's (a full collection scans vLLM's whole heap, and the builds' allocations "
+            f"are what bring it on: wherever it lands, the step waits).")
 
 
 def _median_ms(steps: list[Step], part) -> float:
