@@ -172,7 +172,8 @@ def _collections(steps: list[Step]) -> str:
     if not total:
         return ""
     full = [s for s in steps if s.gc_full]
-    inside = sum(1 for s in full if s.gc_s > s.apply / 2)
+    # Inside ``apply``: its own time holds the pause (else it came in the rest of the step).
+    inside = sum(1 for s in full if s.apply >= 0.9 * s.gc_s)
     worst = max(s.gc_s for s in steps) * 1e3
     return (f"Python's cyclic collector paused the engine's process {total:.2f} s in all, "
             f"{len(full)} full collections among them (the longest pause {worst:.0f} ms); "
