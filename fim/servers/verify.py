@@ -32,6 +32,7 @@ from typing import Protocol
 
 import numpy as np
 
+from fim.engines.prefill_speed import PrefillSpeed
 from fim.servers.positions import End, Position, PositionStream
 from fim.servers.seen_vocab import SeenVocabulary
 
@@ -62,9 +63,18 @@ class RunStats:
 class VerifyStepModel:
     """The step model of a server engine (see the module docstring)."""
 
+    #: A server's cache is the server's own: no cached cells are moved from here, so the
+    #: engine's window never slides (``fim.engines.step_model.StepModel.can_shift``).
+    can_shift = False
+    slide_stop: int | None = None
+    slid = 0  # cached cells moved by a slide: never, here
+
     def __init__(self, route: Route, vocab: SeenVocabulary) -> None:
         self.route, self.vocab = route, vocab
         self.stats = RunStats()
+        #: the server's prefill speed is not measured here (its timings are the server's):
+        #: the planner's first window stays at its floor (``lsp_server.request_plan``)
+        self.speed = PrefillSpeed()
         #: tokens the loop may generate in this request (the engine sets it per request)
         self.budget = 64
         self.reused = 0
