@@ -258,12 +258,14 @@ def test_checkhealth(tmp_path) -> None:
 
 
 def test_checkhealth_reports_the_doctors_problems(tmp_path) -> None:
-    """A model that is not there and a buffer whose type is not served: both come from
-    `seam doctor --json`, as errors with the doctor's advice."""
+    """A model that is not there and a buffer whose type is not served (every type is, unless
+    `languages` limits them, as here): both come from `seam doctor --json`, as errors with
+    the doctor's advice."""
     missing = tmp_path / "missing.gguf"
     notes = tmp_path / "notes.txt"
     notes.write_text("remember the milk\n")
-    text = _checkhealth(tmp_path, f"settings = {{model = {_lua(str(missing))}}}", notes)
+    text = _checkhealth(tmp_path, f"settings = {{model = {_lua(str(missing))}, "
+                                  f"languages = {{'python'}}}}", notes)
     assert re.search(rf"ERROR engine: .*GGUF file not found: {re.escape(str(missing))}", text), text
     assert re.search(r"ERROR file: notes\.txt: .*not served", text), text
     # Each problem carries the doctor's fix as advice.
