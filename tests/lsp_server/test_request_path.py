@@ -15,7 +15,8 @@ ENGINE_WORK = {"complete", "warm", "prompt_for", "uncached"}
 #: Where a module may call it, and why.
 ENGINE_CALLERS = {
     "engine_work.py": "the one module that calls the engine for requests and background work",
-    "model_host.py": "the model's own warm-up as it loads, before any session can ask",
+    # (moved out of model_host.py with the team-server fallback, which loads a second engine)
+    "warm_up.py": "the model's own warm-up as it loads, before any session can ask",
 }
 
 
