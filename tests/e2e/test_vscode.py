@@ -310,7 +310,9 @@ def test_ghost_text_accepted_with_tab_leaves_file_parsable(vsix: Path, tmp_path:
         "serverLog": str(tmp_path / "xdg" / "state" / "seam" / "server.log"),
         "restMs": 1500,
     })
-    assert result["before"].endswith("Seam: idle"), result  # no server before a Python file
+    # Every file type is served (issue 33), so the server may be starting before the Python
+    # file is open; it must not be in error.
+    assert result["before"].rsplit("Seam: ", 1)[-1] in ("idle", "starting", "loading"), result
     assert result["saved"], result
     assert result["status"].endswith("Seam: ready"), result
     saved = (result["workspace"] / "scale.py").read_text()
