@@ -39,19 +39,21 @@ CLOSERS = ")]}"
 ALPHABET = "abcxyz_019 ()[]{}:.,=+-*'\"\n\t#\\"
 
 
-def corrupt(middle: str, rng: random.Random) -> str:
+def corrupt(middle: str, rng: random.Random, alphabet: str = ALPHABET) -> str:
+    """A random non-true middle: one character of ``alphabet`` inserted, one deleted or
+    replaced, or a closer inserted."""
     kind = rng.choice(["insert", "delete", "replace", "closer"])
     pos = rng.randint(0, len(middle))
     if kind == "insert":
-        return middle[:pos] + rng.choice(ALPHABET) + middle[pos:]
+        return middle[:pos] + rng.choice(alphabet) + middle[pos:]
     if kind == "closer":
         return middle[:pos] + rng.choice(CLOSERS) + middle[pos:]
     if not middle:
-        return rng.choice(ALPHABET)
+        return rng.choice(alphabet)
     pos = min(pos, len(middle) - 1)
     if kind == "delete":
         return middle[:pos] + middle[pos + 1:]
-    return middle[:pos] + rng.choice(ALPHABET) + middle[pos + 1:]
+    return middle[:pos] + rng.choice(alphabet) + middle[pos + 1:]
 
 
 def accepts(lang: FimLanguage, middle: str) -> bool:

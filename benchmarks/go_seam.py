@@ -19,29 +19,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.fim_language_dev import corrupt as corrupt_with
 from benchmarks.go_corpus import gofmt_accepts
 from quotient.constraint import Constraint
 
-CLOSERS = ")]}"
 #: Characters a corruption inserts or substitutes: Go's brackets, operators, quotes, space.
 ALPHABET = "abcxyz_019 ()[]{}:;.,=+-*&|!<>'\"`\n\t/\\"
 TOKENIZER_JSON = Path.home() / ".cache" / "seam" / "qwen2.5-coder-1.5b-v1" / "tokenizer.json"
 
 
 def corrupt(middle: str, rng: random.Random) -> str:
-    """A random non-true middle: one character inserted, deleted or replaced, or a closer."""
-    kind = rng.choice(["insert", "delete", "replace", "closer"])
-    pos = rng.randint(0, len(middle))
-    if kind == "insert":
-        return middle[:pos] + rng.choice(ALPHABET) + middle[pos:]
-    if kind == "closer":
-        return middle[:pos] + rng.choice(CLOSERS) + middle[pos:]
-    if not middle:
-        return rng.choice(ALPHABET)
-    pos = min(pos, len(middle) - 1)
-    if kind == "delete":
-        return middle[:pos] + middle[pos + 1:]
-    return middle[:pos] + rng.choice(ALPHABET) + middle[pos + 1:]
+    """A random non-true middle (the Python benchmark's corruption, with Go's characters)."""
+    return corrupt_with(middle, rng, ALPHABET)
 
 
 def complete_verdict(language: Constraint, middle: str) -> bool:

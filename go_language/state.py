@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from quotient import RecognizerState, Scope
+from quotient.constraint import MemoFeed
 
 from .grammar import parses, terminal_of, terminals
 from .lexer import KEYWORDS, OPERATORS, SEMI, LexError, kind_after, lex, scan
@@ -119,7 +120,7 @@ def _prefix_kinds(tail: str) -> set[str]:
     return out
 
 
-class GoState:
+class GoState(MemoFeed):
     """A persistent state: `feed` never changes it."""
 
     __slots__ = ("shared", "parser", "ins", "pending", "text", "depth", "_memo", "_complete")
@@ -134,20 +135,6 @@ class GoState:
         self.depth = depth  # braces the middle opened and has not closed
         self._memo: dict[str, GoState | None] | None = None
         self._complete: bool | None = None
-
-    def feed(self, text: str) -> GoState | None:
-        """The state after `text`, or None when no completion can follow it."""
-        if not text:
-            return self
-        memo = self._memo
-        if memo is None:
-            memo = self._memo = {}
-        elif text in memo:
-            return memo[text]
-        result = self._feed(text)
-        if len(memo) < 256:
-            memo[text] = result
-        return result
 
     def _feed(self, text: str) -> GoState | None:
         shared = self.shared

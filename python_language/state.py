@@ -24,6 +24,7 @@ from lexer.layout import Layout, LayoutError, advance_ws, leading_ws, line_start
 from lexer.right_context import RightContext, Signature
 from lexer.tokenizer import LexError, Tokenizer, Until
 from quotient import RecognizerState, Scope
+from quotient.constraint import MemoFeed
 
 from .fallback import file_parses
 from .scopes import MiddleRules
@@ -77,7 +78,7 @@ class Shared:
         return got
 
 
-class FimState:
+class FimState(MemoFeed):
     """A persistent state: `feed` never changes it, and equal texts fed give equal states."""
 
     __slots__ = ("shared", "parser", "layout", "pending", "text", "_memo", "_complete")
@@ -93,20 +94,6 @@ class FimState:
         self._complete: bool | None = None
 
     # -- feeding -----------------------------------------------------------------------------
-
-    def feed(self, text: str) -> FimState | None:
-        """The state after `text`, or None when no completion can follow it."""
-        if not text:
-            return self
-        memo = self._memo
-        if memo is None:
-            memo = self._memo = {}
-        elif text in memo:
-            return memo[text]
-        result = self._feed(text)
-        if len(memo) < 256:
-            memo[text] = result
-        return result
 
     def _feed(self, text: str) -> FimState | None:
         shared = self.shared

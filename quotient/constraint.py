@@ -87,3 +87,33 @@ class Constraint(Protocol):
         cannot promise that (the caller then checks the whole text).  Lets a caller verify a
         middle in a large file without re-reading all of it."""
         ...
+
+
+class MemoFeed:
+    """``feed`` remembered per text on each state, for a language's state class to inherit.
+
+    A decoder asks one state about many token texts in a step (every candidate) and asks the
+    same ones again on the next request at the place: each state keeps its answers, up to
+    ``MEMO_SIZE`` texts.  The class writes ``_feed`` and sets ``_memo`` to ``None`` in its
+    constructor (a slot of its own)."""
+
+    __slots__ = ()
+    MEMO_SIZE = 256
+    _memo: dict | None
+
+    def feed(self, text: str):  # -> the subclass's state, or None
+        """The state after `text`, or None when no completion can follow it."""
+        if not text:
+            return self
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = {}
+        elif text in memo:
+            return memo[text]
+        result = self._feed(text)
+        if len(memo) < self.MEMO_SIZE:
+            memo[text] = result
+        return result
+
+    def _feed(self, text: str):  # pragma: no cover - every language's state writes it
+        raise NotImplementedError
