@@ -267,7 +267,12 @@ async def test_serve_completes_with_the_local_model_while_the_server_is_down(tmp
             await inline(lc, third, 1, 11)
             st = await status(lc)
             here = [r for r in st["recent"] if r["uri"] == third and r["source"] == "model"]
-            assert [r["stop"] == "error" for r in here] == [True, False], here
+            # The request is answered, never lost: either it found the server gone and was
+            # asked of the local model at once (an error record, then the answer), or the
+            # background work after the last answer found it first and the host already
+            # served locally (the answer alone).
+            assert here and here[-1]["stop"] != "error", here
+            assert [r["stop"] == "error" for r in here] in ([True, False], [False]), here
             assert st["serving"] == "local"
         finally:
             peer.stop()
