@@ -1,20 +1,23 @@
-"""What building a language on the processor's language workers (``fim.language_cache``, the
-vLLM processor's admissions) does to the engine steps running beside it, without vLLM.
+"""What building a newcomer's language does to the engine steps running beside it, without
+vLLM: on a worker thread of the engine's process (``fim.language_cache`` with ``workers``) and
+in a child process (``processes``, ``fim.language_processes``: what the vLLM server does).
 
 A stand-in engine step: a forward pass (``--forward-ms`` of float32 matrix products, which
 release the GIL as a model's kernels do) and the step's Python (a running row's constraint fed
-and checked, ``--checks`` feeds of a kept language).  The script times, for one large file
-(the standard library's ``argparse.py`` by default, cut in its middle):
+and checked, ``--checks`` feeds of a kept language).  For each file (a small and a large one of
+the standard library by default, each cut in its middle) the script times:
 
 * the build alone, on the caller's thread;
 * steps with nothing else running;
-* the step that builds the language itself (the design before the workers: the build inside
-  the step that admits the request);
-* the steps that run while a worker builds it (started at the first of them), and how many
-  steps passed before the build was done, so a row due at its first mask would not wait.
+* the step that builds the language itself (the design before the workers);
+* the steps that run while a worker thread builds it, and while a child process does (each
+  started at the first of them), and how many steps passed before the build was there.
 
-The GIL is the question: the build runs Python, so it competes with the step's Python, and a
-forward pass only overlaps it where its kernels release the interpreter.
+The question is whether a running request's step grows with the newcomer's file: a thread's
+build holds the GIL while it runs Python, so the step's Python and every return from a kernel
+waits for it; a child process holds none of this process's GIL (it runs at a lower CPU
+priority, so on a machine without spare cores it takes what the step leaves), and this process
+only unpickles what it sends.
 
 Usage: ``.venv/bin/python -m benchmarks.bench_language_workers [--figures docs/team.md]``
 (writes the ``language-workers`` section).
@@ -35,13 +38,15 @@ import torch  # noqa: E402
 
 from benchmarks.report import RunRecord, command_line, publish  # noqa: E402
 from fim.language_cache import LanguageCache, python_language  # noqa: E402
+from fim.language_processes import CHILD_NICENESS  # noqa: E402
 from fim.options import Scope  # noqa: E402
 
 RUNNING = ("def total(xs):\n    s = 0\n    for x in xs:\n        s += ", "\n    return s\n")
 PROBES = ("x", "x * 2", "x)", "len(x", "x if x else 0", "x\n        s -= 1")
 
 
-def large_place(name: str) -> tuple[str, str]:
+def place(name: str) -> tuple[str, str]:
+    """A cursor in the middle of the standard library's ``name``, on a line of its own."""
     text = (Path(json.__file__).resolve().parent.parent / name).read_text("utf-8")
     cut = text.index("\n", len(text) // 2) + 1
     return text[:cut] + "    x = ", "\n" + text[cut:]
@@ -77,9 +82,25 @@ class Step:
         return time.perf_counter() - t0
 
 
-def measure(args: argparse.Namespace) -> dict[str, float]:
-    left, right = large_place(args.file)
-    step = Step(args.forward_ms, args.checks)
+def _beside(step: Step, pending, steps: int) -> tuple[list[float], int, float]:
+    """Steps run until ``pending`` is built (at least ``steps``), the steps it took, and the
+    build's wall time from the first step."""
+    t0 = time.perf_counter()
+    times: list[float] = []
+    until, built = None, 0.0
+    while pending is not None or len(times) < steps:
+        times.append(step())
+        if pending is not None and pending.done():
+            until, pending = len(times), None
+            built = time.perf_counter() - t0
+        if len(times) > 10_000:
+            raise SystemExit("the build never finished")
+    return times, until, built
+
+
+def measure(args: argparse.Namespace, name: str, step: Step, children: LanguageCache
+            ) -> dict[str, float]:
+    left, right = place(name)
     t0 = time.perf_counter()
     python_language(left, right, Scope.STATEMENT)
     alone = time.perf_counter() - t0
@@ -87,27 +108,26 @@ def measure(args: argparse.Namespace) -> dict[str, float]:
     t0 = time.perf_counter()
     python_language(left + " ", right, Scope.STATEMENT)  # another text: built, not kept
     inline = time.perf_counter() - t0 + step()
-    cache = LanguageCache(1, workers=2)
-    pending = cache.begin(left + "  ", right, Scope.STATEMENT)
-    t0 = time.perf_counter()
-    beside, until = [], None
-    while pending is not None or len(beside) < args.steps:
-        beside.append(step())
-        if pending is not None and pending.done():
-            until, pending = len(beside), None
-            built = time.perf_counter() - t0
-        if len(beside) > 10_000:
-            raise SystemExit("the build never finished")
-    cache.close()
+    threads = LanguageCache(1, workers=2)
+    beside, until, built = _beside(step, threads.begin(left + "  ", right, Scope.STATEMENT),
+                                   args.steps)
+    threads.close()
     during = beside[:until]
-    return {"alone": alone, "quiet": statistics.median(quiet), "inline": inline,
-            "during": statistics.median(during), "during_max": max(during),
-            "steps": until, "built": built, "after": statistics.median(beside[until:] or quiet)}
+    # A new text each time: the child builds it, the cache keeps nothing the next file reuses.
+    apart, p_until, p_built = _beside(
+        step, children.begin(left + "   ", right, Scope.STATEMENT), args.steps)
+    p_during = apart[:p_until]
+    return {"chars": len(left) + len(right), "alone": alone, "quiet": statistics.median(quiet),
+            "inline": inline, "during": statistics.median(during), "during_max": max(during),
+            "steps": until, "built": built,
+            "p_during": statistics.median(p_during), "p_max": max(p_during),
+            "p_steps": p_until, "p_built": p_built}
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--file", default="argparse.py", help="a standard-library file")
+    p.add_argument("--files", default="json/scanner.py,argparse.py",
+                   help="standard-library files, comma-separated (small first)")
     p.add_argument("--forward-ms", type=float, default=50.0)
     p.add_argument("--checks", type=int, default=4)
     p.add_argument("--steps", type=int, default=20)
@@ -118,21 +138,31 @@ def main(argv: list[str] | None = None) -> int:
     if args.switch_ms is not None:
         sys.setswitchinterval(args.switch_ms / 1e3)
     record = RunRecord(command_line())
-    got = measure(args)
+    step = Step(args.forward_ms, args.checks)
+    children = LanguageCache(len(args.files.split(",")) + 1, processes=1)
+    warm = children.begin("x = ", "\n", Scope.STATEMENT)  # the child started and warm
+    warm.join()
+    rows = []
+    for name in args.files.split(","):
+        got = measure(args, name, step, children)
+        ms = {k: v * 1e3 for k, v in got.items() if k not in ("steps", "p_steps", "chars")}
+        rows.append(
+            f"| `{name}` | {got['chars'] / 1e3:.0f} | {ms['alone']:.0f} | {ms['quiet']:.0f} | "
+            f"{ms['inline']:.0f} | {ms['during']:.0f} / {ms['during_max']:.0f} | "
+            f"{got['steps']} | {ms['p_during']:.0f} / {ms['p_max']:.0f} | {got['p_steps']} | "
+            f"{ms['p_built']:.0f} |")
+    children.close()
     record.finish()
-    ms = {k: v * 1e3 for k, v in got.items() if k != "steps"}
     body = (
-        f"The large file: the standard library's `{args.file}` cut in its middle; the "
-        f"stand-in step: {args.forward_ms:.0f} ms of matrix products and {args.checks} rounds "
-        f"of a running row's feeds; the interpreter's switch interval "
-        f"{sys.getswitchinterval() * 1e3:g} ms.\n\n"
-        "| building the large file's language alone ms | step ms, nothing else running | "
-        "step ms that builds it inside (before the workers) | step ms while a worker builds "
-        "it, median / max | steps until built | build ms on the worker, wall | step ms "
-        "after |\n|---:|---:|---:|---|---:|---:|---:|\n"
-        f"| {ms['alone']:.0f} | {ms['quiet']:.0f} | {ms['inline']:.0f} | "
-        f"{ms['during']:.0f} / {ms['during_max']:.0f} | {got['steps']} | {ms['built']:.0f} | "
-        f"{ms['after']:.0f} |\n")
+        f"Each file of the standard library cut in its middle; the stand-in step: "
+        f"{args.forward_ms:.0f} ms of matrix products and {args.checks} rounds of a running "
+        f"row's feeds; the interpreter's switch interval {sys.getswitchinterval() * 1e3:g} ms; "
+        f"the child process at niceness {CHILD_NICENESS}.\n\n"
+        "| newcomer's file | k chars | its build alone ms | step ms, nothing else running | "
+        "step ms that builds it inside | step ms while a thread builds it, median / max | "
+        "steps until built | step ms while a child process builds it, median / max | "
+        "steps until built | child build to language here ms, wall |\n"
+        "|---|---:|---:|---:|---:|---|---:|---|---:|---:|\n" + "\n".join(rows) + "\n")
     publish(body, record, args.figures, "language-workers")
     return 0
 

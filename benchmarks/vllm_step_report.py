@@ -128,8 +128,9 @@ def whole_phase_table(blocks: list[tuple[SamplingMode, dict[int, list[Step]]]]) 
     return "\n".join(rows) + "\n"
 
 
-def admissions(phases: list[list[Step]], gpu_step_ms: float) -> str:
-    """The written paragraph on admitting requests, from every step of ``phases`` (one mode's)."""
+def admissions(phases: list[list[Step]], gpu_step_ms: float, processes: int = 2) -> str:
+    """The written paragraph on admitting requests, from every step of ``phases`` (one mode's);
+    ``processes``: the server's language processes (0: threads of the engine's process)."""
     steps = [s for p in phases for s in p]
     admits = admission_times(steps)
     if not admits:
@@ -141,6 +142,16 @@ def admissions(phases: list[list[Step]], gpu_step_ms: float) -> str:
     waits = sum(s.blocked_s for s in steps)
     rest = sum(s.apply for s in steps) - waits
     larger = ("more than" if started + waits > rest else "less than")
+    if processes:
+        where = f"{processes} child processes, each language sent back pickled"
+        contention = ("The builds hold none of the engine's GIL; the engine only unpickles "
+                      "what they send (the admitting steps also run the newcomers' prefill). ")
+    else:
+        where = "threads in the engine's process"
+        contention = ("A build holds the GIL while it runs Python, so it also competes with "
+                      "the step's own Python (the scheduler, the model runner between "
+                      "kernels, the processor): that shows in the step time, not in the "
+                      "processor's. ")
     joining, alone = _step_lengths(steps)
     lengths = (f"The step time a running request sees: {_median_or_dash(joining)} ms median "
                f"in the {len(joining)} steps that admitted a request, "
@@ -149,8 +160,8 @@ def admissions(phases: list[list[Step]], gpu_step_ms: float) -> str:
     return (
         f"**Admitting a request.** A joining request's language (the whole file's text left "
         f"and right of its cursor lexed, the right quotient started: the constraint is that "
-        f"the whole file parses) is built on the processor's language workers (threads in "
-        f"the engine's process), started in ``update_state`` and joined when the row's first "
+        f"the whole file parses) is built on the processor's language workers ({where}), "
+        f"started in ``update_state`` and joined when the row's first "
         f"mask is due, after the forward pass the build overlaps. Admitting cost the step "
         f"{med:.1f} ms per request median and {top:.1f} ms at most ({requests} requests "
         f"admitted in {len(admits)} steps of this mode; a step's starting and waiting time "
@@ -159,10 +170,8 @@ def admissions(phases: list[list[Step]], gpu_step_ms: float) -> str:
         f"On a GPU whose step takes {gpu_step_ms:.0f} ms, a median admission adds "
         f"{med / gpu_step_ms:.1f} steps' worth to the step it happens in. Over all of this "
         f"mode's steps, admitting took {started + waits:.2f} s, {larger} the {rest:.2f} s of "
-        f"advancing and masking every token. {lengths}A build holds the GIL while it runs "
-        f"Python, so it also competes with the step's own Python (the scheduler, the model "
-        f"runner between kernels, the processor): that shows in the step time, not in the "
-        f"processor's. {_collections(steps)}\n")
+        f"advancing and masking every token. {lengths}{contention}"
+        f"{_collections(steps)}\n")
 
 
 def _collections(steps: list[Step]) -> str:

@@ -41,6 +41,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from fim.language_processes import Built, LanguageProcesses
 from fim.languages import IMPORTING, PYTHON, Language
 from fim.options import Scope
 from fim.stopping import FeedCache
@@ -135,7 +136,7 @@ class LanguageCache:
     build them (0: the caller's thread does)."""
 
     def __init__(self, size: int = 4, factory: LanguageFactory | None = None,
-                 workers: int = 0) -> None:
+                 workers: int = 0, processes: int = 0) -> None:
         if size < 1:
             raise ValueError("a language cache holds at least one language")
         self.size = size
@@ -146,6 +147,7 @@ class LanguageCache:
         self._lock = threading.RLock()  # a failed inline build forgets its slot under it
         self._pool = (ThreadPoolExecutor(workers, thread_name_prefix="seam-language")
                       if workers > 0 else None)
+        self.processes = LanguageProcesses(processes) if processes > 0 else None
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -209,10 +211,17 @@ class LanguageCache:
         slot = _Slot(left, right, scope, Future(), of)
         self._keep(slot)
         slot.built.add_done_callback(self._forget_failed)
-        if self._pool is None:
-            _build_into(slot, self._factory(of))
+        factory = self._factory(of)
+        if self.processes is not None and (of != PYTHON or self.factory is python_language):
+            # A child process builds the language of the record (the default factory's); the
+            # dispatcher builds it itself if the child cannot.
+            self.processes.submit(
+                of, left, right, scope, fallback=lambda: _built(factory, left, right, scope)
+            ).add_done_callback(lambda done: _settle(slot, done))
+        elif self._pool is None:
+            _build_into(slot, factory)
         else:
-            self._pool.submit(_build_into, slot, self._factory(of))
+            self._pool.submit(_build_into, slot, factory)
         return slot
 
     def _keep(self, slot: _Slot) -> None:
@@ -230,9 +239,27 @@ class LanguageCache:
             self._slots.clear()
 
     def close(self) -> None:
-        """Stop the workers once the builds started are done."""
+        """Stop the workers (threads and processes) once the builds started are done."""
         if self._pool is not None:
             self._pool.shutdown(wait=True)
+        if self.processes is not None:
+            self.processes.close()
+
+
+def _built(factory: LanguageFactory, left: str, right: str, scope: Scope) -> Built:
+    language = factory(left, right, scope)
+    return Built(language, language.initial())
+
+
+def _settle(slot: _Slot, done: Future[Built]) -> None:
+    """Hand a language built in a child process (or the error of its build) to the slot."""
+    err = done.exception()
+    if err is not None:
+        slot.built.set_exception(err)
+        return
+    built = done.result()
+    slot.built.set_result(CachedLanguage(slot.left, slot.right, slot.scope, built.language,
+                                         built.initial, of=slot.of))
 
 
 def _build_into(slot: _Slot, factory: LanguageFactory) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from importlib import resources
 
-from quotient import Grammar, GrammarError, RecognizerState, recognizer
+from quotient import Grammar, GrammarError, RecognizerState, recognizer, transfer
 
 from .lexer import KEYWORDS, LITERALS, OPERATORS, lex
 
@@ -31,7 +31,7 @@ def go_grammar() -> Grammar:
     """The Go grammar (start `source_file`) with the marker terminals."""
     g = Grammar.from_lark(grammar_text(), start=START)
     markers = [f"{MARKER_PREFIX}{k}" for k in range(MARKERS)]
-    return Grammar(g.rules, g.start, list(g.terminals) + markers,
+    return Grammar(g.rules, g.start, sorted(g.terminals) + markers,
                    terminal_defs=g.terminal_defs, ignored=g.ignored, declared=g.declared)
 
 
@@ -71,3 +71,9 @@ def parses(text: str) -> bool:
         return False
     state = go_recognizer().scan_many(terminals(kinds))
     return state is not None and state.is_complete()
+
+
+# Built languages travel between processes with the grammar named, not copied
+# (``quotient.transfer``).
+transfer.register("go.grammar", go_grammar)
+transfer.register("go.recognizer", go_recognizer)

@@ -20,7 +20,7 @@ from importlib import resources
 from lexer.layout import LayoutTerminals
 from lexer.lexemes import LexemeTable, TerminalSpec
 from lexer.tokenizer import Tokenizer
-from quotient import Grammar, GrammarError
+from quotient import Grammar, GrammarError, transfer
 
 MARKERS = 1024
 MARKER_PREFIX = "$B"
@@ -57,7 +57,7 @@ def _python_grammar() -> Grammar:
     if missing:
         raise GrammarError(f"python.lark must %declare the layout terminals {sorted(missing)}")
     markers = [f"{MARKER_PREFIX}{k}" for k in range(MARKERS)]
-    return Grammar(g.rules, g.start, list(g.terminals) + markers,
+    return Grammar(g.rules, g.start, sorted(g.terminals) + markers,
                    terminal_defs=g.terminal_defs, ignored=g.ignored, declared=g.declared)
 
 
@@ -75,3 +75,9 @@ def _python_tokenizer() -> Tokenizer:
 def lex_python(text: str) -> list[str]:
     """Terminal names of a whole Python file (raises `lexer.tokenizer.LexError`)."""
     return python_tokenizer().lex(text).terminals
+
+
+# Built languages travel between processes with the grammar and the tokenizer named, not
+# copied (``quotient.transfer``; the vLLM server builds its rows' languages in worker processes).
+transfer.register("python.grammar", python_grammar)
+transfer.register("python.tokenizer", python_tokenizer)

@@ -173,6 +173,11 @@ class Grammar:
             raise GrammarError(str(exc)) from exc
         except AssertionError as exc:  # lark reports a few malformed inputs by assertion
             raise GrammarError(f"lark rejected the grammar: {exc}") from exc
+        # Lark's compiled terminals and rules come in an order that depends on string hashing
+        # (it differs between processes); sorted, a grammar numbers its symbols and rules the
+        # same in every process, which is what lets a built language travel between them
+        # (``quotient.transfer``).
+        terms = sorted(terms, key=lambda t: str(t.name))
         defs = {
             str(t.name): TerminalDef(
                 str(t.name),
@@ -183,9 +188,9 @@ class Grammar:
             )
             for t in terms
         }
-        rules = [
+        rules = sorted(
             (str(r.origin.name), tuple(str(s.name) for s in r.expansion)) for r in lark_rules
-        ]
+        )
         terminal_names = list(defs) + [n for n in declared if n not in defs]
         return cls(
             rules,

@@ -69,6 +69,7 @@ class DfaState:
         "completed",
         "goto",
         "items",
+        "nts",
         "nts_out",
         "pred",
         "pstate",
@@ -78,6 +79,9 @@ class DfaState:
     def __init__(self, auto: Automaton, items: frozenset[int], kernel: bool) -> None:
         self.auto = auto
         self.items = items
+        #: a prediction state's nonterminals (its key in the automaton), set by
+        #: `Automaton.prediction_state`; None for a kernel state (keyed by its items)
+        self.nts: frozenset[int] | None = None
         nxt = auto.item_next
         lhs = auto.item_lhs
         n_t = auto.n_terminals
@@ -311,6 +315,7 @@ class Automaton:
                 for x in nts:
                     items |= self.pred_items(x)
                 st = DfaState(self, frozenset(items), kernel=False)
+                st.nts = nts
             st = self._predictions.setdefault(nts, st)
         return st
 

@@ -41,8 +41,9 @@ cuts the middle back to its last complete point.  Each finished row logs how oft
 likeliest id was masked.
 
 A request's language (built from the whole file: milliseconds to a second) is not built in the
-engine step that admits it: the admission starts the build on the language workers
-(``fim.language_cache``) and the row joins it when its first mask is due, after the forward
+engine step that admits it: the admission starts the build on the language workers (in a
+server, child processes that hold none of the engine's GIL: ``fim.vllm.row_languages``,
+``fim.language_processes``) and the row joins it when its first mask is due, after the forward
 pass it overlapped; ``JoinCounts`` counts the joins that still had to wait.  A warm-up request
 (``seam_warm``) only starts the build, for the request that follows, and is not constrained.
 
@@ -76,6 +77,7 @@ from fim.vllm.masking import (
     gumbel_scores,
     penalised,
 )
+from fim.vllm.row_languages import server_languages, thread_languages
 from fim.vllm.rows import (
     RowConstraint,
     SeamArgs,
@@ -98,14 +100,6 @@ from fim.vllm.runner_compat import (
 runner_compat.check_version(vllm.__version__)
 runner_compat.log_load()
 
-#: Languages the rows keep built (``fim.language_cache``): a preempted request that comes back,
-#: the same question asked twice, or a request typed on from an earlier one's left text takes
-#: a kept one instead of a rebuild.
-ROW_LANGUAGES = 16
-#: Threads that build the rows' languages off the engine step.  Builds are Python and hold the
-#: GIL, so more threads do not build faster; two let a small file's build pass a huge one's.
-LANGUAGE_WORKERS = 2
-
 # A child of vLLM's logger, so lines reach the server's log in the engine process too.
 log = logging.getLogger("vllm.seam")
 
@@ -114,7 +108,7 @@ _NO_IDS = np.zeros(0, dtype=np.int64)
 
 @dataclass
 class JoinCounts:
-    """How rows met their languages (``fim.language_cache``: built on worker threads from the
+    """How rows met their languages (``fim.language_cache``: built by its workers from the
     row's admission): ``joined`` rows took theirs, ``blocked`` of them had to wait for the
     build, for ``blocked_s`` seconds in all (the engine step waited with them)."""
 
@@ -188,7 +182,7 @@ class SeamRows:
         self.table = table
         # (``is None``: an empty cache is falsy, and one passed in must be the one used)
         self.languages = (languages if languages is not None
-                          else LanguageCache(ROW_LANGUAGES, workers=LANGUAGE_WORKERS))
+                          else thread_languages())
         self.penalties_after = penalties_after
         self.rows: dict[int, _Row] = {}
         self.finished: list[RowConstraint] = []  # rows removed since the last drain
@@ -431,11 +425,11 @@ class SeamLogitsProcessor(V1LogitsProcessor, V2LogitsProcessor):
                 raise ValueError("Seam's logits processor does not support speculative "
                                  "decoding (a row per draft token); start vLLM without it")
             self.rows = SeamRows(_token_table(vllm_config, "Model Runner V2"),
-                                 penalties_after=False)
+                                 languages=server_languages(), penalties_after=False)
             self.v2: SeamV2Rows | None = SeamV2Rows(self.rows, runner_args[0])
         elif len(runner_args) == 2:  # V1: (device, is_pin_memory)
             self.rows = SeamRows(_token_table(vllm_config, "the V1 model runner"),
-                                 penalties_after=True)
+                                 languages=server_languages(), penalties_after=True)
             self.v2 = None
         else:
             raise TypeError("SeamLogitsProcessor was built by neither of vLLM's model runners "

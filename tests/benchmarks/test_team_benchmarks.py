@@ -252,3 +252,7 @@ def test_admissions_paragraph_compares_admitting_with_masking():
     fast = _phase([2, 2, 2], [2, 0, 0], update_s=0.001, apply_s=0.01)
     assert "less than the 0.03 s" in admissions([fast], gpu_step_ms=20.0)
     assert "no figure" in admissions([_phase([1], [0], 0.0, 0.001)], gpu_step_ms=20.0)
+    # Where the builds ran is said as the server ran them.
+    assert "2 child processes" in text and "hold none of the engine's GIL" in text
+    threads = admissions([slow], gpu_step_ms=20.0, processes=0)
+    assert "threads in the engine's process" in threads and "holds the GIL" in threads

@@ -25,7 +25,8 @@ from vllm.v1.sample.logits_processor import BatchUpdate  # noqa: E402
 
 from fim.language_cache import LanguageCache, python_language  # noqa: E402
 from fim.options import Scope  # noqa: E402
-from fim.vllm.processor import ROW_LANGUAGES, SeamRows  # noqa: E402
+from fim.vllm.processor import SeamRows  # noqa: E402
+from fim.vllm.row_languages import ROW_LANGUAGES  # noqa: E402
 from fim.vllm.rows import SeamArgs  # noqa: E402
 
 LEFT, RIGHT = "def f(a, b):\n    total = a +", "\n    return total\n"
