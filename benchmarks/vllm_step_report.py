@@ -187,8 +187,8 @@ def _collections(steps: list[Step]) -> str:
     return (f"Python's cyclic collector paused the engine's process {total:.2f} s in all, "
             f"{len(full)} full collections among them (the longest pause {worst:.0f} ms); "
             f"{inside} of those fell inside the processor's own time, the others in the "
-            f"step's (a full collection scans vLLM's whole heap, and the builds' allocations "
-            f"are what bring it on: wherever it lands, the step waits).")
+            f"step's (a full collection scans vLLM's whole heap: wherever it lands, the step "
+            f"waits).")
 
 
 def _median_ms(steps: list[Step], part) -> float:
