@@ -1,7 +1,7 @@
 """Does a running request's engine step grow with a newcomer's file?  Measured inside a real
-vLLM (CPU build) with Seam's processor, with the rows' languages built in child processes (the
-server's default, ``fim.language_processes``) and on threads of the engine's process
-(``SEAM_LANGUAGE_PROCESSES=0``, the design before).
+vLLM (CPU build) with Seam's processor, with the rows' languages built in child processes
+(``SEAM_LANGUAGE_PROCESSES=2``: a GPU server's default, ``fim.language_processes``) and on
+threads of the engine's process (``SEAM_LANGUAGE_PROCESSES=0``: a CPU server's default).
 
 One request decodes (another team member's: plain, ``ignore_eos``, so it runs through the whole
 window); while it does, a newcomer arrives with a small or a large file (the standard library's

@@ -171,8 +171,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--figures", type=Path, default=None)
     p.add_argument("--section", default="vllm-step")
     p.add_argument("--json", type=Path, default=None, help="write every logged step here")
-    p.add_argument("--language-processes", type=int, default=2,
-                   help="SEAM_LANGUAGE_PROCESSES for the server (0: build on threads)")
+    p.add_argument("--language-processes", type=int, default=None,
+                   help="SEAM_LANGUAGE_PROCESSES for the server (0: build on threads; "
+                        "default: the server's own choice, threads on vLLM's CPU build)")
     return p
 
 
@@ -196,9 +197,10 @@ def main(argv: list[str] | None = None) -> int:
         log = Path(tmp) / "steps.jsonl"
         log.touch()
         server = TeamServer.from_args(args, "step", plugin=PLUGIN,
-                                      env={"SEAM_STEP_LOG": str(log),
-                                           "SEAM_LANGUAGE_PROCESSES":
-                                               str(args.language_processes)})
+                                      env={"SEAM_STEP_LOG": str(log), **(
+                                          {} if args.language_processes is None else
+                                          {"SEAM_LANGUAGE_PROCESSES":
+                                           str(args.language_processes)})})
         with server:
             print(f"vLLM ready in {server.start_s:.0f} s", file=sys.stderr, flush=True)
             burst(server.url, work[:1], 1, 1, 4, args.context_tokens)  # warm-up
@@ -227,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
             "(the table above keeps only steady ones):\n\n"
             + whole_phase_table([(m, dict(zip(sizes, phases[m.name], strict=True)))
                                  for m in modes]) + "\n"
-            + admissions(phases[modes[0].name], args.gpu_step_ms, args.language_processes))
+            + admissions(phases[modes[0].name], args.gpu_step_ms,
+                         args.language_processes or 0))
     if errors:
         body += f"\n{len(errors)} requests failed: {errors[:3]}\n"
     publish(body, record, args.figures, args.section)

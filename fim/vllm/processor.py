@@ -41,9 +41,9 @@ cuts the middle back to its last complete point.  Each finished row logs how oft
 likeliest id was masked.
 
 A request's language (built from the whole file: milliseconds to a second) is not built in the
-engine step that admits it: the admission starts the build on the language workers (in a
-server, child processes that hold none of the engine's GIL: ``fim.vllm.row_languages``,
-``fim.language_processes``) and the row joins it when its first mask is due, after the forward
+engine step that admits it: the admission starts the build on the language workers (on a
+GPU server child processes that hold none of the engine's GIL, on a CPU one threads:
+``fim.vllm.row_languages``) and the row joins it when its first mask is due, after the forward
 pass it overlapped; ``JoinCounts`` counts the joins that still had to wait.  A warm-up request
 (``seam_warm``) only starts the build, for the request that follows, and is not constrained.
 
@@ -366,6 +366,12 @@ def _log_finished(rows: SeamRows) -> None:
                  done.right_stops, done.dead)
 
 
+def _device(vllm_config) -> str:
+    """The device type the server's model runs on ("cuda", "cpu", ...)."""
+    device = getattr(getattr(vllm_config, "device_config", None), "device_type", None)
+    return str(device or "cuda")
+
+
 def _token_table(vllm_config, runner: str) -> TokenTable:
     from transformers import AutoTokenizer
 
@@ -425,11 +431,13 @@ class SeamLogitsProcessor(V1LogitsProcessor, V2LogitsProcessor):
                 raise ValueError("Seam's logits processor does not support speculative "
                                  "decoding (a row per draft token); start vLLM without it")
             self.rows = SeamRows(_token_table(vllm_config, "Model Runner V2"),
-                                 languages=server_languages(), penalties_after=False)
+                                 languages=server_languages(_device(vllm_config)),
+                                 penalties_after=False)
             self.v2: SeamV2Rows | None = SeamV2Rows(self.rows, runner_args[0])
         elif len(runner_args) == 2:  # V1: (device, is_pin_memory)
             self.rows = SeamRows(_token_table(vllm_config, "the V1 model runner"),
-                                 languages=server_languages(), penalties_after=True)
+                                 languages=server_languages(_device(vllm_config)),
+                                 penalties_after=True)
             self.v2 = None
         else:
             raise TypeError("SeamLogitsProcessor was built by neither of vLLM's model runners "

@@ -1,11 +1,20 @@
 """Where the vLLM processor's rows get their languages: the cache and who builds for it.
 
-A server builds its rows' languages in child processes (``fim.language_processes``): a build
-there holds none of the engine's GIL, so a running request's steps do not wait on a newcomer's
-build, whatever its file's size.  Rows made outside a server (tests, benchmarks) build on
-threads of their own process, which start nothing.  ``SEAM_LANGUAGE_PROCESSES`` sets how many
-child processes a server starts; 0 builds on threads of the engine's process (the design
-before, docs/DESIGN.md "Admitting a request").
+Two ways to build a newcomer's language off the engine step, chosen by the server's device:
+
+* **On a GPU** (any device but the CPU), in child processes (``fim.language_processes``): the
+  step's critical path is its Python (the scheduler, the model runner between kernel launches,
+  the processor) while the device computes, and a build on a thread would hold the GIL
+  against it, longer the larger the newcomer's file; a child holds none of it, and the host's
+  spare cores build at full speed.
+* **On the CPU**, on threads of the engine's process: the model's kernels take every core
+  for most of the step, so the builds run in its gaps; children would take cores from the
+  model instead.  Measured on a 2-core CPU server (docs/team.md, the step benchmark's
+  admission runs): 0.37 ms per request per token with threads against 0.93 ms with children,
+  whose builds competed with the prefills they overlapped.
+
+``SEAM_LANGUAGE_PROCESSES`` overrides the choice: a number of child processes, or 0 for
+threads.  Rows made outside a server (tests, benchmarks) build on threads.
 """
 
 from __future__ import annotations
@@ -36,19 +45,23 @@ def thread_languages() -> LanguageCache:
     return LanguageCache(ROW_LANGUAGES, workers=LANGUAGE_WORKERS)
 
 
-def server_languages() -> LanguageCache:
-    """The rows' language cache in a server: built in ``SEAM_LANGUAGE_PROCESSES`` child
-    processes (``LANGUAGE_PROCESSES`` by default), or on threads when that is 0."""
+def server_languages(device: str = "cuda") -> LanguageCache:
+    """The rows' language cache in a server whose model runs on ``device`` (vLLM's device
+    type): ``SEAM_LANGUAGE_PROCESSES`` child processes when that is set, else
+    ``LANGUAGE_PROCESSES`` of them on a GPU and threads on the CPU (see the module)."""
     raw = os.environ.get(PROCESSES_ENV, "").strip()
+    default = 0 if device == "cpu" else LANGUAGE_PROCESSES
     try:
-        processes = LANGUAGE_PROCESSES if not raw else int(raw)
+        processes = default if not raw else int(raw)
         if processes < 0:
             raise ValueError
     except ValueError:
         raise ValueError(f"{PROCESSES_ENV} must be a whole number of processes (0: threads), "
                          f"not {raw!r}") from None
-    log.info("Seam builds its rows' languages in %s", f"{processes} child processes"
-             if processes else f"{LANGUAGE_WORKERS} threads of the engine's process")
+    log.info("Seam builds its rows' languages in %s (device %s%s)",
+             f"{processes} child processes" if processes
+             else f"{LANGUAGE_WORKERS} threads of the engine's process", device,
+             f", {PROCESSES_ENV}={raw}" if raw else "")
     if not processes:
         return thread_languages()
     return LanguageCache(ROW_LANGUAGES, processes=processes)
