@@ -147,17 +147,12 @@ class _Child:
             raise WorkerGone(f"it could not be started or its pipe broke: {err}") from err
         if answer is None:
             raise WorkerGone(f"it exited (code {self.proc.poll()})")
-        try:
-            kind, payload = pickle.loads(answer)
-            if kind == _FAILED:
-                raise payload  # the build's own error, raised by the joining thread
-            if kind != _BUILT:
-                raise WorkerGone(f"the language could not be sent: {payload}")
-            language, initial = transfer.loads(payload)
-        except transfer.TransferError as err:
-            raise WorkerGone(str(err)) from err
-        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as err:
-            raise WorkerGone(f"its answer could not be read: {err}") from err
+        kind, payload = _unpickled(pickle.loads, answer)
+        if kind == _FAILED:
+            raise payload  # the build's own error, raised by the joining thread
+        if kind != _BUILT:
+            raise WorkerGone(f"the language could not be sent: {payload}")
+        language, initial = _unpickled(transfer.loads, payload)
         self.owner.received += 1
         return Built(language, initial)
 
@@ -175,6 +170,17 @@ class _Child:
             proc.kill()
             proc.wait()
         proc.stdout.close()
+
+
+def _unpickled(load, data: bytes):
+    """``load(data)``; what cannot be read (a child's broken answer, a grammar numbered
+    otherwise) is the child's failure, not the build's."""
+    try:
+        return load(data)
+    except transfer.TransferError as err:
+        raise WorkerGone(str(err)) from err
+    except (pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as err:
+        raise WorkerGone(f"its answer could not be read: {err}") from err
 
 
 class LanguageProcesses:
