@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fim import stopping
 from fim.decode_options import DecodeHooks, DecodeOptions
 from fim.engines.step_model import StepModel
 from fim.engines.vocab import Vocabulary
@@ -48,6 +49,7 @@ from fim.stopping import (
     best_stopping_point,
     complete_line_end,
     pending_rewrite,
+    refused_end_cut,
     rewrite_cut_after,
     unwrap,
 )
@@ -192,6 +194,8 @@ class _Decoder:
         self.lse = 0.0  # log-normaliser of the current step's masked logits
         self.end_logp = 0.0  # the end's log-probability, for a traced decode
         self.end_step: TraceStep | None = None  # the end chosen instead of a token, traced
+        #: Where the model first chose to end and the file could not: (middle length, tokens)
+        self.refused: tuple[int, int] | None = None
 
     # ----- the loop ---------------------------------------------------------------------
 
@@ -227,6 +231,11 @@ class _Decoder:
             if choice.stop is not None:
                 return self._result(choice.stop, choice.line_cut)
             self.tokens += 1
+            if self.refused and self.tokens - self.refused[1] == stopping.REFUSED_END_SLACK + 1:
+                # However the forced run ends, the middle goes back before the refused end
+                # when it can: the rest is not decoded.
+                if (back := self._refused_end(StopReason.BUDGET)) is not None:
+                    return self._back_before_refused(back)
             line_cut = self._after_token(choice.added)
             if line_cut is not None:
                 return self._result(StopReason.LINE_END, line_cut)
@@ -317,6 +326,8 @@ class _Decoder:
                 if cache.is_complete(state):
                     self._took(candidates, index, seq.chars, taken=False)
                     return _Choice(stop=StopReason.EOS)
+                if index == 0 and not forced:
+                    self._refuse(seq.chars)
                 continue
             moved = seq.advance(setup.vocab.token_bytes[tid])
             if moved is None:
@@ -334,6 +345,9 @@ class _Decoder:
                     return _Choice(stop=StopReason.LINE_END, line_cut=line_cut)
             nxt = cache.feed(state, moved[2]) if moved[2] else state
             if nxt is None:
+                if index == 0 and not forced and self.line_stop and "\n" in moved[2]:
+                    # The model ends the line (its middle) where the file cannot.
+                    self._refuse(seq.chars + moved[2].index("\n"))
                 continue
             self.steps.append(Step(state, seq.chars, self.last_eos_logp, moved[2]))
             self._took(candidates, index, seq.chars)
@@ -343,6 +357,12 @@ class _Decoder:
         if forced:
             self.forced_refused = True
         return _Choice(stop=StopReason.NO_CANDIDATE)
+
+    def _refuse(self, chars: int) -> None:
+        """The model's likeliest choice was to end the middle at ``chars`` characters, and
+        the file is not complete there: the first such place is kept (``_refused_end``)."""
+        if self.refused is None and not self.seq.heal and not self.seq.pending:
+            self.refused = (chars, self.tokens)
 
     def _took(self, candidates: list[int], index: int, chars: int, taken: bool = True) -> None:
         """Trace the candidate at ``index``: a taken token (a ``TraceStep`` with the untried
@@ -429,17 +449,40 @@ class _Decoder:
         return Decoded(middle, stop, self.tokens, self.model_s * 1e3,
                        self.constraint_s * 1e3, raw, self.trace, logprob, self.end_step)
 
-    def _result(self, stop: StopReason, line_cut: int | None = None) -> Decoded:
-        """The middle for how the loop ended: cut at the line end, whole, or (constrained,
-        out of tokens, time or candidates) at the best complete stopping point."""
+    def _refused_end(self, stop: StopReason) -> int | None:
+        """The middle's length when it goes back before the model's refused end
+        (``fim.stopping.refused_end_cut``: a forced run longer than the slack), or ``None``."""
+        if (self.refused is None or stop == StopReason.CANCELLED
+                or self.tokens - self.refused[1] <= stopping.REFUSED_END_SLACK):
+            return None
+        t0 = time.perf_counter()
+        cut = refused_end_cut(self.steps, self.refused[0], self.cache)
+        self.constraint_s += time.perf_counter() - t0
+        return cut
+
+    def _trace_until(self, cut: int) -> None:
+        """The traced tokens from ``cut`` on are not the middle's: the first of them is where
+        the decode chose to end."""
+        after = [t for t in self.trace or () if t.chars >= cut]
+        if after:
+            self.trace = [t for t in self.trace if t.chars < cut]
+            self.end_step, self.end_logp = after[0], after[0].logp
+
+    def _back_before_refused(self, back: int) -> Decoded:
+        """The middle cut ``back`` characters long, before the refused end."""
+        self._trace_until(back)
         raw = self.seq.joined()
-        if stop == StopReason.RIGHT_CONTEXT and self.trace is not None:
-            # Tokens that confirmed the re-write are not the middle's: the first of them is
-            # where the decode chose to end.
-            after = [t for t in self.trace if t.chars >= line_cut]
-            if after:
-                self.trace = [t for t in self.trace if t.chars < line_cut]
-                self.end_step, self.end_logp = after[0], after[0].logp
+        return self._decoded(raw[:back], StopReason.REFUSED_END, raw, cut=back)
+
+    def _result(self, stop: StopReason, line_cut: int | None = None) -> Decoded:
+        """The middle for how the loop ended: cut at the line end, whole, back before a
+        refused end (``_refused_end``), or (constrained, out of tokens, time or candidates)
+        at the best complete stopping point."""
+        raw = self.seq.joined()
+        if self.constrained and (back := self._refused_end(stop)) is not None:
+            return self._back_before_refused(back)
+        if stop == StopReason.RIGHT_CONTEXT:
+            self._trace_until(line_cut)  # the tokens that confirmed the re-write
         if stop in (StopReason.LINE_END, StopReason.RIGHT_CONTEXT):
             return self._decoded(raw[:line_cut], stop, raw)
         if not self.constrained or stop == StopReason.EOS:

@@ -63,6 +63,9 @@ class StopReason(enum.StrEnum):
     RIGHT_CONTEXT = "right_context"
     #: Out of tokens or candidates: the best complete stopping point was taken.
     BEST_COMPLETE = "best_complete"
+    #: The model chose to end where the file could not, the constraint made it go on at
+    #: length, and the middle went back to the best complete point before that end.
+    REFUSED_END = "refused_end"
     #: Out of tokens with no complete stopping point (or unconstrained decoding's budget).
     BUDGET = "budget"
     #: No candidate among the top ``top_k`` kept the text completable, and no stopping point.

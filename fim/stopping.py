@@ -93,6 +93,7 @@ def best_stopping_point(
     steps: list[Step], final_state: ConstraintState, final_chars: int,
     final_logp: float | None,
     cache: FeedCache,
+    within: int | None = None,
 ) -> int | None:
     """The middle length (in characters) of the best complete stopping point, or ``None``.
 
@@ -100,7 +101,8 @@ def best_stopping_point(
     ``log P(EOS) + log(1 + chars)``, the paper's "EOS probability weighted by generation
     length", with the model's own EOS estimate there.  Only when no boundary is complete are
     positions inside tokens considered; they have no EOS estimate of their own and borrow the
-    one from the start of their token (so they rank by that and by length).
+    one from the start of their token (so they rank by that and by length), and none past
+    ``within`` characters when it is given.
     """
     if final_logp is None and steps:
         final_logp = steps[-1].eos_logp
@@ -118,6 +120,8 @@ def best_stopping_point(
     for st in steps:
         state = st.state
         for j in range(1, len(st.text)):
+            if within is not None and st.chars + j > within:
+                break
             state = cache.feed(state, st.text[j - 1])
             if state is None:
                 break
@@ -126,6 +130,30 @@ def best_stopping_point(
                 if score > best_score:
                     best, best_score = st.chars + j, score
     return best
+
+
+#: Tokens the constraint may force after the model chose to end where the file could not,
+#: and still keep what they wrote (a closing bracket, a quote, a short name): a longer run
+#: goes back before that end (``refused_end_cut``).
+REFUSED_END_SLACK = 4
+
+
+def refused_end_cut(steps: list[Step], refused: int, cache: FeedCache) -> int | None:
+    """The middle's length back before the model's refused end, at ``refused`` characters,
+    or ``None`` when no complete point with text comes before it.
+
+    The model chose to end where the file could not (``x["va|`` before `` repr(value)``,
+    the middle ``lue"] = value``): what it wrote after the last complete point is its own
+    version of what the right context already holds, and the run the constraint forced after
+    it is a detour that only connects with the right context.  The middle is the best
+    complete point before that end, ranked as ``best_stopping_point`` ranks them."""
+    before = [st for st in steps if 0 < st.chars <= refused]
+    if not before:
+        return None
+    last = before[-1]
+    cut = best_stopping_point(before, last.state, last.chars, last.eos_logp, cache,
+                              within=refused)
+    return cut or None
 
 
 _WRAP = re.compile(r"[ \t]*\n[ \t]*(?:#[ \t]*)?|[ \t]+")

@@ -1,6 +1,7 @@
 """A streamed answer made into a middle, as the in-process engine makes one: kept whole after a
-stop token when the file parses with it, cut at the right-context stop, at the best-ranked
-stop point when the budget or the clock cut it off, or back to its longest parsing prefix.
+stop token when the file parses with it, cut at the right-context stop, back before the model's
+refused end, at the best-ranked stop point when the budget or the clock cut it off, or back to
+its longest parsing prefix.
 
 A middle never holds more than the request's token budget allows, whatever the server sent
 (one that ignores ``max_tokens`` must not turn a 10 MB line into a 10 MB suggestion): the
@@ -13,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from fim import decoding
+from fim import decoding, stopping
 from fim.api import CompletionRequest
 from fim.options import Mode, StopReason
 from fim.stopping import RightStop, at_line_start, right_rewrite_cut
@@ -26,8 +27,15 @@ def capped(req: CompletionRequest, got: Streamed) -> Streamed:
     limit = max(1, req.max_tokens) * MAX_TOKEN_CHARS
     if len(got.text) <= limit and not got.overran:
         return got
+    kept = [k for k, (at, _) in enumerate(got.stop_logps) if at <= limit]
+    refused = [got.refused[k] for k in kept] if len(got.refused) == len(got.stop_logps) else []
     return replace(got, text=got.text[:limit], finish="length", overran=True,
-                   stop_logps=[(at, lp) for at, lp in got.stop_logps if at <= limit])
+                   stop_logps=[got.stop_logps[k] for k in kept], refused=refused)
+
+
+#: The stop log-probability a boundary is ranked with when the stop was not among its step's
+#: top ids (``refused_end``): below any listed one.
+UNSEEN_STOP_LOGP = -100.0
 
 
 def after_heal(text: str, healed: str) -> str | None:
@@ -51,12 +59,58 @@ def best_stop(req: CompletionRequest, text: str, stop_logps: list[tuple[int, flo
         return None
     points = [(at - healed, lp) for at, lp in stop_logps if at >= healed]
     points.append((len(text), stop_logps[-1][1]))
-    ranked = sorted(((lp + math.log1p(at), at) for at, lp in points
+    return _first_parsing(req, text, points)
+
+
+def _first_parsing(req: CompletionRequest, text: str, points: list[tuple[int, float | None]],
+                   unseen: float | None = None) -> str | None:
+    """``text`` cut at the best-ranked of ``points`` (``(length, stop log-probability)``)
+    with which the file parses, or ``None``; a point whose stop was not among the step's top
+    ids is ranked with ``unseen`` for its log-probability, or left out without one."""
+    scored = [(lp if lp is not None else unseen, at) for at, lp in points]
+    ranked = sorted(((lp + math.log1p(at), at) for lp, at in scored
                      if lp is not None and at <= len(text)), reverse=True)
     for _, at in ranked:
         if decoding.parses(req.left + text[:at] + req.right):
             return text[:at]
     return None
+
+
+def refused_end(req: CompletionRequest, got: Streamed, text: str, healed: int,
+                until: int | None = None) -> str | None:
+    """The middle when the model chose to end where the file could not and the row was then
+    forced on for more than ``fim.stopping.REFUSED_END_SLACK`` tokens: the in-process
+    decoder's rule (``fim.stopping.refused_end_cut``) over what vLLM streamed, else ``None``.
+
+    In a greedy row the generated token differs from the raw model's likeliest only where
+    the constraint refused that one (``Streamed.refused``): a stop token, or at a mid-line
+    cursor a token with a line break, is the model ending its middle.  The middle goes back
+    to the best-ranked token boundary before that end with which the file parses
+    (``best_stop``'s ranking).  ``until``: where the middle ends otherwise (its first
+    complete line end, in ``text``): a refusal after it never happened in-process, and the
+    forced run is counted up to the token holding it."""
+    if not asks_right_stop(req) or len(got.refused) != len(got.stop_logps):
+        return None
+    steps = [(at - healed, lp, wanted) for (at, lp), wanted
+             in zip(got.stop_logps, got.refused, strict=True) if at >= healed]
+    if got.finish == "stop" and steps:
+        steps = steps[:-1]  # the stop token's own step takes no text
+    ends = [k for k, (_, _, wanted) in enumerate(steps)
+            if wanted == "" or (wanted and req.line_stop and "\n" in wanted)]
+    if not ends:
+        return None
+    k = ends[0]
+    at, _, wanted = steps[k]
+    chars = at + (wanted.index("\n") if wanted else 0)
+    if until is not None and until < chars:
+        return None
+    forced = sum(1 for at, _, _ in steps[k:] if until is None or at <= until)
+    if forced <= stopping.REFUSED_END_SLACK:
+        return None
+    # (A boundary whose stop was not among the step's top ids is still a complete point to
+    # go back to, as every boundary is in-process; it ranks below every one that was.)
+    return _first_parsing(req, text, [(at, lp) for at, lp, _ in steps if 0 < at <= chars],
+                          unseen=UNSEEN_STOP_LOGP)
 
 
 def asks_right_stop(req: CompletionRequest) -> bool:
@@ -111,9 +165,16 @@ def finish(req: CompletionRequest, got: Streamed, healed: str = ""
         end = right_context_end(req, text, got.last_piece, got.wanted or "",
                                 ending=got.wanted is None)
     if req.line_stop or req.mode == Mode.CONSTRAINED:
+        line_end = None
         for k, ch in enumerate(text[:len(end)] if end is not None else text):
             if ch == "\n" and req.line_stop and decoding.parses(req.left + text[:k] + req.right):
-                return text[:k], StopReason.LINE_END, True  # a line end came first
+                line_end = k
+                break
+        back = refused_end(req, got, text, len(healed), line_end)
+        if back is not None:
+            return back, StopReason.REFUSED_END, True
+        if line_end is not None:
+            return text[:line_end], StopReason.LINE_END, True  # a line end came first
         if end is not None:
             return end, StopReason.RIGHT_CONTEXT, True
         if stop == StopReason.EOS and decoding.parses(req.left + text + req.right):

@@ -59,6 +59,10 @@ class Streamed:
     #: per step: where its token starts in ``text`` and the log-probability the raw model
     #: gave a stop token there (``None``: no stop among the step's top ids)
     stop_logps: list[tuple[int, float | None]] = field(default_factory=list)
+    #: per step, beside ``stop_logps``: the raw model's likeliest token where another was
+    #: generated there (``""`` for a stop token), else ``None``; in a greedy row, where the
+    #: constraint refused the model's choice (``fim.vllm.answers.refused_end``)
+    refused: list[str | None] = field(default_factory=list)
     #: the server sent more steps than the request's ``max_tokens``: the rest was not read
     overran: bool = False
 
@@ -147,7 +151,10 @@ class Stream:
         for choice in chunk.get("choices") or ():
             out.answered = True
             piece = choice.get("text") or ""
-            out.stop_logps += stop_logps_of(choice.get("logprobs"), len(out.text), self.stops)
+            facts = stop_logps_of(choice.get("logprobs"), len(out.text), self.stops)
+            out.stop_logps += facts
+            refused = refused_of(choice.get("logprobs"), self.stops)
+            out.refused += refused if len(refused) == len(facts) else [None] * len(facts)
             if len(out.text) + len(piece) > self.max_chars:  # kept no longer than the budget
                 piece, out.overran = piece[:max(0, self.max_chars - len(out.text))], True
             out.text += piece
@@ -262,6 +269,29 @@ def wanted_token(logprobs: object) -> str | None:
     top = tops[-1]
     best = max(top, key=lambda k: top[k] if isinstance(top[k], (int, float)) else -math.inf)
     return best if best != tokens[-1] and isinstance(best, str) else None
+
+
+def refused_of(logprobs: object, stops: tuple[str, ...]) -> list[str | None]:
+    """From one streamed chunk's ``logprobs``, per step: the likeliest token among the step's
+    top ids when the token generated there was another one (``""`` when it was a stop
+    token), else ``None`` (also where the chunk does not say)."""
+    if not isinstance(logprobs, dict):
+        return []
+    tops, tokens = logprobs.get("top_logprobs"), logprobs.get("tokens")
+    if not isinstance(tops, list):
+        return []
+    if not (isinstance(tokens, list) and len(tokens) == len(tops)):
+        return [None] * len(tops)
+    out: list[str | None] = []
+    for top, token in zip(tops, tokens, strict=True):
+        scored = {k: v for k, v in top.items() if isinstance(k, str)
+                  and isinstance(v, (int, float))} if isinstance(top, dict) else {}
+        best = max(scored, key=scored.__getitem__) if scored else None
+        if best is None or not isinstance(token, str) or best == token or token in stops:
+            out.append(None)
+        else:
+            out.append("" if best in stops else best)
+    return out
 
 
 def stop_logps_of(logprobs: object, at: int, stops: tuple[str, ...]

@@ -1,0 +1,135 @@
+"""A model that chose to end where the file could not is not forced into a long detour.
+
+``x["va|lue"] = repr(value)`` with the text ``lue"] =`` held out: the model writes ``lue"] =
+value`` and ends; the file cannot end there (``value repr(value)``), so the constraint makes it
+go on, and the old decoder kept whatever it wrote until something connected with the right
+context (``value or 1 or 2 or``).  What the model wrote after the last complete point was its
+own version of the right context, so the middle goes back to the best complete point before
+that end (``lue"] =``).  A short forced run, the bracket that closes ``print(x``, is kept.
+
+The scripted model says one ranked list of tokens per step: the first is its choice, the
+others follow it, every other token far behind.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fim import stopping
+from fim.api import CompletionRequest, Engine
+from fim.engines.step_model import StepModel
+from fim.engines.transformers_engine import backend_from_loaded
+
+LEFT = 'def f(x, value):\n    x["va'
+RIGHT = ' repr(value)\n'
+
+
+class Ranked(StepModel):
+    """At step ``i``, the ids of ``steps[i]`` in that order ahead of all others."""
+
+    def __init__(self, vocab_size: int, steps: list[list[int]], eos: int) -> None:
+        super().__init__()
+        self._size, self.ranked, self.eos = vocab_size, steps, eos
+        self.steps = 0
+
+    @property
+    def vocab_size(self) -> int:
+        return self._size
+
+    def _logits(self) -> np.ndarray:
+        out = np.zeros(self._size, dtype=np.float32)
+        ranked = self.ranked[self.steps] if self.steps < len(self.ranked) else [self.eos]
+        for k, tid in enumerate(ranked):
+            out[tid] = 50.0 - k
+        return out
+
+    def prefill(self, ids, interrupt=None, progress=None, keep_cached=False):
+        self.steps = 0
+        return self._logits()
+
+    def step(self, token):
+        self.steps += 1
+        return self._logits()
+
+    def _forward(self, slot, ids, interrupt):  # pragma: no cover - prefill/step are ranked
+        raise NotImplementedError
+
+    _truncate = _copy_prefix = _clear = _forward
+
+
+def ranked_engine(random_loaded, said: str, detour: str) -> Engine:
+    """A model that says ``said``, then prefers to end, and after that says ``detour``."""
+    backend = backend_from_loaded(random_loaded)
+    tok = backend.tokenizer
+    eos = tok.token_id("<|endoftext|>")
+    rest = tok.encode(detour)
+    steps = [[t] for t in tok.encode(said)] + [[eos, rest[0]]] + [[t] for t in rest[1:]]
+    backend.step_model = Ranked(backend.step_model.vocab_size, steps, eos)
+    return Engine(backend, heal=False)
+
+
+def test_a_long_forced_run_goes_back_before_the_refused_end(random_loaded):
+    said = 'lue"] = value'
+    engine = ranked_engine(random_loaded, said, " or 1 or 2 or 3 or 4 or 5 or")
+    res = engine.complete(CompletionRequest(LEFT, RIGHT, max_tokens=32, scope="statement"))
+    assert (res.middle, res.stop) == ('lue"] =', "refused_end")
+    assert res.parses
+    # Once the forced run was longer than the slack, the rest of it was not decoded: the
+    # model was stepped after each token taken but the last (the run's slack-plus-first).
+    said_tokens = len(engine.tokenizer.encode(said))
+    assert engine.step_model.steps == said_tokens + stopping.REFUSED_END_SLACK
+
+
+def test_out_of_budget_after_a_refused_end(random_loaded):
+    """The detour never ends by itself: out of tokens, the complete point before the model's
+    end wins over the longer ones after it (which the length weight would favour)."""
+    engine = ranked_engine(random_loaded, 'lue"] = value', " or 1 or 2 or 3 or 4 or 5 or")
+    res = engine.complete(CompletionRequest(LEFT, RIGHT, max_tokens=14, scope="statement"))
+    assert (res.middle, res.stop) == ('lue"] =', "refused_end")
+
+
+def test_a_line_end_the_file_cannot_take_is_a_refused_end(random_loaded):
+    """At a mid-line cursor (``line_stop``) a newline is the model ending its middle."""
+    backend = backend_from_loaded(random_loaded)
+    tok = backend.tokenizer
+    eos = tok.token_id("<|endoftext|>")
+    nl = tok.encode("\n")[0]
+    rest = tok.encode(" or 1 or 2 or")
+    steps = [[t] for t in tok.encode('lue"] = value')] + [[nl, rest[0]]]
+    steps += [[t] for t in rest[1:]]
+    backend.step_model = Ranked(backend.step_model.vocab_size, steps, eos)
+    engine = Engine(backend, heal=False)
+    res = engine.complete(CompletionRequest(LEFT, RIGHT, max_tokens=32, scope="statement",
+                                            line_stop=True))
+    assert (res.middle, res.stop) == ('lue"] =', "refused_end")
+
+
+def test_a_short_forced_run_is_kept(random_loaded):
+    """``print(x`` cannot end before a line break; the ``)`` the constraint asks for is one
+    token, and the model then ends: the middle stays whole."""
+    engine = ranked_engine(random_loaded, "print(x", ")")
+    res = engine.complete(CompletionRequest("def f(x):\n    ", "\n", max_tokens=16,
+                                            scope="statement"))
+    assert (res.middle, res.stop) == ("print(x)", "eos")
+
+
+@pytest.mark.parametrize(("slack", "expected"), [
+    (stopping.REFUSED_END_SLACK, ('lue"] =', "refused_end")),
+    (10**6, ('lue"] = value or 1 or 2 or', "eos")),  # no limit: the old behaviour
+])
+def test_the_slack_decides(random_loaded, monkeypatch, slack, expected):
+    monkeypatch.setattr(stopping, "REFUSED_END_SLACK", slack)
+    engine = ranked_engine(random_loaded, 'lue"] = value', " or 1 or 2 or")
+    res = engine.complete(CompletionRequest(LEFT, RIGHT, max_tokens=32, scope="statement"))
+    assert (res.middle, res.stop) == expected
+
+
+def test_no_complete_point_before_the_end_keeps_the_detour(random_loaded):
+    """``x = [a`` can end nowhere before the model's refused end (the bracket is open at
+    every point after the cursor): the forced run is what the file needs, and stays."""
+    engine = ranked_engine(random_loaded, "[a", " + b + c + d]")
+    res = engine.complete(CompletionRequest("def f(a, b, c, d):\n    x = ", "\n",
+                                            max_tokens=32, scope="statement"))
+    assert res.middle == "[a + b + c + d]"
+    assert res.stop == "eos"

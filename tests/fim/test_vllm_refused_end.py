@@ -1,0 +1,103 @@
+"""The vLLM client goes back before a refused end as the in-process decoder does.
+
+A greedy row's generated token differs from the raw model's likeliest one only where the
+constraint refused it (``Streamed.refused``); where that was the stop token and the row went on
+for more than ``REFUSED_END_SLACK`` tokens, the middle is the best-ranked complete boundary
+before it (``fim.vllm.answers.refused_end``).  The answers are compared with the in-process
+decoder's on the same model's ranking (``test_refused_end.Ranked``).
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_refused_end import LEFT, RIGHT, ranked_engine
+
+from fim import stopping
+from fim.api import CompletionRequest
+from fim.options import StopReason
+from fim.vllm.answers import finish
+from fim.vllm.stream import Stream, Streamed
+
+EOS = "<|endoftext|>"
+
+
+def streamed(pieces: list[str], refused_at: int | None, *, finish_reason: str = "stop",
+             wanted: str = EOS, stop_logp: dict[int, float] | None = None) -> Streamed:
+    """What vLLM streams for a greedy row that generated ``pieces`` (then its stop token,
+    when ``finish_reason`` is ``"stop"``); at step ``refused_at`` the raw model's likeliest
+    token was ``wanted``, which the constraint refused."""
+    stream = Stream(None, {}, None, None, stops=(EOS,))  # type: ignore[arg-type]
+    out, offset = Streamed(), 0
+    steps = pieces + ([EOS] if finish_reason == "stop" else [])
+    for k, piece in enumerate(steps):
+        top = {piece: -0.05, "#": -6.0}
+        if k == refused_at:
+            top = {wanted: -0.2, piece: -1.9}
+        if stop_logp and k in stop_logp:
+            top[EOS] = stop_logp[k]
+        last = k == len(steps) - 1
+        stream._take(out, {"choices": [{
+            "text": "" if piece == EOS else piece,
+            "finish_reason": finish_reason if last else None,
+            "logprobs": {"text_offset": [offset], "tokens": [piece], "token_logprobs": [-0.05],
+                         "top_logprobs": [top]}}]})
+        offset += 0 if piece == EOS else len(piece)
+    return out
+
+
+def _pieces(engine, text: str) -> list[str]:
+    return [engine.tokenizer.decode([t]) for t in engine.tokenizer.encode(text)]
+
+
+@pytest.mark.parametrize(("said", "detour", "expected"), [
+    ('lue"] = value', " or 1 or 2 or", ('lue"] =', StopReason.REFUSED_END)),
+    # one forced token: kept, as in-process
+    ('lue"] = value', " or 1 +", ('lue"] = value or 1 +', StopReason.EOS)),
+])
+def test_the_client_and_the_in_process_decoder_agree(random_loaded, said, detour, expected):
+    engine = ranked_engine(random_loaded, said, detour)
+    req = CompletionRequest(LEFT, RIGHT, max_tokens=32, scope="statement")
+    res = engine.complete(req)
+    assert (res.middle, res.stop) == expected
+    said_pieces, detour_pieces = _pieces(engine, said), _pieces(engine, detour)
+    got = streamed(said_pieces + detour_pieces, refused_at=len(said_pieces))
+    middle, stop, parses = finish(req, got)
+    assert (middle, stop) == expected and parses
+
+
+def test_the_likeliest_listed_stop_before_the_end_wins():
+    """Of the complete boundaries before the refused end (``lue"] =`` and ``lue"] = value +``),
+    one whose stop was among its step's top ids ranks first; among unlisted ones, the
+    longer."""
+    pieces = ["lue", '"]', " =", " value", " +", " value", " or", " 1", " or", " 2", " or"]
+    req = CompletionRequest(LEFT, RIGHT, max_tokens=32, scope="statement")
+    listed = streamed(pieces, refused_at=6, stop_logp={3: -3.0})
+    assert finish(req, listed)[:2] == ('lue"] =', StopReason.REFUSED_END)
+    unlisted = streamed(pieces, refused_at=6)
+    assert finish(req, unlisted)[:2] == ('lue"] = value +', StopReason.REFUSED_END)
+
+
+def test_a_line_break_refused_at_a_mid_line_cursor():
+    pieces = ["lue", '"]', " =", " value", " or", " 1", " or", " 2", " or"]
+    req = CompletionRequest(LEFT, RIGHT, max_tokens=32, scope="statement", line_stop=True)
+    got = streamed(pieces, refused_at=4, wanted="\n")
+    assert finish(req, got)[:2] == ('lue"] =', StopReason.REFUSED_END)
+    # Without line_stop a line break is no end of the middle: the row's text stays.
+    whole = CompletionRequest(LEFT, RIGHT, max_tokens=32, scope="statement")
+    assert finish(whole, got)[:2] == ('lue"] = value or 1 or 2 or', StopReason.EOS)
+
+
+def test_a_sampled_row_is_not_read_for_refusals():
+    """In a sampled row the generated token differs from the likeliest one by chance."""
+    pieces = ["lue", '"]', " =", " value", " or", " 1", " or", " 2", " or"]
+    req = CompletionRequest(LEFT, RIGHT, max_tokens=32, scope="statement", temperature=0.7,
+                            seed=1)
+    got = streamed(pieces, refused_at=4)
+    assert finish(req, got)[:2] == ('lue"] = value or 1 or 2 or', StopReason.EOS)
+
+
+def test_the_slack_is_the_decoder_s(monkeypatch):
+    pieces = ["lue", '"]', " =", " value", " or", " 1", " or", " 2", " or"]
+    req = CompletionRequest(LEFT, RIGHT, max_tokens=32, scope="statement")
+    monkeypatch.setattr(stopping, "REFUSED_END_SLACK", len(pieces))
+    assert finish(req, streamed(pieces, refused_at=4))[1] == StopReason.EOS
