@@ -25,9 +25,11 @@ from benchmarks.usefulness_cases import project_files, statement_lines
 
 #: The paired run's cursors per corpus: this many of each mid-line place and of empty lines
 #: (the stored llama.vim rows are for these; a machine shared by several agents made 40 + 20
-#: per corpus at 17 to 150 s a llama-server request too slow for one session).
+#: per corpus at 17 to 150 s a llama-server request too slow for one session).  Empty lines
+#: went from 8 to 16 once a quiet machine asked llama-server at about 10 s a row: the
+#: first eight are the same cursors (the picker takes files in the same order).
 MID_PER_PLACE = 4
-EMPTY = 8
+EMPTY = 16
 
 #: Longest span a mid-line hole takes out (a whole-line rest is allowed at the line's end).
 MAX_SPAN = 60
