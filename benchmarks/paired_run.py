@@ -72,8 +72,16 @@ async def ask_at(session: LspSession, uri: str, cur: HeldOut, client: str, pause
         session.cursor(uri, cur.start)
     await asyncio.sleep(pause)
     middle, seconds = await session.inline(uri, cur.start)
+    # How the server answered (its record of the request, after the answer, so the latency
+    # is not touched): the prompt it ran shows the window, which follows the prefill speed
+    # the session measured, so two sessions may differ there at the same cursor.
+    status = await session.request("seam/status", {})
+    mine = [r for r in status.get("recent", []) if r.get("uri") == uri]
     session.edit(uri, cur.start, cur.start, cur.truth)
-    return {"middle": middle, "seconds": seconds}
+    record = mine[-1] if mine else {}
+    return {"middle": middle, "seconds": seconds,
+            "server": {k: record.get(k) for k in ("source", "stop", "prompt_tokens",
+                                                  "cached_tokens", "tokens")}}
 
 
 def seam_row(cur: HeldOut, config: str, client: str, out: dict) -> dict:
@@ -85,6 +93,7 @@ def seam_row(cur: HeldOut, config: str, client: str, out: dict) -> dict:
     return {"id": cur.id, "corpus": cur.corpus, "project": cur.project,
             "place": cur.place.value, "config": config, "client": client,
             "truth": cur.truth, "shown": shown, "middle": middle, "seconds": out["seconds"],
+            "server": out.get("server", {}),
             "latency_is_new_place": True, "unparsable": unparsable, **score(shown, cur.truth)}
 
 
