@@ -128,6 +128,43 @@ def done_when(rows: list[dict], corpus: str, client: str) -> list[str]:
     return out
 
 
+def window_of(row: dict) -> int | None:
+    """The prompt tokens the server's request ran (``None`` when its record has none: an
+    answer sent early, before the decode's record)."""
+    return (row.get("server") or {}).get("prompt_tokens")
+
+
+def same_window(rows: list[dict], corpus: str, client: str) -> list[str]:
+    """Seam against ``constrained: false`` on the cursors where both requests ran the same
+    window: the first window follows the prefill speed each session measured, so two
+    sessions at one cursor may run 128 or 192 left tokens, and the model writes differently
+    with each (``[]`` when the rows have no server records)."""
+    def of(config: str) -> dict[str, dict]:
+        return {r["id"]: r for r in rows if r["corpus"] == corpus and r["config"] == config
+                and r["client"] == client}
+
+    seam, free = of("seam"), of("seam_unconstrained")
+    both = set(seam) & set(free)
+    if not any(window_of(r) is not None for r in seam.values()):
+        return []
+    apart = {i for i in both if None not in (window_of(seam[i]), window_of(free[i]))
+             and window_of(seam[i]) != window_of(free[i])}
+    kept = [r for r in rows if r["id"] not in apart]
+    out = [f"- cursors whose two requests ran prompts of different lengths: {len(apart)} of "
+           f"{len(both)} (left out below; an answer sent early has no record and stays)"]
+    for group in GROUPS:
+        pair = paired(kept, corpus, ("seam", client), ("seam_unconstrained", client), group)
+        if pair is None:
+            continue
+        a, b = pair
+        ok = a["exact"] >= b["exact"] and a["sim"] >= b["sim"]
+        if group == Place.INSIDE_WORD.value:
+            ok = ok and a["sim"] > b["sim"]
+        out.append(f"- {NAMES[group]} (n={a['n']}): {a['exact']:.0%} / {a['sim']:.3f} "
+                   f"against {b['exact']:.0%} / {b['sim']:.3f}: **{verdict(ok)}**")
+    return out
+
+
 def anchor_note(info: dict) -> str:
     if not info.get("stored"):
         return (f"No stored llama.vim rows for these cursors ({info.get('missing', 0)} "
@@ -157,6 +194,11 @@ def render(rows: list[dict], run: dict, anchor_info: dict, args) -> str:
         for client in args.clients:
             parts.append(f"Done when, {corpus}, Seam with the {CLIENT_LABELS[client]}:\n\n"
                          + "\n".join(done_when(rows, corpus, client)))
+            alike = same_window(rows, corpus, client)
+            if alike:
+                parts.append(f"Seam against `constrained: false` where both ran the same "
+                             f"window, {corpus}, {CLIENT_LABELS[client]}:\n\n"
+                             + "\n".join(alike))
     if getattr(args, "time_budget_ms", 0):
         parts.append(f"**Not the default settings:** Seam's `timeBudgetMs` was "
                      f"{args.time_budget_ms} (the default, auto, ended every request on the "
