@@ -96,3 +96,25 @@ def test_done_when_floors_latency_and_unparsable():
     rows[0]["unparsable"] = True
     got = _verdicts(rows)
     assert got[next(k for k in got if "unparsable" in k)] == "NOT met"
+
+
+def test_the_same_window_check_leaves_out_cursors_whose_prompts_differ():
+    """Seam lost ``a`` on a shorter prompt than ``constrained: false`` ran: the check beside
+    the Done-when lines leaves it out; ``b`` (same prompt) and ``c`` (an early answer, no
+    record) stay."""
+    from benchmarks.paired_tables import same_window
+
+    def row(cid, config, exact, prompt):
+        out = _row(cid, config, "plain", "inside_word", exact, 1.0 if exact else 0.5)
+        out["server"] = {"prompt_tokens": prompt}
+        return out
+
+    rows = [row("a", "seam", False, 187), row("a", "seam_unconstrained", True, 253),
+            row("b", "seam", True, 190), row("b", "seam_unconstrained", False, 190),
+            row("c", "seam", True, None), row("c", "seam_unconstrained", True, None)]
+    lines = same_window(rows, "fresh2", "plain")
+    assert "1 of 3" in lines[0]
+    inside = next(line for line in lines if line.startswith("- inside a word"))
+    assert "(n=2)" in inside and "**met**" in inside
+    # Rows without server records (older runs): no check.
+    assert same_window([{**r, "server": {}} for r in rows], "fresh2", "plain") == []
