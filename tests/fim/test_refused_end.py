@@ -7,65 +7,33 @@ context (``value or 1 or 2 or``).  What the model wrote after the last complete 
 own version of the right context, so the middle goes back to the best complete point before
 that end (``lue"] =``).  A short forced run, the bracket that closes ``print(x``, is kept.
 
-The scripted model says one ranked list of tokens per step: the first is its choice, the
-others follow it, every other token far behind.
+The model is a tree (``tests.support.tree_model.ends_then_detours``): its choice far ahead of
+every other token, and where it ends, the detour's first token just behind the end.
 """
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from fim import stopping
 from fim.api import CompletionRequest, Engine
-from fim.engines.step_model import StepModel
 from fim.engines.transformers_engine import backend_from_loaded
+from tests.support.tree_model import Tree, ends_then_detours
 
 LEFT = 'def f(x, value):\n    x["va'
 RIGHT = ' repr(value)\n'
 
 
-class Ranked(StepModel):
-    """At step ``i``, the ids of ``steps[i]`` in that order ahead of all others."""
-
-    def __init__(self, vocab_size: int, steps: list[list[int]], eos: int) -> None:
-        super().__init__()
-        self._size, self.ranked, self.eos = vocab_size, steps, eos
-        self.steps = 0
-
-    @property
-    def vocab_size(self) -> int:
-        return self._size
-
-    def _logits(self) -> np.ndarray:
-        out = np.zeros(self._size, dtype=np.float32)
-        ranked = self.ranked[self.steps] if self.steps < len(self.ranked) else [self.eos]
-        for k, tid in enumerate(ranked):
-            out[tid] = 50.0 - k
-        return out
-
-    def prefill(self, ids, interrupt=None, progress=None, keep_cached=False):
-        self.steps = 0
-        return self._logits()
-
-    def step(self, token):
-        self.steps += 1
-        return self._logits()
-
-    def _forward(self, slot, ids, interrupt):  # pragma: no cover - prefill/step are ranked
-        raise NotImplementedError
-
-    _truncate = _copy_prefix = _clear = _forward
-
-
-def ranked_engine(random_loaded, said: str, detour: str) -> Engine:
-    """A model that says ``said``, then prefers to end, and after that says ``detour``."""
+def ranked_engine(random_loaded, said: str, detour: str, end: str = "<|endoftext|>"
+                  ) -> Engine:
+    """A model that says ``said``, then prefers ``end`` (the stop token by default), and
+    after that says ``detour``."""
     backend = backend_from_loaded(random_loaded)
     tok = backend.tokenizer
     eos = tok.token_id("<|endoftext|>")
-    rest = tok.encode(detour)
-    steps = [[t] for t in tok.encode(said)] + [[eos, rest[0]]] + [[t] for t in rest[1:]]
-    backend.step_model = Ranked(backend.step_model.vocab_size, steps, eos)
+    ends = eos if end == "<|endoftext|>" else tok.encode(end)[0]
+    tree = ends_then_detours(tok.encode(said), tok.encode(detour), ends)
+    backend.step_model = Tree(backend.step_model.vocab_size, tree, eos)
     return Engine(backend, heal=False)
 
 
@@ -91,15 +59,7 @@ def test_out_of_budget_after_a_refused_end(random_loaded):
 
 def test_a_line_end_the_file_cannot_take_is_a_refused_end(random_loaded):
     """At a mid-line cursor (``line_stop``) a newline is the model ending its middle."""
-    backend = backend_from_loaded(random_loaded)
-    tok = backend.tokenizer
-    eos = tok.token_id("<|endoftext|>")
-    nl = tok.encode("\n")[0]
-    rest = tok.encode(" or 1 or 2 or")
-    steps = [[t] for t in tok.encode('lue"] = value')] + [[nl, rest[0]]]
-    steps += [[t] for t in rest[1:]]
-    backend.step_model = Ranked(backend.step_model.vocab_size, steps, eos)
-    engine = Engine(backend, heal=False)
+    engine = ranked_engine(random_loaded, 'lue"] = value', " or 1 or 2 or", end="\n")
     res = engine.complete(CompletionRequest(LEFT, RIGHT, max_tokens=32, scope="statement",
                                             line_stop=True))
     assert (res.middle, res.stop) == ('lue"] =', "refused_end")

@@ -70,6 +70,20 @@ def tree_engine_over(backend: Backend, make_tree: TreeMaker) -> tuple[Engine, Tr
     return Engine(backend, heal=False), model
 
 
+def ends_then_detours(said: list[int], detour: list[int], end: int) -> dict:
+    """A model that says ``said``, then prefers ``end`` (a stop token, or a line break) just
+    ahead of ``detour``'s first token, and says the rest of ``detour`` after it: the tree of
+    a model whose end a constraint refuses (``tests/fim/test_refused_end.py``)."""
+    tree: dict[tuple[int, ...], dict[int, float]] = {}
+    for k, tid in enumerate(said):
+        tree[tuple(said[:k])] = {tid: 50.0}
+    tree[tuple(said)] = {end: 50.0, detour[0]: 49.0}
+    path = said + detour
+    for k in range(len(said) + 1, len(path)):
+        tree[tuple(path[:k])] = {path[k]: 50.0}
+    return tree
+
+
 def greedy_trap(one: Callable[[str], int], eos: int) -> dict:
     """``x = |``: greedy writes ``1`` (logit 10 against ``None``'s 9.5), after which the model
     wants ``)`` (forbidden) and ends only with a small probability; after ``None`` it ends at
