@@ -101,3 +101,24 @@ def test_the_slack_is_the_decoder_s(monkeypatch):
     req = CompletionRequest(LEFT, RIGHT, max_tokens=32, scope="statement")
     monkeypatch.setattr(stopping, "REFUSED_END_SLACK", len(pieces))
     assert finish(req, streamed(pieces, refused_at=4))[1] == StopReason.EOS
+
+
+@pytest.mark.parametrize("logprobs", [
+    {"text_offset": [0], "top_logprobs": [{EOS: -0.1, "x": -2.0}]},  # no tokens
+    {"text_offset": [0], "tokens": "x", "top_logprobs": [{EOS: -0.1}]},  # not a list
+    {"text_offset": [0], "tokens": ["x", "y"], "top_logprobs": [{EOS: -0.1}]},  # lengths
+    {"text_offset": [0], "tokens": ["x"], "top_logprobs": ["not a dict"]},
+    {"text_offset": [0], "tokens": ["x"], "top_logprobs": [{EOS: "high", 3: -1.0}]},
+    "garbage",
+])
+def test_a_malformed_chunk_marks_no_refusal(logprobs):
+    """What a misbehaving server sends in ``logprobs`` never crashes the reader nor reads as
+    a refused end: each step gets ``None``, aligned with its stop log-probabilities."""
+    stream = Stream(None, {}, None, None, stops=(EOS,))  # type: ignore[arg-type]
+    got = Streamed()
+    for _ in range(8):
+        stream._take(got, {"choices": [{"text": "x", "logprobs": logprobs}]})
+    assert len(got.refused) == len(got.stop_logps)
+    assert not any(got.refused)
+    req = CompletionRequest("x = ", "\n", max_tokens=32, scope="statement")
+    assert finish(req, got)[1] != StopReason.REFUSED_END
