@@ -89,7 +89,10 @@ def refused_end(req: CompletionRequest, got: Streamed, text: str, healed: int,
     (``best_stop``'s ranking).  ``until``: where the middle ends otherwise (its first
     complete line end, in ``text``): a refusal after it never happened in-process, and the
     forced run is counted up to the token holding it."""
-    if not asks_right_stop(req) or len(got.refused) != len(got.stop_logps):
+    # A greedy constrained row, whether or not it asked for the right-context stop (the
+    # in-process rule does not depend on it); a sampled row's token differs by chance.
+    greedy = req.mode == Mode.CONSTRAINED and req.temperature <= 0
+    if not greedy or len(got.refused) != len(got.stop_logps):
         return None
     steps = [(at - healed, lp, wanted) for (at, lp), wanted
              in zip(got.stop_logps, got.refused, strict=True) if at >= healed]

@@ -87,6 +87,14 @@ def test_a_line_break_refused_at_a_mid_line_cursor():
     assert finish(whole, got)[:2] == ('lue"] = value or 1 or 2 or', StopReason.EOS)
 
 
+def test_without_the_right_context_stop_the_rule_holds():
+    """The in-process decoder goes back before a refused end whatever ``stop_at_right``
+    says; so does the client."""
+    pieces = ["lue", '"]', " =", " value", " or", " 1", " or", " 2", " or"]
+    req = CompletionRequest(LEFT, RIGHT, max_tokens=32, scope="statement", stop_at_right=False)
+    assert finish(req, streamed(pieces, refused_at=4))[:2] == ('lue"] =', StopReason.REFUSED_END)
+
+
 def test_a_sampled_row_is_not_read_for_refusals():
     """In a sampled row the generated token differs from the likeliest one by chance."""
     pieces = ["lue", '"]', " =", " value", " or", " 1", " or", " 2", " or"]
