@@ -15,8 +15,8 @@ kept, and the cursor's warm-up, the request there and the prefetch that foresaw 
   cache each time);
 * the **first window** at a new place (``first_window``): as many left tokens as the engine's
   measured prefill speed (``fim.engines.prefill_speed``) runs within ``NEW_PLACE_PREFILL_S``,
-  never fewer than ``LEFT_FIRST_TOKENS``: a machine that prefills ten times faster gets the
-  wide window at once;
+  on a ladder of doublings from ``LEFT_FIRST_TOKENS`` (so the noise in the speed does not move
+  it): a machine that prefills ten times faster gets the wide window at once;
 * the **normalisation** of the text the model sees (``text``: no lone surrogates, ``\\n`` line
   breaks); the documents keep their own.
 """
@@ -62,9 +62,14 @@ from lsp_server.suggestions import digest
 #: Seconds of prompt the first request at a new place may run: the rest of the new-place
 #: target (p50 1.5 s, docs/latency.md) goes to decoding the middle and checking it.
 NEW_PLACE_PREFILL_S = 1.0
-#: The first window moves in steps of this many tokens, so that a speed figure that wavers
-#: a little does not place each new anchor a few tokens elsewhere.
-FIRST_WINDOW_STEP = 64
+#: The first window's rungs: the floor (``LEFT_FIRST_TOKENS``) times a power of this.  A
+#: measured speed wavers by a share of itself (the load, the prompts' lengths), so rungs a
+#: constant ratio apart are crossed as rarely at any speed; with steps of 64 tokens a quiet
+#: two-core machine measured either side of the 128/192 boundary from one session to the next,
+#: and two sessions at one cursor ran different windows (docs/usefulness.md, "paired-fresh").
+#: Doubling costs a machine between rungs at most half the left tokens it could afford, never
+#: latency.
+FIRST_WINDOW_RATIO = 2
 
 #: Places whose plan is kept: the cursor's, its widened prompt's, the prefetched next one,
 #: and one to spare (each plan holds its request's text: a few, not many, for large files).
@@ -149,16 +154,22 @@ def project_budget(policy: EditorPolicy, sources: ContextSources,
 
 def first_window(speed: PrefillSpeed | None, right_tokens: int | None, left_max: int,
                  floor: int = LEFT_FIRST_TOKENS) -> int:
-    """Left tokens of the first request at a new place: what the measured prefill ``speed``
-    runs in ``NEW_PLACE_PREFILL_S`` less the right text and the sentinels, in steps of
-    ``FIRST_WINDOW_STEP``; never fewer than ``floor`` (the constant measured for quality,
-    also used until a prefill was measured) nor more than ``left_max`` (the left share)."""
+    """Left tokens of the first request at a new place: the highest rung (``floor`` times a
+    power of ``FIRST_WINDOW_RATIO``) within what the measured prefill ``speed`` runs in
+    ``NEW_PLACE_PREFILL_S`` less the right text and the sentinels, or ``left_max`` (the left
+    share) when the speed affords all of it; never fewer than ``floor`` (the constant
+    measured for quality, also used until a prefill was measured)."""
     floor = min(floor, left_max)
     runs = speed.tokens_within(NEW_PLACE_PREFILL_S) if speed is not None else None
     if runs is None:
         return floor
-    left = (runs - (right_tokens or 0) - 4) // FIRST_WINDOW_STEP * FIRST_WINDOW_STEP
-    return max(floor, min(left, left_max))
+    affordable = runs - (right_tokens or 0) - 4
+    if affordable >= left_max:
+        return left_max
+    left = floor
+    while left * FIRST_WINDOW_RATIO <= affordable:
+        left *= FIRST_WINDOW_RATIO
+    return left
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from fim.editor_policy import LEFT_FIRST_TOKENS, RIGHT_TOKENS
 from fim.engines.model_specs import EngineKind
 from fim.engines.prefill_speed import MIN_MEASURED_TOKENS, PrefillSpeed
 from lsp_server.request_plan import (
-    FIRST_WINDOW_STEP,
+    FIRST_WINDOW_RATIO,
     NEW_PLACE_PREFILL_S,
     RequestPlanner,
     first_window,
@@ -59,14 +59,49 @@ def test_the_first_window_is_what_the_speed_runs_in_the_new_place_budget() -> No
     slow.record(100, 1.0)  # slower than the constant: never narrower than it
     assert first_window(slow, RIGHT_TOKENS, left_max) == LEFT_FIRST_TOKENS
     mid = PrefillSpeed()
-    mid.record(600, 1.0)
-    runs = 600 * NEW_PLACE_PREFILL_S - RIGHT_TOKENS - 4
-    assert first_window(mid, RIGHT_TOKENS, left_max) == runs // FIRST_WINDOW_STEP * \
-        FIRST_WINDOW_STEP
+    mid.record(600, 1.0)  # affords 532 left tokens: the highest rung within them
+    assert 600 * NEW_PLACE_PREFILL_S - RIGHT_TOKENS - 4 >= 4 * LEFT_FIRST_TOKENS
+    assert first_window(mid, RIGHT_TOKENS, left_max) == 4 * LEFT_FIRST_TOKENS
     fast = PrefillSpeed()
     fast.record(10_000, 1.0)  # ten times this machine: the whole left share at once
     assert first_window(fast, RIGHT_TOKENS, left_max) == left_max
     assert first_window(fast, RIGHT_TOKENS, 100) == 100  # a small window caps the floor
+
+
+def speed_of(tokens_per_s: float) -> PrefillSpeed:
+    speed = PrefillSpeed()
+    speed.record(round(tokens_per_s * 10), 10.0)
+    return speed
+
+
+def test_a_wavering_speed_keeps_one_first_window() -> None:
+    """Measured speeds waver by a share of themselves: within 20% either way of the middle
+    of a rung (this machine's 260 tokens/s, quiet, sat on the old 128/192 boundary), every
+    speed gives the same window, so two sessions at one cursor run the same prompt."""
+    left_max = 1800
+    for rung in (LEFT_FIRST_TOKENS * FIRST_WINDOW_RATIO, LEFT_FIRST_TOKENS * 4):
+        # the speed whose affordable left tokens sit midway (by ratio) between two rungs
+        middle = rung * FIRST_WINDOW_RATIO ** 0.5 + RIGHT_TOKENS + 4
+        windows = {first_window(speed_of(middle * f / NEW_PLACE_PREFILL_S), RIGHT_TOKENS,
+                                left_max) for f in (0.8, 0.9, 1.0, 1.1, 1.2)}
+        assert windows == {rung}
+    # the quiet two-core machine's figures either side of the old boundary
+    assert {first_window(speed_of(s), RIGHT_TOKENS, left_max) for s in (240, 260, 280)} == \
+        {LEFT_FIRST_TOKENS}
+
+
+def test_the_window_grows_with_the_speed_and_stays_within_the_share() -> None:
+    left_max = 1800
+    windows = [first_window(speed_of(s), RIGHT_TOKENS, left_max)
+               for s in range(100, 4000, 25)]
+    assert windows == sorted(windows)  # a faster machine never gets a narrower window
+    assert set(windows) == {128, 256, 512, 1024, left_max}
+    for s in range(100, 4000, 25):
+        left = first_window(speed_of(s), RIGHT_TOKENS, left_max)
+        affordable = s * NEW_PLACE_PREFILL_S - RIGHT_TOKENS - 4
+        # within the new-place budget (the floor aside), and at least half what it affords
+        assert left == LEFT_FIRST_TOKENS or left <= affordable
+        assert left == left_max or 2 * left > affordable - 1
 
 
 def test_the_step_model_measures_the_tokens_it_ran_not_those_it_reused(engine) -> None:
