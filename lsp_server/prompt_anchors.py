@@ -18,6 +18,15 @@ answer slower.  Once it has answered, the server may *widen* the
 context in the background (``wider``): an anchor up to ``left_max`` tokens above, run into the
 cache while the user reads; the wider anchor takes over once it is cached.
 
+A widening that the next request interrupts leaves what it ran in the cache, so the next
+widening of the document keeps the same start for as long as the cursor's text from it holds
+between half and all of ``left_max`` tokens: the idle gaps between a user's requests add up
+until the widened prompt is whole.  A start placed afresh above each cursor moved down a line
+with every line the user typed or went down, and its prompt shared no beginning with the
+interrupted one (a slide could move those cells, but a slide that is itself interrupted drops
+them), so each gap's work was thrown away.  A new widening start is placed ``left_max`` less a
+quarter (``SLIDE_SLACK``) above the cursor, leaving the cursor that quarter to move down in.
+
 On an engine whose cache can slide (``slides``: llama.cpp moves cached cells, see
 ``fim.engines.step_model``), a cursor that goes below a *full* window (its text from the anchor
 holds more than ``left_max`` tokens) but stays within ``left_first`` tokens of the reach does
@@ -78,13 +87,17 @@ class AnchorPlanner:
         self.left_first = left_first
         self.slides = slides
         self._anchors: dict[str, Anchor] = {}
+        #: the start each document's last widening was offered (see the module docstring)
+        self._widenings: dict[str, Anchor] = {}
 
     def forget(self, uri: str) -> None:
         self._anchors.pop(uri, None)
+        self._widenings.pop(uri, None)
 
-    def _find(self, uri: str, text: str) -> int | None:
-        """The remembered anchor's offset in ``text``, if its line is still there."""
-        anchor = self._anchors.get(uri)
+    def _find(self, uri: str, text: str, kept: dict[str, Anchor] | None = None) -> int | None:
+        """The remembered anchor's offset in ``text`` (or the start remembered in ``kept``),
+        if its line is still there."""
+        anchor = (self._anchors if kept is None else kept).get(uri)
         if anchor is None:
             return None
         sig = anchor.signature
@@ -136,18 +149,33 @@ class AnchorPlanner:
 
     def wider(self, uri: str, text: str, cursor: int) -> int | None:
         """A start up to ``left_max`` tokens above ``cursor`` if that is earlier than the
-        current anchor (worth running into the cache while the user is idle), else ``None``."""
+        current anchor (worth running into the cache while the user is idle), else ``None``:
+        the last one offered while it still holds half to all of ``left_max``, else one a
+        quarter less than ``left_max`` above."""
         current = self._find(uri, text)
         if (self.slides and current is not None and current <= cursor
                 and self._count(text, current, cursor, self.left_max // 2) > self.left_max // 2):
             return None  # wide already (a slid window): not worth a whole prompt's run
-        start = self.fit(text, cursor, self.left_max)
+        start = self._last_widening(uri, text, cursor)
+        if start is None:
+            start = self.fit(text, cursor, self.left_max - self.left_max // SLIDE_SLACK)
         if current is None or start < current:
+            self._widenings[uri] = Anchor(start, text[start:start + _SIGNATURE])
             return start
         return None
 
+    def _last_widening(self, uri: str, text: str, cursor: int) -> int | None:
+        """The document's last widening start, while the text from it to ``cursor`` holds
+        between half and all of ``left_max`` tokens (see the module docstring)."""
+        start = self._find(uri, text, self._widenings)
+        if start is None or start > cursor:
+            return None
+        tokens = self._count(text, start, cursor, self.left_max)
+        return start if self.left_max // 2 <= tokens <= self.left_max else None
+
     def adopt(self, uri: str, text: str, offset: int) -> None:
         """Make ``offset`` the anchor (its prompt up to the end of ``text`` is now cached)."""
+        self._widenings.pop(uri, None)
         self._remember(uri, text, offset, self._count(text, offset, len(text), self.left_max),
                        len(text) - offset)
 

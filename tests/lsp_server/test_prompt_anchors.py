@@ -71,7 +71,8 @@ def test_a_wider_start_is_offered_then_adopted() -> None:
     cursor = line_start(100)
     start = p.left_start(URI, TEXT, cursor)
     wider = p.wider(URI, TEXT[:cursor], cursor)
-    assert wider == line_start(80) and wider < start
+    # left_max less a quarter above: room for the cursor to move down and keep it
+    assert wider == line_start(85) and wider < start
     p.adopt(URI, TEXT[:cursor], wider)
     assert p.left_start(URI, TEXT, cursor) == wider
     assert p.wider(URI, TEXT[:cursor], cursor) is None  # nothing wider left to warm
@@ -101,4 +102,35 @@ def test_a_full_window_slides_down_on_an_engine_that_moves_cached_cells() -> Non
 def test_a_narrow_window_does_not_slide_it_widens() -> None:
     p = AnchorPlanner(words, 200, 50, slides=True)
     start = p.left_start(URI, TEXT, line_start(100))
-    assert p.wider(URI, TEXT, line_start(100)) == line_start(60) < start
+    assert p.wider(URI, TEXT, line_start(100)) == line_start(70) < start
+
+
+
+def test_the_next_widening_keeps_the_last_start_while_it_holds_half_to_all_of_left_max() -> None:
+    # An interrupted widening leaves its run in the cache: the next one starts where it did
+    # while the cursor's text from there holds 100 to 200 tokens (the old rule placed each
+    # one left_max above its cursor, a line lower for every line down, so each idle gap's
+    # work was lost).
+    p = planner(left_max=200, left_first=50)
+    p.left_start(URI, TEXT, line_start(100))
+    first = p.wider(URI, TEXT, line_start(100))
+    assert first == line_start(70)  # 150 tokens: a quarter of left_max to move down in
+    for n in (101, 105, 110, 95, 90):  # down to full, back up to half
+        p.left_start(URI, TEXT, line_start(n))
+        assert p.wider(URI, TEXT, line_start(n)) == first, n
+    edited = "new line above\n" + TEXT  # an edit above it does not lose it
+    shift = len("new line above\n")
+    assert p.wider(URI, edited, line_start(105) + shift) == first + shift
+    # Past full, or under half: a new start, kept in its turn.
+    assert p.wider(URI, TEXT, line_start(111)) == line_start(81)
+    assert p.wider(URI, TEXT, line_start(115)) == line_start(81)
+    assert p.wider(URI, TEXT, line_start(95)) == line_start(65)
+    # Once one is adopted, the next is placed afresh; forgetting a document forgets it.
+    p.adopt(URI, TEXT[:line_start(95)], line_start(65))
+    assert p.wider(URI, TEXT, line_start(95)) is None
+    q = planner(left_max=200, left_first=50)
+    q.left_start(URI, TEXT, line_start(100))
+    assert q.wider(URI, TEXT, line_start(100)) == line_start(70)
+    q.forget(URI)
+    q.left_start(URI, TEXT, line_start(105))
+    assert q.wider(URI, TEXT, line_start(105)) == line_start(75)
