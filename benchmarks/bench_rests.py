@@ -63,7 +63,7 @@ class Step:
 
 def walk(text: str, start_share: float, steps: int) -> list[Step]:
     """``steps`` code lines from ``start_share`` of ``text`` down, each cut at the first word
-    start past its middle (lines with nothing to cut are passed over)."""
+    start past the middle of its code (lines with nothing to cut are passed over)."""
     lines = text.split("\n")
     offsets, at = [], 0
     for line in lines:
@@ -75,7 +75,9 @@ def walk(text: str, start_share: float, steps: int) -> list[Step]:
         body = line.strip()
         if len(body) < 12 or body.startswith(("#", '"', "'")):
             continue
-        found = _WORD_START.search(line, len(line) // 2)
+        indent = len(line) - len(line.lstrip())
+        # past the middle of the code, never at its first word (a mid-line cursor)
+        found = _WORD_START.search(line, max(indent + 1, indent + len(body) // 2))
         if found is None or not line[found.start():].strip():
             continue
         out.append(Step(n, offsets[n] + found.start(), offsets[n] + len(line)))
@@ -93,8 +95,9 @@ async def _last_record(session: LspSession) -> dict:
 async def run_config(name: str, root: Path, files: dict[str, str], workspace: Path, args,
                      logs: Path) -> list[dict]:
     """One server (of the checkout ``root``) over the workspace; every walk, in order."""
-    session = LspSession({"model": args.model}, logs / f"server-{name}.log",
-                         root_uri=workspace.as_uri(), root=root)
+    settings = {"model": args.model, **json.loads(args.settings)}
+    session = LspSession(settings, logs / f"server-{name}.log", root_uri=workspace.as_uri(),
+                         root=root)
     await session.start()
     rows: list[dict] = []
     try:
@@ -165,7 +168,7 @@ def tables(rows: list[dict], configs: list[str]) -> str:
                 f"| {scope} | {c} | {len(mine)} | {sum(r['wide'] for r in mine)} | {first} | "
                 f"{sum(r['exact'] for r in mine) / len(mine):.0%} | "
                 f"{statistics.mean(r['edit_similarity'] for r in mine):.3f} | "
-                f"{percentile(seconds, 50):.2f} | "
+                f"{percentile(seconds, 0.5):.2f} | "
                 f"{statistics.median(prefilled) if prefilled else '-'} |")
     return "\n".join(out)
 
@@ -185,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="bundled:qwen2.5-coder-1.5b")
     p.add_argument("--package", default="openai-agents")
+    p.add_argument("--settings", default="{}", help="more settings (JSON), both configs")
     p.add_argument("--files", type=int, default=2)
     p.add_argument("--min-lines", type=int, default=400)
     p.add_argument("--start", type=float, default=0.5, help="where walks start (share)")
@@ -196,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--figures", type=Path, default=None)
     p.add_argument("--section", default="rests")
     p.add_argument("--progress", action="store_true")
+    p.add_argument("--logs", type=Path, default=None, help="keep the servers' logs here")
     args = p.parse_args(argv)
     record = RunRecord(command_line(), packages=model_packages())
     files, workspace = corpus_files(args)
@@ -204,8 +209,10 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="seam-rests-") as tmp:
+        logs = args.logs or Path(tmp)
+        logs.mkdir(parents=True, exist_ok=True)
         for name, root in configs:
-            rows += asyncio.run(run_config(name, root, files, workspace, args, Path(tmp)))
+            rows += asyncio.run(run_config(name, root, files, workspace, args, logs))
     record.finish()
     body = tables(rows, [c for c, _ in configs])
     base = ""

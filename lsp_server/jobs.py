@@ -11,9 +11,10 @@ share the same cores and both be late).  Two kinds of jobs share it:
   decode goes on; what it adds later reaches ``on_partial``/``on_final`` callbacks, which
   the server turns into suggestion-cache entries for the user's next keystrokes.
 * **background work** (``background``): prefetching the next suggestion as if the shown one were
-  accepted, warming the prompt where the cursor rests, the shown place's other suggestions,
-  running the project context into the cache, in that order of :class:`Priority` (what the user
-  is likeliest to ask next first; the newest first among equals).  It runs only when no request
+  accepted, warming the prompt where the cursor rests, running the project context and the
+  widened prompt into the cache, the shown place's other suggestions, in that order of
+  :class:`Priority` (what the user is likeliest to ask next first; the newest first among
+  equals).  It runs only when no request
   is waiting, one job per key (a newer one replaces it); a request drops what is queued, except
   another document's alternatives (``KEPT_ACROSS_DOCUMENTS``: queued again even when the request
   stopped them running, so a shown place keeps its suggestions); any request raises its cancel
@@ -59,10 +60,14 @@ DecodeWork = Callable[[Callable[[], bool], "Callable[[str], None] | None"], "Com
 class Priority(enum.IntEnum):
     """Background work, least urgent first."""
 
-    CONTEXT = 0  # the project context into the cache
-    #: the shown place's other suggestions (cycled with next/previous); below the warm-up,
-    #: which is asked for only once the cursor has left that place
-    ALTERNATIVES = 1
+    #: the shown place's other suggestions (cycled with next/previous): least urgent, since
+    #: a user who asks to cycle waits for them anyway, and they serve that one place
+    ALTERNATIVES = 0
+    #: the project context and the widened prompt into the cache: above the alternatives,
+    #: since every later request in the region reads them (a plain client's short rests went
+    #: to the alternatives, and the widened window was never reached: docs/latency.md,
+    #: "Short rests")
+    CONTEXT = 1
     WARM = 2  # the prompt where the cursor rests
     PREFETCH = 3  # the suggestion after the shown one is accepted
 

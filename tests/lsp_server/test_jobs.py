@@ -255,6 +255,63 @@ def test_an_answered_early_decode_gives_way_to_a_request_on_another_document() -
     assert finals[0].stop == "cancelled" and finals[0].tokens < 40
 
 
+def test_the_widening_runs_before_the_shown_places_alternatives() -> None:
+    """After an answer the server queues the widened prompt (``Priority.CONTEXT``) and the
+    place's other suggestions (``Priority.ALTERNATIVES``): the widening runs first, and a
+    widening queued while alternatives run stops them (they are queued again), so a plain
+    client's short rests go to the window every later request reads."""
+    import threading
+
+    from lsp_server.jobs import Priority
+
+    async def main():
+        dec = JobScheduler()
+        log = []
+        begun, release = threading.Event(), threading.Event()
+
+        def blocker(cancel):  # the worker is busy while both are queued
+            begun.set()
+            release.wait(5)
+            log.append("prefetch")
+
+        def ranking(cancel):
+            if "rank stopped" not in log:  # the first run waits to be stopped
+                begun.set()
+                cancel.wait(5)
+                log.append("rank stopped" if cancel.is_set() else "rank ran out")
+            else:
+                log.append("rank")
+
+        try:
+            dec.background("u", "prefetch", blocker, priority=Priority.PREFETCH)
+            await asyncio.to_thread(begun.wait, 5)
+            dec.background("u", ("ranked", "u"), lambda c: log.append("rank"),
+                           priority=Priority.ALTERNATIVES)
+            dec.background("u", ("widen", "u"), lambda c: log.append("widen"),
+                           priority=Priority.CONTEXT)
+            release.set()
+            for _ in range(500):
+                if len(log) == 3:
+                    break
+                await asyncio.sleep(0.01)
+            # Alternatives running when a widening is queued give way to it.
+            begun.clear()
+            dec.background("v", ("ranked", "v"), ranking, priority=Priority.ALTERNATIVES)
+            await asyncio.to_thread(begun.wait, 5)
+            dec.background("v", ("widen", "v"), lambda c: log.append("widen v"),
+                           priority=Priority.CONTEXT)
+            for _ in range(500):
+                if len(log) == 6:
+                    break
+                await asyncio.sleep(0.01)
+            return log
+        finally:
+            dec.shutdown()
+
+    log = asyncio.run(main())
+    assert log == ["prefetch", "widen", "rank", "rank stopped", "widen v", "rank"]
+
+
 def test_background_work_runs_by_priority_and_a_stopped_context_warm_runs_again() -> None:
     import threading
 
