@@ -56,10 +56,13 @@ class LspSession:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(self.root) + os.pathsep + env.get("PYTHONPATH", "")
         t0 = time.perf_counter()
+        # In the checkout's folder: ``python -m`` puts the working folder first on the path,
+        # ahead of PYTHONPATH, so a baseline started from this checkout's folder ran this
+        # checkout's code.
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "lsp_server.cli", "serve", "--log-file", str(self.log_file),
             *self.extra_args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            env=env, limit=1 << 24)
+            env=env, limit=1 << 24, cwd=str(self.root))
         self._reader = asyncio.create_task(self._read())
         await self.request("initialize", {
             "processId": os.getpid(), "rootUri": self.root_uri, "initializationOptions":
