@@ -46,6 +46,10 @@ class DecodeOptions:
     #: docstring or call wrapped by its author): the right context compared with line
     #: breaks, their indentation and a comment's ``#`` read as one space.
     right_wraps: bool = False
+    #: The start of the text after the cursor, whether or not ``right_context`` is on: where
+    #: the cursor splits a word, a refused end goes back to where the model's own word meets
+    #: it (``fim.stopping.word_meets_right``).
+    right_start: str = ""
     #: The cursor has only blanks before it on its line (the right context's first line is
     #: a whole line, whose re-write needs more agreement: ``fim.stopping.RightStop``).
     line_start: bool = False

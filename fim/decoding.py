@@ -182,6 +182,7 @@ class _Decoder:
         self.seq = GeneratedBytes(heal=healed.encode("utf-8"))
         self.right = RightStop.of(options.right_context if self.constrained else "",
                                   options.right_wraps, options.line_start)
+        self.right_start = options.right_start
         self.steps: list[Step] = []
         self.stop_list = sorted(setup.stop_ids)
         self.tokens = 0
@@ -456,7 +457,7 @@ class _Decoder:
                 or self.tokens - self.refused[1] <= stopping.REFUSED_END_SLACK):
             return None
         t0 = time.perf_counter()
-        cut = refused_end_cut(self.steps, self.refused[0], self.cache)
+        cut = refused_end_cut(self.steps, self.refused[0], self.cache, self.right_start)
         self.constraint_s += time.perf_counter() - t0
         return cut
 

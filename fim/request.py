@@ -124,6 +124,7 @@ class CompletionRequest:
                              right_context=self.right[:RIGHT_PROBE_CHARS]
                              if self.stop_at_right else "",
                              right_wraps=self.right_wraps,
+                             right_start=self.right[:RIGHT_PROBE_CHARS],
                              line_start=at_line_start(self.left), trace=self.ranked)
 
 

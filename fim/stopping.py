@@ -138,7 +138,29 @@ def best_stopping_point(
 REFUSED_END_SLACK = 4
 
 
-def refused_end_cut(steps: list[Step], refused: int, cache: FeedCache) -> int | None:
+_LEAD_WORD = re.compile(r"\w+")
+
+
+def word_meets_right(middle: str, right: str, end: int) -> list[int]:
+    """Where the model's own word meets the right context, latest first: positions inside a
+    word of ``middle[:end]`` from which it reads the rest of the word the cursor splits and
+    the character after it (``arg|`` before ``er, "sh"]``: the middle ``s += [container,
+    command]`` meets it at ``contain|er,``).  Cut there, the file holds the model's word,
+    completed by the right context, and goes on as the author's line does."""
+    word = _LEAD_WORD.match(right)
+    if word is None or word.end() >= len(right):
+        return []  # the cursor splits no word, or nothing follows the word to agree on
+    lead = right[:word.end() + 1]
+    found, at = [], middle.find(lead, 1)
+    while 0 < at and at + len(lead) <= end:
+        if _LEAD_WORD.match(middle[at - 1]):
+            found.append(at)
+        at = middle.find(lead, at + 1)
+    return found[::-1]
+
+
+def refused_end_cut(steps: list[Step], refused: int, cache: FeedCache, right: str = ""
+                    ) -> int | None:
     """The middle's length back before the model's refused end, at ``refused`` characters,
     or ``None`` when no complete point with text comes before it.
 
@@ -146,10 +168,18 @@ def refused_end_cut(steps: list[Step], refused: int, cache: FeedCache) -> int | 
     the middle ``lue"] = value``): what it wrote after the last complete point is its own
     version of what the right context already holds, and the run the constraint forced after
     it is a detour that only connects with the right context.  The middle is the best
-    complete point before that end, ranked as ``best_stopping_point`` ranks them."""
+    complete point before that end, ranked as ``best_stopping_point`` ranks them; first,
+    where the cursor splits a word, the latest complete point where the model's own word
+    meets the ``right`` context (``word_meets_right``), inside a token as it may be."""
     before = [st for st in steps if 0 < st.chars <= refused]
     if not before:
         return None
+    middle = "".join(st.text for st in steps)
+    for at in word_meets_right(middle, right, refused):
+        st = next(st for st in reversed(steps) if st.chars <= at)
+        state = cache.feed(st.state, middle[st.chars:at])
+        if state is not None and cache.is_complete(state):
+            return at
     last = before[-1]
     cut = best_stopping_point(before, last.state, last.chars, last.eos_logp, cache,
                               within=refused)

@@ -110,6 +110,9 @@ def refused_end(req: CompletionRequest, got: Streamed, text: str, healed: int,
     forced = sum(1 for at, _, _ in steps[k:] if until is None or at <= until)
     if forced <= stopping.REFUSED_END_SLACK:
         return None
+    for at in stopping.word_meets_right(text, req.right[:stopping.RIGHT_PROBE_CHARS], chars):
+        if decoding.parses(req.left + text[:at] + req.right):
+            return text[:at]  # where the model's word meets the right context, as in-process
     # (A boundary whose stop was not among the step's top ids is still a complete point to
     # go back to, as every boundary is in-process; it ranks below every one that was.)
     return _first_parsing(req, text, [(at, lp) for at, lp, _ in steps if 0 < at <= chars],

@@ -93,3 +93,36 @@ def test_no_complete_point_before_the_end_keeps_the_detour(random_loaded):
                                             max_tokens=32, scope="statement"))
     assert res.middle == "[a + b + c + d]"
     assert res.stop == "eos"
+
+
+#: ``args += ["--", self.contain|er, "sh", command]`` with ``s += ["--", self.contain`` held
+#: out: the cursor splits a word.
+SPLIT_LEFT = "def f(args, container, command):\n    arg"
+SPLIT_RIGHT = 'er, "sh", command]\n'
+
+
+def test_where_the_cursor_splits_a_word_the_middle_goes_back_to_the_models_word(random_loaded):
+    """The model writes its own line, ``s += ["--", container, command]``, and ends, which
+    the file cannot (``command]er``); the detour is long.  The best token boundary before
+    the end would keep ``s += ["--",``; the model's own word meets the right context inside
+    its token ``container`` (``contain|er,``), and the middle ends there: the file reads
+    ``container, "sh", command]``."""
+    engine = ranked_engine(random_loaded, 's += ["--", container, command]',
+                           " + [a, b, c, d, e, f,")
+    res = engine.complete(CompletionRequest(SPLIT_LEFT, SPLIT_RIGHT, max_tokens=40,
+                                            scope="statement"))
+    assert (res.middle, res.stop) == ('s += ["--", contain', "refused_end")
+    assert res.parses
+
+
+@pytest.mark.parametrize(("middle", "right", "found"), [
+    ('s += ["--", container, command]', 'er, "sh"]', [len('s += ["--", contain')]),
+    ("k = f(other_user, user, z)", "er, x)",
+     [len("k = f(other_us"), len("k = f(other_user, us")]),
+    ("x = user", "er", []),  # nothing after the word to agree on
+    ("x = (user)", " er, y", []),  # the cursor splits no word
+    ("x = er, y", "er, y", []),  # a word of its own, not the model's word meeting it
+])
+def test_where_a_word_meets_the_right_context(middle, right, found):
+    assert stopping.word_meets_right(middle, right, len(middle)) == found[::-1]
+    assert stopping.word_meets_right(middle, right, 0) == []

@@ -10,7 +10,7 @@ decoder's on the same model's ranking (``test_refused_end.Ranked``).
 from __future__ import annotations
 
 import pytest
-from test_refused_end import LEFT, RIGHT, ranked_engine
+from test_refused_end import LEFT, RIGHT, SPLIT_LEFT, SPLIT_RIGHT, ranked_engine
 
 from fim import stopping
 from fim.api import CompletionRequest
@@ -130,3 +130,18 @@ def test_a_malformed_chunk_marks_no_refusal(logprobs):
     assert not any(got.refused)
     req = CompletionRequest("x = ", "\n", max_tokens=32, scope="statement")
     assert finish(req, got)[1] != StopReason.REFUSED_END
+
+
+def test_the_client_goes_back_to_where_the_models_word_meets_the_right_context(random_loaded):
+    """Where the cursor splits a word, the client cuts inside the model's token as the
+    in-process decoder does (``fim.stopping.word_meets_right``)."""
+    said, detour = 's += ["--", container, command]', " + [a, b, c, d, e, f,"
+    engine = ranked_engine(random_loaded, said, detour)
+    req = CompletionRequest(SPLIT_LEFT, SPLIT_RIGHT, max_tokens=40, scope="statement")
+    expected = ('s += ["--", contain', StopReason.REFUSED_END)
+    res = engine.complete(req)
+    assert (res.middle, res.stop) == expected
+    said_pieces, detour_pieces = _pieces(engine, said), _pieces(engine, detour)
+    got = streamed(said_pieces + detour_pieces, refused_at=len(said_pieces))
+    middle, stop, parses = finish(req, got)
+    assert (middle, stop) == expected and parses
