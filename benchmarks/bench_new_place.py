@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import random
 import re
 import statistics
@@ -46,8 +45,20 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import cursor_kinds, fresh_corpus  # noqa: E402
+from benchmarks.baseline_runs import (  # noqa: E402
+    add_options,
+    baseline_note,
+    configs,
+    last_record,
+)
 from benchmarks.lsp_session import LspSession  # noqa: E402
-from benchmarks.report import RunRecord, command_line, model_packages, publish  # noqa: E402
+from benchmarks.report import (  # noqa: E402
+    RunRecord,
+    command_line,
+    model_packages,
+    publish,
+    save_rows,
+)
 from benchmarks.stats import percentile  # noqa: E402
 from fim.eval.evaluation import edit_similarity  # noqa: E402
 
@@ -144,12 +155,6 @@ def judged(shown: str | None, truth: str, spot: cursor_kinds.Spot) -> dict:
     return {"exact": (shown or "") == truth, "edit_similarity": edit_similarity(shown, truth)}
 
 
-async def _last_record(session: LspSession) -> dict:
-    reply = await session.request("seam/status", {})
-    recent = [r for r in reply.get("recent", []) if r.get("prompt_tokens") is not None]
-    return recent[-1] if recent else {}
-
-
 async def run_config(name: str, root: Path, files: dict[str, str],
                      cursors: dict[str, list[Cursor]], workspace: Path, args,
                      logs: Path) -> list[dict]:
@@ -173,9 +178,9 @@ async def run_config(name: str, root: Path, files: dict[str, str],
                     last = c.spot
                     if c.situation == "after a rest":
                         await asyncio.sleep(args.rest)
-                before = await _last_record(session)
+                before = await last_record(session)
                 shown, took = await session.inline(uri, c.spot.start)
-                rec = await _last_record(session)
+                rec = await last_record(session)
                 fresh = rec if rec and rec != before else {}
                 prompt = fresh.get("prompt_tokens")
                 cached = fresh.get("cached_tokens")
@@ -261,13 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-inside-words", action="store_true",
                    help="only the cursor-kind benchmark's cursors (no holes inside words)")
-    p.add_argument("--baseline-root", type=Path, default=None,
-                   help="a checkout whose server is the baseline (run first)")
-    p.add_argument("--json", type=Path, default=None)
-    p.add_argument("--figures", type=Path, default=None)
-    p.add_argument("--section", default="new-place")
-    p.add_argument("--progress", action="store_true")
-    p.add_argument("--logs", type=Path, default=None, help="keep the servers' logs here")
+    add_options(p, "new-place")
     args = p.parse_args(argv)
     record = RunRecord(command_line(), packages=model_packages())
     corpora = []
@@ -275,8 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         texts, files, workspace = corpus_files(args, package)
         corpora.append((texts, pick_cursors(files, args.per_file, args.seed,
                                             not args.no_inside_words), workspace))
-    configs = ([("baseline", args.baseline_root)] if args.baseline_root else []) + \
-        [("change", ROOT)]
+    servers = configs(args)
     rows: list[dict] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="seam-new-place-") as tmp:
@@ -284,33 +282,19 @@ def main(argv: list[str] | None = None) -> int:
         logs.mkdir(parents=True, exist_ok=True)
         # Package by package, each configuration in turn: the load they meet stays alike.
         for texts, cursors, workspace in corpora:
-            for name, root in configs:
+            for name, root in servers:
                 rows += asyncio.run(run_config(name, root, texts, cursors, workspace, args,
                                                logs))
     record.finish()
-    body = tables(rows, [c for c, _ in configs])
-    base = ""
-    if args.baseline_root:
-        base = (f"Baseline: the server of `{args.baseline_root}` at commit "
-                f"`{_commit(args.baseline_root)}`. ")
+    body = tables(rows, [c for c, _ in servers])
     n_files = sum(len(c) for _, c, _ in corpora)
     n_cursors = sum(len(v) for _, c, _ in corpora for v in c.values())
-    body += (f"\n\n{base}Packages {args.packages}: {n_files} files, {n_cursors} cursors "
-             f"per configuration, rest {args.rest:.0f} s; the run took "
+    body += (f"\n\n{baseline_note(args)}Packages {args.packages}: {n_files} files, "
+             f"{n_cursors} cursors per configuration, rest {args.rest:.0f} s; the run took "
              f"{time.perf_counter() - started:.0f} s.")
     publish(body, record, args.figures, args.section)
-    if args.json:
-        args.json.write_text(json.dumps({"run": record.as_dict(), "rows": rows}, indent=1),
-                             encoding="utf-8")
+    save_rows(args.json, record, rows)
     return 0
-
-
-def _commit(root: Path) -> str:
-    import subprocess
-
-    out = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
-                         capture_output=True, text=True, check=False)
-    return out.stdout.strip() or "unknown"
 
 
 if __name__ == "__main__":

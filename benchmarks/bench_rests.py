@@ -40,9 +40,20 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import fresh_corpus  # noqa: E402
-from benchmarks.bench_new_place import _commit  # noqa: E402
+from benchmarks.baseline_runs import (  # noqa: E402
+    add_options,
+    baseline_note,
+    configs,
+    last_record,
+)
 from benchmarks.lsp_session import LspSession  # noqa: E402
-from benchmarks.report import RunRecord, command_line, model_packages, publish  # noqa: E402
+from benchmarks.report import (  # noqa: E402
+    RunRecord,
+    command_line,
+    model_packages,
+    publish,
+    save_rows,
+)
 from benchmarks.stats import percentile  # noqa: E402
 from fim.eval.evaluation import edit_similarity  # noqa: E402
 
@@ -86,12 +97,6 @@ def walk(text: str, start_share: float, steps: int) -> list[Step]:
     return out
 
 
-async def _last_record(session: LspSession) -> dict:
-    reply = await session.request("seam/status", {})
-    recent = [r for r in reply.get("recent", []) if r.get("prompt_tokens") is not None]
-    return recent[-1] if recent else {}
-
-
 async def run_config(name: str, root: Path, files: dict[str, str], workspace: Path, args,
                      logs: Path) -> list[dict]:
     """One server (of the checkout ``root``) over the workspace; every walk, in order."""
@@ -108,9 +113,9 @@ async def run_config(name: str, root: Path, files: dict[str, str], workspace: Pa
             for i, step in enumerate(walk(text, args.start, args.steps)):
                 truth = text[step.start:step.end]
                 session.edit(uri, step.start, step.end, "")
-                before = await _last_record(session)
+                before = await last_record(session)
                 shown, took = await session.inline(uri, step.start)
-                rec = await _last_record(session)
+                rec = await last_record(session)
                 session.edit(uri, step.start, step.start, truth)
                 fresh = rec if rec and rec != before else {}
                 prompt, cached = fresh.get("prompt_tokens"), fresh.get("cached_tokens")
@@ -194,39 +199,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--start", type=float, default=0.5, help="where walks start (share)")
     p.add_argument("--steps", type=int, default=16, help="requests per walk")
     p.add_argument("--rest", type=float, default=2.0, help="seconds between requests")
-    p.add_argument("--baseline-root", type=Path, default=None,
-                   help="another checkout whose server runs the same walks")
-    p.add_argument("--json", type=Path, default=None)
-    p.add_argument("--figures", type=Path, default=None)
-    p.add_argument("--section", default="rests")
-    p.add_argument("--progress", action="store_true")
-    p.add_argument("--logs", type=Path, default=None, help="keep the servers' logs here")
+    add_options(p, "rests")
     args = p.parse_args(argv)
     record = RunRecord(command_line(), packages=model_packages())
     files, workspace = corpus_files(args)
-    configs = ([("baseline", args.baseline_root)] if args.baseline_root else []) + \
-        [("change", ROOT)]
+    servers = configs(args)
     rows: list[dict] = []
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="seam-rests-") as tmp:
         logs = args.logs or Path(tmp)
         logs.mkdir(parents=True, exist_ok=True)
-        for name, root in configs:
+        for name, root in servers:
             rows += asyncio.run(run_config(name, root, files, workspace, args, logs))
     record.finish()
-    body = tables(rows, [c for c, _ in configs])
-    base = ""
-    if args.baseline_root:
-        base = (f"Baseline: the server of `{args.baseline_root}` at commit "
-                f"`{_commit(args.baseline_root)}`. ")
-    body += (f"\n\n{base}Package {args.package}: {len(files)} files, {args.steps} requests "
-             f"per walk from {args.start:.0%} of the file down, a {args.rest:g} s rest after "
-             f"each; an answer on the widened window is one whose prompt held at least "
-             f"{WIDE_PROMPT_TOKENS} tokens. The run took {time.perf_counter() - started:.0f} s.")
+    body = tables(rows, [c for c, _ in servers])
+    body += (f"\n\n{baseline_note(args)}Package {args.package}: {len(files)} files, "
+             f"{args.steps} requests per walk from {args.start:.0%} of the file down, a "
+             f"{args.rest:g} s rest after each; an answer on the widened window is one whose "
+             f"prompt held at least {WIDE_PROMPT_TOKENS} tokens. The run took "
+             f"{time.perf_counter() - started:.0f} s.")
     publish(body, record, args.figures, args.section)
-    if args.json:
-        args.json.write_text(json.dumps({"run": record.as_dict(), "rows": rows}, indent=1),
-                             encoding="utf-8")
+    save_rows(args.json, record, rows)
     return 0
 
 

@@ -13,6 +13,7 @@ With ``--figures docs/figures.md`` (or another page: ``docs/evaluation.md``,
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shlex
@@ -175,3 +176,10 @@ def publish(body: str, record: RunRecord, figures: Path | None, section: str,
     print(stamp)
     if figures is not None:
         write_section(figures, section, body.rstrip() + "\n\n" + stamp)
+
+
+def save_rows(path: Path | None, record: RunRecord, rows: list) -> None:
+    """Write the run record and the rows to ``path`` as JSON (nothing when ``None``)."""
+    if path is not None:
+        path.write_text(json.dumps({"run": record.as_dict(), "rows": rows}, indent=1),
+                        encoding="utf-8")

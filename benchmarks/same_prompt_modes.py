@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -28,7 +27,13 @@ if str(ROOT) not in sys.path:
 from benchmarks.fresh_tables import score  # noqa: E402
 from benchmarks.held_out import EMPTY, MID_PER_PLACE, HeldOut, corpus_held_out, judged  # noqa: E402
 from benchmarks.paired_anchors import corpus_projects  # noqa: E402
-from benchmarks.report import RunRecord, command_line, model_packages, publish  # noqa: E402
+from benchmarks.report import (  # noqa: E402
+    RunRecord,
+    command_line,
+    model_packages,
+    publish,
+    save_rows,
+)
 from fim.api import Engine  # noqa: E402
 from fim.editor_policy import EMPTY_LINE, MID_LINE  # noqa: E402
 from fim.options import Mode  # noqa: E402
@@ -117,9 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{mode.value:13} {cur.id[:60]:60} {'=' if r['exact'] else ' '} "
                   f"{judged_text(r)!r:.50}", file=sys.stderr, flush=True)
     record.finish()
-    if args.json:
-        args.json.write_text(json.dumps({"run": record.as_dict(), "rows": rows}, indent=1),
-                             encoding="utf-8")
+    save_rows(args.json, record, rows)
     head = (f"The paired run's cursors, one prompt each ({args.left} left tokens from a line "
             f"start, {args.right} right tokens, no project context, greedy, no time budget), "
             "decoded constrained and unconstrained; cells: exact / edit similarity.")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import random
 import re
 import statistics
@@ -27,7 +26,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import cursor_kinds, fresh_corpus  # noqa: E402
-from benchmarks.report import RunRecord, command_line, model_packages, publish  # noqa: E402
+from benchmarks.report import (  # noqa: E402
+    RunRecord,
+    command_line,
+    model_packages,
+    publish,
+    save_rows,
+)
 from fim.api import Engine  # noqa: E402
 from fim.editor_policy import EMPTY_LINE, MID_LINE, auto_policy, cursor_line  # noqa: E402
 from fim.eval.evaluation import edit_similarity  # noqa: E402
@@ -119,9 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{statistics.fmean(r['sim_cold'] for r in did):.3f} |"
         if did else "no cursor slid")
     publish(body, record, args.figures, args.section)
-    if args.json:
-        args.json.write_text(json.dumps({"run": record.as_dict(), "rows": rows}, indent=1),
-                             encoding="utf-8")
+    save_rows(args.json, record, rows)
     return 0
 
 

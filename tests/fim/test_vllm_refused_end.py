@@ -49,14 +49,19 @@ def _pieces(engine, text: str) -> list[str]:
     return [engine.tokenizer.decode([t]) for t in engine.tokenizer.encode(text)]
 
 
-@pytest.mark.parametrize(("said", "detour", "expected"), [
-    ('lue"] = value', " or 1 or 2 or", ('lue"] =', StopReason.REFUSED_END)),
+@pytest.mark.parametrize(("left", "right", "said", "detour", "expected"), [
+    (LEFT, RIGHT, 'lue"] = value', " or 1 or 2 or", ('lue"] =', StopReason.REFUSED_END)),
     # one forced token: kept, as in-process
-    ('lue"] = value', " or 1 +", ('lue"] = value or 1 +', StopReason.EOS)),
+    (LEFT, RIGHT, 'lue"] = value', " or 1 +", ('lue"] = value or 1 +', StopReason.EOS)),
+    # the cursor splits a word: both cut inside the model's token where its word meets the
+    # right context (``fim.stopping.word_meets_right``)
+    (SPLIT_LEFT, SPLIT_RIGHT, 's += ["--", container, command]', " + [a, b, c, d, e, f,",
+     ('s += ["--", contain', StopReason.REFUSED_END)),
 ])
-def test_the_client_and_the_in_process_decoder_agree(random_loaded, said, detour, expected):
+def test_the_client_and_the_in_process_decoder_agree(random_loaded, left, right, said, detour,
+                                                     expected):
     engine = ranked_engine(random_loaded, said, detour)
-    req = CompletionRequest(LEFT, RIGHT, max_tokens=32, scope="statement")
+    req = CompletionRequest(left, right, max_tokens=40, scope="statement")
     res = engine.complete(req)
     assert (res.middle, res.stop) == expected
     said_pieces, detour_pieces = _pieces(engine, said), _pieces(engine, detour)
@@ -131,17 +136,3 @@ def test_a_malformed_chunk_marks_no_refusal(logprobs):
     req = CompletionRequest("x = ", "\n", max_tokens=32, scope="statement")
     assert finish(req, got)[1] != StopReason.REFUSED_END
 
-
-def test_the_client_goes_back_to_where_the_models_word_meets_the_right_context(random_loaded):
-    """Where the cursor splits a word, the client cuts inside the model's token as the
-    in-process decoder does (``fim.stopping.word_meets_right``)."""
-    said, detour = 's += ["--", container, command]', " + [a, b, c, d, e, f,"
-    engine = ranked_engine(random_loaded, said, detour)
-    req = CompletionRequest(SPLIT_LEFT, SPLIT_RIGHT, max_tokens=40, scope="statement")
-    expected = ('s += ["--", contain', StopReason.REFUSED_END)
-    res = engine.complete(req)
-    assert (res.middle, res.stop) == expected
-    said_pieces, detour_pieces = _pieces(engine, said), _pieces(engine, detour)
-    got = streamed(said_pieces + detour_pieces, refused_at=len(said_pieces))
-    middle, stop, parses = finish(req, got)
-    assert (middle, stop) == expected and parses

@@ -255,6 +255,15 @@ def test_an_answered_early_decode_gives_way_to_a_request_on_another_document() -
     assert finals[0].stop == "cancelled" and finals[0].tokens < 40
 
 
+async def logged(log: list, entries: int, seconds: float = 10.0) -> None:
+    """Until background work logged ``entries`` entries (or ``seconds`` passed: the test's
+    assertion on the log then says what is missing)."""
+    for _ in range(int(seconds / 0.01)):
+        if len(log) >= entries:
+            return
+        await asyncio.sleep(0.01)
+
+
 def test_the_widening_runs_before_the_shown_places_alternatives() -> None:
     """After an answer the server queues the widened prompt (``Priority.CONTEXT``) and the
     place's other suggestions (``Priority.ALTERNATIVES``): the widening runs first, and a
@@ -290,20 +299,14 @@ def test_the_widening_runs_before_the_shown_places_alternatives() -> None:
             dec.background("u", ("widen", "u"), lambda c: log.append("widen"),
                            priority=Priority.CONTEXT)
             release.set()
-            for _ in range(500):
-                if len(log) == 3:
-                    break
-                await asyncio.sleep(0.01)
+            await logged(log, 3)
             # Alternatives running when a widening is queued give way to it.
             begun.clear()
             dec.background("v", ("ranked", "v"), ranking, priority=Priority.ALTERNATIVES)
             await asyncio.to_thread(begun.wait, 5)
             dec.background("v", ("widen", "v"), lambda c: log.append("widen v"),
                            priority=Priority.CONTEXT)
-            for _ in range(500):
-                if len(log) == 6:
-                    break
-                await asyncio.sleep(0.01)
+            await logged(log, 6)
             return log
         finally:
             dec.shutdown()
@@ -343,10 +346,7 @@ def test_background_work_runs_by_priority_and_a_stopped_context_warm_runs_again(
             dec.background("u", "warm", lambda c: log.append("warm"), priority=Priority.WARM)
             dec.background("u", "prefetch", lambda c: log.append("prefetch"),
                            priority=Priority.PREFETCH)
-            for _ in range(1000):
-                if len(log) == 5:
-                    break
-                await asyncio.sleep(0.01)
+            await logged(log, 5)
             return log
         finally:
             dec.shutdown()
@@ -374,10 +374,7 @@ def test_background_work_of_lower_priority_does_not_stop_a_prefetch() -> None:
             dec.background("u", "prefetch", prefetch, priority=Priority.PREFETCH)
             await asyncio.to_thread(begun.wait, 5)
             dec.background("u", "warm", lambda c: log.append("warm"), priority=Priority.WARM)
-            for _ in range(500):
-                if len(log) == 2:
-                    break
-                await asyncio.sleep(0.01)
+            await logged(log, 2)
             return log
         finally:
             dec.shutdown()
