@@ -99,7 +99,7 @@ def seam_row(cur: HeldOut, config: str, client: str, out: dict) -> dict:
 
 async def run_project(folder: Path, files, config: str, client: str, args, rows: list[dict],
                       log: Path) -> None:
-    settings = dict(SEAM[config])
+    settings = {**SEAM[config], **args.settings}
     if args.time_budget_ms:  # not the default: quality that does not follow the load
         settings["timeBudgetMs"] = args.time_budget_ms
     session = LspSession(settings, log, root_uri=folder.as_uri())
@@ -194,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="set Seam's timeBudgetMs (default: the setting's own, auto); on a "
                         "machine so loaded that the budget ends every request, a large one "
                         "measures quality apart from load (the table says so)")
+    p.add_argument("--settings", type=json.loads, default={},
+                   help="more settings for every Seam configuration, as a JSON object (e.g. "
+                        "'{\"newPlaceMs\": 3000}'); the table names them")
     p.add_argument("--anchors", type=Path, default=STORE, help="stored llama.vim rows")
     p.add_argument("--only-anchored", action="store_true",
                    help="ask Seam only at the cursors with stored rows of both llama.vim "

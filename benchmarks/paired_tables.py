@@ -9,6 +9,7 @@ Comparisons are paired: two configurations are compared on the cursors both have
 
 from __future__ import annotations
 
+import json
 import statistics
 
 from benchmarks.cursor_kinds import MID_LINE_PLACES, Place
@@ -204,6 +205,10 @@ def render(rows: list[dict], run: dict, anchor_info: dict, args) -> str:
                      f"{args.time_budget_ms} (the default, auto, ended every request on the "
                      "machine this ran on), so its quality does not follow the load; its "
                      "latency is then how long a whole middle took.")
+    if getattr(args, "settings", None):
+        shown = ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in args.settings.items())
+        parts.append(f"**Not the default settings:** every Seam configuration also had "
+                     f"{shown}.")
     if not run.get("finished", True):
         parts.append(f"The run was stopped before its end, after {len(seam)} Seam rows: the "
                      "tables hold the projects it reached (the last one perhaps only in part; "

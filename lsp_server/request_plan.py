@@ -14,9 +14,11 @@ kept, and the cursor's warm-up, the request there and the prefetch that foresaw 
   put whatever the context holds (a cut that moved with every keystroke would empty the model's
   cache each time);
 * the **first window** at a new place (``first_window``): as many left tokens as the engine's
-  measured prefill speed (``fim.engines.prefill_speed``) runs within ``NEW_PLACE_PREFILL_S``,
-  on a ladder of doublings from ``LEFT_FIRST_TOKENS`` (so the noise in the speed does not move
-  it): a machine that prefills ten times faster gets the wide window at once;
+  measured prefill speed (``fim.engines.prefill_speed``) runs within ``NEW_PLACE_PREFILL_S``
+  (the ``newPlaceMs`` setting: a user who would rather wait longer at a new place for more of
+  the file above it), on a ladder of doublings from ``LEFT_FIRST_TOKENS`` (so the noise in the
+  speed does not move it): a machine that prefills ten times faster gets the wide window at
+  once;
 * the **normalisation** of the text the model sees (``text``: no lone surrogates, ``\\n`` line
   breaks); the documents keep their own.
 """
@@ -153,14 +155,15 @@ def project_budget(policy: EditorPolicy, sources: ContextSources,
 
 
 def first_window(speed: PrefillSpeed | None, right_tokens: int | None, left_max: int,
-                 floor: int = LEFT_FIRST_TOKENS) -> int:
+                 floor: int = LEFT_FIRST_TOKENS, seconds: float = NEW_PLACE_PREFILL_S) -> int:
     """Left tokens of the first request at a new place: the highest rung (``floor`` times a
     power of ``FIRST_WINDOW_RATIO``) within what the measured prefill ``speed`` runs in
-    ``NEW_PLACE_PREFILL_S`` less the right text and the sentinels, or ``left_max`` (the left
-    share) when the speed affords all of it; never fewer than ``floor`` (the constant
-    measured for quality, also used until a prefill was measured)."""
+    ``seconds`` (the ``newPlaceMs`` setting; "auto": ``NEW_PLACE_PREFILL_S``) less the right
+    text and the sentinels, or ``left_max`` (the left share) when the speed affords all of
+    it; never fewer than ``floor`` (the constant measured for quality, also used until a
+    prefill was measured)."""
     floor = min(floor, left_max)
-    runs = speed.tokens_within(NEW_PLACE_PREFILL_S) if speed is not None else None
+    runs = speed.tokens_within(seconds) if speed is not None else None
     if runs is None:
         return floor
     affordable = runs - (right_tokens or 0) - 4
@@ -170,6 +173,13 @@ def first_window(speed: PrefillSpeed | None, right_tokens: int | None, left_max:
     while left * FIRST_WINDOW_RATIO <= affordable:
         left *= FIRST_WINDOW_RATIO
     return left
+
+
+def new_place_seconds(settings: Settings | None) -> float:
+    """The prompt-reading time of a new place's first request: ``newPlaceMs``, or
+    ``NEW_PLACE_PREFILL_S`` when "auto"."""
+    ms = settings.new_place_ms if settings is not None else None
+    return NEW_PLACE_PREFILL_S if ms is None else ms / 1000.0
 
 
 @dataclass(frozen=True)
@@ -267,16 +277,17 @@ class RequestPlanner:
 
     # ----- the parts of a plan ---------------------------------------------------------------
 
-    def anchors(self, engine: CompletionEngine, policy: EditorPolicy, extra: int
-                ) -> AnchorPlanner | None:
-        """The per-document prompt starts for this engine, context and extra budget."""
+    def anchors(self, engine: CompletionEngine, policy: EditorPolicy, extra: int,
+                settings: Settings | None = None) -> AnchorPlanner | None:
+        """The per-document prompt starts for this engine, context and extra budget
+        (``settings``: the user's, for the new-place time; ``None``: "auto")."""
         room = _room(policy)
         if room is None:
             return None
         budget = max(16, room - extra)
         slides = engine.features.slides_window
         key = (id(engine), budget, slides)
-        first = self.first_window(engine, policy, budget)
+        first = self.first_window(engine, policy, budget, new_place_seconds(settings))
         if self._anchors is None or self._anchors_for != key:
             self._anchors = AnchorPlanner(TokenCount(engine.tokenizer), budget, first,
                                           slides=slides)
@@ -285,14 +296,14 @@ class RequestPlanner:
             self._anchors.left_first = first  # the anchors placed so far stay
         return self._anchors
 
-    def first_window(self, engine: CompletionEngine, policy: EditorPolicy, left_max: int
-                     ) -> int:
-        """Left tokens of the first request at a new place (``first_window``), or the fixed
-        ``left_first`` a benchmark gave."""
+    def first_window(self, engine: CompletionEngine, policy: EditorPolicy, left_max: int,
+                     seconds: float = NEW_PLACE_PREFILL_S) -> int:
+        """Left tokens of the first request at a new place (``first_window`` within
+        ``seconds`` of prompt), or the fixed ``left_first`` a benchmark gave."""
         if self.fixed_first is not None:
             return min(left_max, self.fixed_first)
         return first_window(engine.runtime.prefill_speed, policy.right_tokens, left_max,
-                            self.left_first)
+                            self.left_first, seconds)
 
     def _count_with(self, engine: CompletionEngine) -> TokenCounter:
         """The engine's token counter, with its memory of counted texts."""
@@ -315,7 +326,7 @@ class RequestPlanner:
         ``None`` when it cannot start higher."""
         sources = project_sources(settings, device_type(engine))
         extra = project_budget(planned.policy, sources, self.left_first)
-        anchors = self.anchors(engine, planned.policy, extra)
+        anchors = self.anchors(engine, planned.policy, extra, settings)
         left = planned.request.left
         start = anchors.wider(uri, left, len(left)) if anchors is not None else None
         return None if anchors is None or start is None else Widening(anchors, start)
@@ -377,7 +388,7 @@ class RequestPlanner:
         # document keeps its own text (see `text`).
         left = model_text.for_model(text[:offset])
         right = model_text.for_model(text[offset:])
-        anchors = self.anchors(engine, policy, extra)
+        anchors = self.anchors(engine, policy, extra, settings)
         if left_start is None:
             left_start = anchors.left_start(uri, left, len(left)) if anchors is not None else 0
         project = ProjectContext()

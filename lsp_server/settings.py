@@ -78,6 +78,9 @@ MIN_CONTEXT_BUDGET_TOKENS = 64
 MIN_CONTEXT_TOKENS = 128
 MAX_TOP_K = 1000
 MAX_TIME_BUDGET_MS = 600_000
+#: The least ``newPlaceMs``: the first window never falls below its floor
+#: (``fim.editor_policy.LEFT_FIRST_TOKENS``), so a shorter time would change nothing.
+MIN_NEW_PLACE_MS = 100
 #: Most suggestions per place (``suggestions``): each beyond the first costs a decode.
 MAX_SUGGESTIONS = 8
 MAX_MODEL_SPEC_CHARS = 4096
@@ -124,6 +127,15 @@ def _context_tokens(value: Any) -> int | None:
         return None
     if not _is_int(value) or not MIN_CONTEXT_TOKENS <= value <= 1 << 20:
         raise Rejected(f'a whole number of tokens, at least {MIN_CONTEXT_TOKENS}, or "auto"')
+    return int(value)
+
+
+def _new_place_ms(value: Any) -> int | None:
+    if _auto(value):
+        return None
+    if not _is_int(value) or not MIN_NEW_PLACE_MS <= value <= MAX_TIME_BUDGET_MS:
+        raise Rejected(f"a whole number of milliseconds from {MIN_NEW_PLACE_MS} to "
+                       f'{MAX_TIME_BUDGET_MS}, or "auto"')
     return int(value)
 
 
@@ -302,6 +314,9 @@ class Settings:
     time_budget_ms: int | None = _key("timeBudgetMs", _budget(MAX_TIME_BUDGET_MS), None,
                                       auto=True)
     context_tokens: int | None = _key("contextTokens", _context_tokens, None, auto=True)
+    #: prompt-reading time the first request at a new place may take ("auto": the planner's
+    #: ``request_plan.NEW_PLACE_PREFILL_S``); more reads more of the file above the cursor
+    new_place_ms: int | None = _key("newPlaceMs", _new_place_ms, None, auto=True)
     scope: Scope | None = _key("scope", _scope, None, auto=True, choices=("auto", *SCOPES))
     top_k: int = _key("topK", _top_k, 50)
     constrained: bool = _key("constrained", _bool, True)

@@ -157,3 +157,29 @@ def test_a_fast_machine_gets_a_wide_first_window_at_a_new_place(engine) -> None:
     fixed = RequestPlanner(left_first=LEFT_FIRST_TOKENS).plan(
         engine, SETTINGS, "file:///a.py", text, cursor)
     assert fixed.request.left_start == narrow.request.left_start
+
+
+def test_a_longer_new_place_time_reads_a_wider_first_window(engine) -> None:
+    """``newPlaceMs``: on the same measured speed, a user who allows the new place more time
+    gets more of the file above the cursor; "auto" is ``NEW_PLACE_PREFILL_S``."""
+    speed = PrefillSpeed()
+    speed.record(260, 1.0)  # this project's two-core machine
+    assert first_window(speed, RIGHT_TOKENS, 1700) == LEFT_FIRST_TOKENS
+    assert first_window(speed, RIGHT_TOKENS, 1700, seconds=3.0) == 4 * LEFT_FIRST_TOKENS
+    assert first_window(speed, RIGHT_TOKENS, 1700, seconds=60.0) == 1700
+    text = "".join(f"value_{i} = compute({i}, {i} + 1)\n" for i in range(400))
+    cursor = text.index("value_350 ")
+    count = lambda s: len(engine.tokenizer.encode(s))  # noqa: E731
+    engine.step_model.speed = speed
+    auto = RequestPlanner().plan(engine, SETTINGS, "file:///a.py", text, cursor)
+    assert count(text[auto.request.left_start:cursor]) <= LEFT_FIRST_TOKENS
+    patient = Settings(model=TEST_MODEL, engine=EngineKind.TRANSFORMERS, time_budget_ms=60_000,
+                       new_place_ms=3000)
+    longer = RequestPlanner().plan(engine, patient, "file:///a.py", text, cursor)
+    longer_tokens = count(text[longer.request.left_start:cursor])
+    assert 2 * LEFT_FIRST_TOKENS < longer_tokens <= 4 * LEFT_FIRST_TOKENS
+    # The widening still reaches above the first window whatever the setting.
+    planner = RequestPlanner()
+    planned = planner.plan(engine, patient, "file:///a.py", text, cursor)
+    widening = planner.wider(engine, patient, "file:///a.py", planned)
+    assert widening is not None and widening.start < planned.request.left_start

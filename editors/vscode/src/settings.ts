@@ -45,6 +45,7 @@ export interface ServerSettings {
   maxTokens: number | "auto";
   timeBudgetMs: number | "auto";
   contextTokens: number | "auto";
+  newPlaceMs: number | "auto";
   scope: string;
   topK: number;
   constrained: boolean;
@@ -85,6 +86,7 @@ export function serverSettings(): ServerSettings {
     maxTokens: autoWhenZero(cfg.get<number>("maxTokens", 0)),
     timeBudgetMs: autoWhenZero(cfg.get<number>("timeBudgetMs", 0)),
     contextTokens: autoWhenZero(cfg.get<number>("contextTokens", 0)),
+    newPlaceMs: autoWhenZero(cfg.get<number>("newPlaceMs", 0)),
     scope: cfg.get<string>("scope", "auto"),
     topK: cfg.get<number>("topK", 50),
     constrained: cfg.get<boolean>("constrained", true),

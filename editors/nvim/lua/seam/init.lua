@@ -29,7 +29,7 @@ M.defaults = {
   root_markers = { "pyproject.toml", "setup.py", "setup.cfg", ".git" },
   -- The server's settings (section `seam`): model, engine, vllmServer, vllmApiKey,
   -- vllmSlowAfterMs, modelServer, modelServerApiKey, servedModel, fimTemplate, fallback,
-  -- device, dtype, maxTokens, timeBudgetMs, contextTokens, scope, topK,
+  -- device, dtype, maxTokens, timeBudgetMs, contextTokens, newPlaceMs, scope, topK,
   -- constrained, languages, contextBudgetTokens, contextDefinitions, contextOpenFiles,
   -- contextRecentEdits, contextSimilarCode, suggestions, threads.
   settings = {},
