@@ -70,6 +70,13 @@ class Suggestion:
     alternatives: tuple[str, ...] = ()
 
 
+def _decoded(outcome: Outcome) -> bool:
+    """The decode ran to an end (an empty middle included), neither superseded nor
+    cancelled: its prompt is in the model's cache, the start of a widening."""
+    res = outcome.result
+    return res is not None and res.stop != StopReason.CANCELLED
+
+
 @dataclass(frozen=True)
 class _Ask:
     """A completion request being answered: where, the text it was asked on, and when."""
@@ -210,6 +217,8 @@ class CompletionService:
     def _adopt(self, uri: str, left: str, widening: Widening | None) -> None:
         if widening is not None:
             self.planner.adopt(uri, left, widening)
+            # Where the narrow window found nothing, asking again reads the wide one.
+            self.suggestions.forget_empty(uri)
 
     # ----- a request -------------------------------------------------------------------------
 
@@ -290,13 +299,15 @@ class CompletionService:
         if deferred and decode.run is not None:
             self.background.project_context(engine, uri, decode.run)
         middle = self._middle_of(engine, ask, planned, outcome, resume_ms, deferred=deferred)
+        if middle is not None or _decoded(outcome):
+            # The prompt here widens when the worker is idle: a client that sends no cursor
+            # notifications (a plain LSP client) learns of the place only from its requests.
+            # An empty answer too: the wider window may find what this one did not.
+            widened, adopt = self._widening(engine, uri, text, cur.offset, planned)
+            self.background.widen(engine, uri, planned, widened, adopt,
+                                  f"{uri}:{position.line + 1}:{position.character + 1}")
         if middle is None:
             return None
-        # The prompt here widens when the worker is idle: a client that sends no cursor
-        # notifications (a plain LSP client) learns of the place only from its requests.
-        widened, adopt = self._widening(engine, uri, text, cur.offset, planned)
-        self.background.widen(engine, uri, planned, widened, adopt,
-                              f"{uri}:{position.line + 1}:{position.character + 1}")
         ranked = (ranked_middles(outcome.result, ask.place.line_break)
                   if alternatives > 1 and outcome.result is not None else ())
         answer = self._answer(engine, ask, planned,

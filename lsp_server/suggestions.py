@@ -112,5 +112,13 @@ class SuggestionCache:
         for key in [k for k in self._entries if k[0] == uri]:
             self._entries.pop(key)
 
+    def forget_empty(self, uri: str) -> None:
+        """Forget the places of ``uri`` known to have no suggestion (a wider prompt there
+        may find one), keeping those with a suggestion (typing through them)."""
+        for key in [k for k in self._entries if k[0] == uri]:
+            entry = self._entries.peek(key)
+            if entry is not None and not any(entry.middles):
+                self._entries.pop(key)
+
     def __len__(self) -> int:
         return len(self._entries)
