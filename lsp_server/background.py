@@ -122,9 +122,11 @@ class Widen:
     adopt: Callable[[], None]  # on the event loop
     post: Post
     where: str
+    #: what the request at this place ran, when one did (its prompts are not built again)
+    run: Runnable | None = None
 
     def __call__(self, cancel: threading.Event) -> None:
-        run = engine_work.runnable(self.engine, self.planned)
+        run = self.run or engine_work.runnable(self.engine, self.planned)
         if run.deferred is not None:
             # The context on the narrow prompt first: requests here carry it once that short
             # run is done (seconds on a CPU), not only once the whole widened prompt is (often
@@ -224,14 +226,16 @@ class Background:
         self.widen(engine, uri, planned, widened, adopt, where)
 
     def widen(self, engine: CompletionEngine, uri: str, planned: Planned,
-              widened: Planned | None, adopt: Callable[[], None], where: str) -> None:
+              widened: Planned | None, adopt: Callable[[], None], where: str,
+              run: Runnable | None = None) -> None:
         """Widen the prompt at ``planned``'s place when the worker is idle (its deferred
-        project context first): after a cursor's warm-up, and after an answer, so that a
-        plain LSP client, which sends no cursor notifications, gets the wide window too."""
+        project context first): after a cursor's warm-up, and after an answer (``run``: what
+        the request ran), so that a plain LSP client, which sends no cursor notifications,
+        gets the wide window too."""
         if widened is not None or planned.request.context_budget:
             self.jobs.background(uri, ("widen", uri),
                                  Widen(engine, self.host, planned, widened, adopt, self.post,
-                                       where), priority=Priority.CONTEXT)
+                                       where, run), priority=Priority.CONTEXT)
 
     def prefetch(self, engine: CompletionEngine, planned: Planned, place: Place) -> None:
         """Decode the suggestion at ``place``; a request that comes while it runs adopts it."""

@@ -305,7 +305,8 @@ class CompletionService:
             # An empty answer too: the wider window may find what this one did not.
             widened, adopt = self._widening(engine, uri, text, cur.offset, planned)
             self.background.widen(engine, uri, planned, widened, adopt,
-                                  f"{uri}:{position.line + 1}:{position.character + 1}")
+                                  f"{uri}:{position.line + 1}:{position.character + 1}",
+                                  decode.run)
         if middle is None:
             return None
         ranked = (ranked_middles(outcome.result, ask.place.line_break)
