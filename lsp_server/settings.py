@@ -8,20 +8,13 @@ actually work: a value that would make every completion fail (``scope: "bogus"``
 the previous value of that key is kept, so one typo never disables completion.
 
 ``maxTokens`` must leave room for a prompt in the context (``contextTokens``, or the model's
-window): :func:`check_budget` checks that where the context is known, on arrival and again when
-the model has loaded.
+window): :func:`check_budget` checks it on arrival and again once the model has loaded.
 
-``maxTokens``, ``timeBudgetMs``, ``contextTokens`` and ``scope`` accept ``"auto"`` (the default;
-``0`` and ``null`` mean the same), which picks an IDE-friendly policy from the cursor's line:
-mid-line a short single-statement completion, on an empty line a longer one that may fill a
-whole block; "auto" context is small on a CPU and the model's whole window on a GPU.
-Project context (``project_context``): ``contextBudgetTokens`` is its budget ("auto": 512 on
-a CPU), taken out of the left text's share of ``contextTokens``; ``contextDefinitions``,
-``contextOpenFiles`` and ``contextRecentEdits`` turn each source on or off. ``suggestions``
-is how many suggestions a place offers to cycle through (1: one).
-``threads`` is llama.cpp's thread count: "auto" (the default) chooses it before each request
-from the load other processes put on the CPUs (``fim.engines.cpu_load``); a number pins it.
-It applies from the next request on, without reloading the model.
+Keys marked "auto" (``maxTokens``, ``timeBudgetMs``, ``contextTokens``, ``newPlaceMs``,
+``scope``, ``contextBudgetTokens``, ``threads``; ``0`` and ``null`` mean the same) leave the
+value to the planner (``request_plan``: an IDE-friendly policy from the cursor's line, small
+contexts on a CPU) or the engine (``threads``: from the CPUs other processes leave free,
+``fim.engines.cpu_load``, from the next request on). docs/user-guide.md lists every key.
 ``model: "bundled"`` names the default bundled model. Keys the server does not know (a client's
 own settings such as VS Code's ``seam.server.*``) are ignored.
 
@@ -78,8 +71,7 @@ MIN_CONTEXT_BUDGET_TOKENS = 64
 MIN_CONTEXT_TOKENS = 128
 MAX_TOP_K = 1000
 MAX_TIME_BUDGET_MS = 600_000
-#: The least ``newPlaceMs``: the first window never falls below its floor
-#: (``fim.editor_policy.LEFT_FIRST_TOKENS``), so a shorter time would change nothing.
+#: The least ``newPlaceMs`` (the first window has a floor whatever the time).
 MIN_NEW_PLACE_MS = 100
 #: Most suggestions per place (``suggestions``): each beyond the first costs a decode.
 MAX_SUGGESTIONS = 8
@@ -127,15 +119,6 @@ def _context_tokens(value: Any) -> int | None:
         return None
     if not _is_int(value) or not MIN_CONTEXT_TOKENS <= value <= 1 << 20:
         raise Rejected(f'a whole number of tokens, at least {MIN_CONTEXT_TOKENS}, or "auto"')
-    return int(value)
-
-
-def _new_place_ms(value: Any) -> int | None:
-    if _auto(value):
-        return None
-    if not _is_int(value) or not MIN_NEW_PLACE_MS <= value <= MAX_TIME_BUDGET_MS:
-        raise Rejected(f"a whole number of milliseconds from {MIN_NEW_PLACE_MS} to "
-                       f'{MAX_TIME_BUDGET_MS}, or "auto"')
     return int(value)
 
 
@@ -244,11 +227,16 @@ def _api_key(value: Any) -> str:
     return value.strip()
 
 
-def _slow_after(value: Any) -> int:
-    if not _is_int(value) or not MIN_SLOW_AFTER_MS <= value <= MAX_TIME_BUDGET_MS:
-        raise Rejected(f"a whole number of milliseconds from {MIN_SLOW_AFTER_MS} to "
-                       f"{MAX_TIME_BUDGET_MS}")
-    return int(value)
+def _millis(low: int, auto: bool = False) -> Callable[[Any], int | None]:
+    """Whole milliseconds from ``low`` to ``MAX_TIME_BUDGET_MS`` (or "auto": ``None``)."""
+    def check(value: Any) -> int | None:
+        if auto and _auto(value):
+            return None
+        if not _is_int(value) or not low <= value <= MAX_TIME_BUDGET_MS:
+            raise Rejected(f"a whole number of milliseconds from {low} to "
+                           f"{MAX_TIME_BUDGET_MS}" + (', or "auto"' if auto else ""))
+        return int(value)
+    return check
 
 
 def _fallback(value: Any) -> FallbackMode:
@@ -314,9 +302,8 @@ class Settings:
     time_budget_ms: int | None = _key("timeBudgetMs", _budget(MAX_TIME_BUDGET_MS), None,
                                       auto=True)
     context_tokens: int | None = _key("contextTokens", _context_tokens, None, auto=True)
-    #: prompt-reading time the first request at a new place may take ("auto": the planner's
-    #: ``request_plan.NEW_PLACE_PREFILL_S``); more reads more of the file above the cursor
-    new_place_ms: int | None = _key("newPlaceMs", _new_place_ms, None, auto=True)
+    #: the first request's prompt time at a new place ("auto": ``request_plan`` decides)
+    new_place_ms: int | None = _key("newPlaceMs", _millis(MIN_NEW_PLACE_MS, True), None, auto=True)
     scope: Scope | None = _key("scope", _scope, None, auto=True, choices=("auto", *SCOPES))
     top_k: int = _key("topK", _top_k, 50)
     constrained: bool = _key("constrained", _bool, True)
@@ -338,7 +325,7 @@ class Settings:
     fim_template: str = _key("fimTemplate", _fim_template, "", user_only=True)
     #: how long the vLLM server may take to answer a one-token question before it is
     #: reported slow (``lsp_server.model_host``); a property of that server, set with it
-    vllm_slow_after_ms: int = _key("vllmSlowAfterMs", _slow_after, SLOW_AFTER_MS,
+    vllm_slow_after_ms: int = _key("vllmSlowAfterMs", _millis(MIN_SLOW_AFTER_MS), SLOW_AFTER_MS,
                                    user_only=True)
     #: what answers while that server is unreachable: nothing, or the local model
     #: (``model``, loaded in this process the first time it is needed: what runs here)
