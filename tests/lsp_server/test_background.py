@@ -16,9 +16,10 @@ from fim.engines.model_specs import EngineKind
 from lsp_server.background import Place, Prefetch, Rank, WarmUp, Widen
 from lsp_server.completion_service import CompletionService
 from lsp_server.messages import CursorMessage
-from lsp_server.model_host import LoadState, ModelHost
+from lsp_server.model_host import ModelHost
 from lsp_server.request_plan import RequestPlanner
 from lsp_server.settings import Settings
+from tests.support.in_process_service import loaded_host, until_idle
 from tests.support.seam_lsp_client import TEST_MODEL
 from tests.support.tree_model import greedy_trap, tree_engine_over
 
@@ -31,9 +32,7 @@ SETTINGS = Settings(model=TEST_MODEL, engine=EngineKind.TRANSFORMERS, time_budge
 
 @pytest.fixture(scope="module")
 def host() -> ModelHost:
-    host = ModelHost()
-    host.load(TEST_MODEL, engine=EngineKind.TRANSFORMERS).join(240)
-    assert host.state.state is LoadState.READY, host.state
+    host = loaded_host()
     host._engine, _ = tree_engine_over(host.engine.backend, greedy_trap)
     return host
 
@@ -88,14 +87,6 @@ def test_widen_with_nothing_to_widen_runs_nothing(host: ModelHost) -> None:
     Widen(host.engine, host, planned, None, lambda: adopted.append(1), lambda fn: fn(),
           "here")(threading.Event())
     assert adopted == []
-
-
-async def until_idle(service: CompletionService) -> None:
-    for _ in range(2400):
-        if service.jobs.idle():
-            return
-        await asyncio.sleep(0.05)
-    raise TimeoutError("the worker did not become idle")
 
 
 def test_a_place_is_planned_once_for_cursor_request_and_prefetch(host: ModelHost) -> None:

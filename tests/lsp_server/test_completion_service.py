@@ -14,8 +14,9 @@ from lsprotocol import types
 from fim.engines.model_specs import EngineKind
 from lsp_server.completion_service import CompletionService
 from lsp_server.jobs import DecodeOutcome
-from lsp_server.model_host import LoadState, ModelHost
+from lsp_server.model_host import ModelHost
 from lsp_server.settings import Settings
+from tests.support.in_process_service import loaded_host, until_idle
 
 pytestmark = [pytest.mark.timeout(300)]
 
@@ -24,21 +25,6 @@ HELPERS = ('def scale(value, factor):\n    """Multiply value by factor."""\n'
            "    return value * factor\n")
 MAIN = ("from helpers import scale\n\n\ndef compute(values):\n    total = 0\n"
         "    for v in values:\n        total = total + scale(v, 2)\n    return total\n")
-
-
-def loaded_host() -> ModelHost:
-    host = ModelHost()
-    host.load(TEST_MODEL, engine=EngineKind.TRANSFORMERS).join(240)
-    assert host.state.state is LoadState.READY, host.state
-    return host
-
-
-async def until_idle(service: CompletionService) -> None:
-    for _ in range(2400):
-        if service.jobs.idle():
-            return
-        await asyncio.sleep(0.05)
-    raise TimeoutError("the worker did not become idle")
 
 
 def test_each_prompt_of_a_request_is_built_once(tmp_path: Path) -> None:

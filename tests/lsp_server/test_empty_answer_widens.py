@@ -15,9 +15,10 @@ from lsprotocol import types
 from fim.api import Engine
 from fim.engines.model_specs import EngineKind
 from lsp_server.completion_service import CompletionService
-from lsp_server.model_host import LoadState, ModelHost
+from lsp_server.model_host import ModelHost
 from lsp_server.settings import Settings
 from lsp_server.suggestions import SuggestionCache
+from tests.support.in_process_service import loaded_host, until_idle
 from tests.support.seam_lsp_client import TEST_MODEL
 from tests.support.tree_model import Tree
 
@@ -46,9 +47,7 @@ class ReadsFar(Tree):
 
 
 def far_reading_host() -> ModelHost:
-    host = ModelHost()
-    host.load(TEST_MODEL, engine=EngineKind.TRANSFORMERS).join(240)
-    assert host.state.state is LoadState.READY, host.state
+    host = loaded_host()
     backend = host.engine.backend
     tok = backend.tokenizer
     (line,) = tok.encode("y")
@@ -57,14 +56,6 @@ def far_reading_host() -> ModelHost:
     backend.step_model = model
     host._engine = Engine(backend, heal=False)
     return host
-
-
-async def until_idle(service: CompletionService) -> None:
-    for _ in range(2400):
-        if service.jobs.idle():
-            return
-        await asyncio.sleep(0.05)
-    raise TimeoutError("the worker did not become idle")
 
 
 def test_an_empty_answer_is_followed_by_the_widening_and_asking_again_reads_it() -> None:

@@ -18,9 +18,9 @@ import pytest
 from lsprotocol import types
 
 from fim.engines.model_specs import EngineKind
-from lsp_server.model_host import LoadState, ModelHost
 from lsp_server.server import SeamServer
 from lsp_server.settings import Settings
+from tests.support.in_process_service import loaded_host
 from tests.support.seam_lsp_client import TEST_MODEL
 from tests.support.tree_model import greedy_trap, tree_engine_over
 
@@ -50,9 +50,7 @@ def chain(frame) -> tuple[str, ...]:
 
 
 def test_one_request_crosses_at_most_twelve_hops_and_no_module_twice() -> None:
-    host = ModelHost()
-    host.load(TEST_MODEL, engine=EngineKind.TRANSFORMERS).join(240)
-    assert host.state.state is LoadState.READY, host.state
+    host = loaded_host()
     host._engine, _ = tree_engine_over(host.engine.backend, greedy_trap)
     seen: list[tuple[str, ...]] = []
     engine_reached = threading.Event()

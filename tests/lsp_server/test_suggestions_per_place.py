@@ -18,8 +18,9 @@ from lsprotocol import types
 from fim.engines.model_specs import EngineKind
 from lsp_server.completion_service import CompletionService
 from lsp_server.messages import CompletionSource
-from lsp_server.model_host import LoadState, ModelHost
+from lsp_server.model_host import ModelHost
 from lsp_server.settings import Settings
+from tests.support.in_process_service import loaded_host, until_idle
 from tests.support.seam_lsp_client import (
     TEST_MODEL,
     inline,
@@ -37,19 +38,9 @@ HERE = types.Position(line=0, character=4)  # x = |
 
 
 def tree_host() -> ModelHost:
-    host = ModelHost()
-    host.load(TEST_MODEL, engine=EngineKind.TRANSFORMERS).join(240)
-    assert host.state.state is LoadState.READY, host.state
+    host = loaded_host()
     host._engine, _ = tree_engine_over(host.engine.backend, greedy_trap)
     return host
-
-
-async def until_idle(service: CompletionService) -> None:
-    for _ in range(2400):
-        if service.jobs.idle():
-            return
-        await asyncio.sleep(0.05)
-    raise TimeoutError("the worker did not become idle")
 
 
 def run_service(suggestions: int, steps) -> list:
