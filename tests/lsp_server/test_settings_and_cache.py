@@ -46,6 +46,24 @@ def test_auto_values_and_section_extraction() -> None:
     assert section_of({"other": 1}) is None and section_of(None) is None
 
 
+def test_new_place_time_takes_milliseconds_or_auto_and_refuses_the_rest() -> None:
+    s, problems = merge(Settings(), {"newPlaceMs": 3000})
+    assert not problems and s.new_place_ms == 3000
+    for bad in (50, 700_000, "fast", 1.5, True, [1000]):
+        kept, problems = merge(s, {"newPlaceMs": bad})
+        assert kept.new_place_ms == 3000, bad
+        assert [p.key for p in problems] == ["newPlaceMs"]
+        assert problems[0].accepted == 'a whole number of milliseconds from 100 to 600000, ' \
+            'or "auto"'
+        assert problems[0].kept == 3000
+    for auto in ("auto", 0, None):
+        assert merge(s, {"newPlaceMs": auto}) == (Settings(), [])
+    # The same validator serves vllmSlowAfterMs, which has no "auto".
+    _, problems = merge(Settings(), {"vllmSlowAfterMs": "auto"})
+    assert [p.accepted for p in problems] == ["a whole number of milliseconds from 1000 to "
+                                              "600000"]
+
+
 def test_policy_mid_line_vs_empty_line() -> None:
     s = Settings()
     mid = policy_for(s, "    x = foo(", ")")
