@@ -11,7 +11,8 @@ place asked about, the suggestion cache, the plan (``request_plan``: made once p
 reused), the decode on the worker (``jobs`` runs ``engine_work.Decode``, which decides there
 whether the project context is cached yet and runs the engine), and the answer. What the
 worker does besides, giving way to any request, is ``background``'s: the cursor's place warmed
-and widened (:meth:`cursor`), the suggestion after a shown one prefetched
+and widened (:meth:`cursor`, or where a plain client's last edit ended: ``edit_rests``), the
+suggestion after a shown one prefetched
 (:meth:`_prefetch_past`, the one place that decides when), a project context that was not in
 the model's cache warmed after the request that went without it.
 
@@ -42,6 +43,7 @@ from fim.request import CompletionResult
 from lsp_server import text as model_text
 from lsp_server.background import Background, Place, Post, check_slow, ranked_key, ranked_middles
 from lsp_server.documents import Cursor, Document, DocumentStore, PositionError, served
+from lsp_server.edit_rests import EditRests
 from lsp_server.engine_work import Decode
 from lsp_server.jobs import JobScheduler, Outcome
 from lsp_server.messages import CompletionRecord, CompletionSource, CursorMessage
@@ -111,6 +113,7 @@ class CompletionService:
         self.project = ContextCollector(self.folders, EditRing())
         self.planner = RequestPlanner(self.project)
         self.background = Background(self.jobs, host, post, self._keep)
+        self.edit_rests = EditRests(self._rest)
 
     # ----- the session's state ---------------------------------------------------------------
 
@@ -138,6 +141,7 @@ class CompletionService:
     def close(self, uri: str) -> None:
         """The document was closed: stop its decode and forget what was kept for it."""
         self.jobs.supersede(uri)
+        self.edit_rests.closed(uri)
         self.suggestions.forget(uri)
         self.planner.forget(uri)
         self.documents.close(uri)
@@ -148,7 +152,8 @@ class CompletionService:
     def remember_edit(self, doc: Document, old_text: str,
                       changes: Sequence[types.TextDocumentContentChangeEvent]) -> None:
         """An edit changed ``doc`` from ``old_text``: the planner records it (its plans of
-        other documents are made again; the edited lines go into the ring of recent edits)."""
+        other documents are made again; the edited lines go into the ring of recent edits),
+        and a plain client's cursor may rest at its end (``edit_rests``)."""
         if not served(self.settings.languages, doc.language_id):
             self.planner.changed(doc.uri)
             return
@@ -159,6 +164,7 @@ class CompletionService:
                                 max(first, change.range.end.line) + 1, change.text)
         else:
             self.planner.edited(self.project.ring, doc.uri, old_text, doc.text)
+        self.edit_rests.edited(doc, changes)
 
     def _keep(self, place: Place, middles: tuple[str, ...], ranked: bool) -> None:
         """Put a place's suggestions into the suggestion cache (``background.Keep``)."""
@@ -178,8 +184,14 @@ class CompletionService:
     # ----- the cursor rests: warm and widen --------------------------------------------------
 
     def cursor(self, message: CursorMessage) -> None:
-        """The cursor moved or rests: warm the prompt there while the worker is idle, then
-        widen the document's prompt (``background.Background.at_cursor``)."""
+        """The client says the cursor moved or rests (``seam/cursor``; from then on its edits
+        are not taken for rests: ``edit_rests``)."""
+        self.edit_rests.cursor_sent()
+        self._rest(message)
+
+    def _rest(self, message: CursorMessage) -> None:
+        """The cursor rests at ``message``'s place: warm the prompt there while the worker is
+        idle, then widen the document's prompt (``background.Background.at_cursor``)."""
         uri = message.uri
         doc = self.documents.get(uri)
         engine = self.host.engine
@@ -245,6 +257,7 @@ class CompletionService:
         shown already, the answer waits for the place's ranked alternatives (see the module
         docstring)."""
         t0 = time.perf_counter()
+        self.edit_rests.asked(uri)
         found = self._place(uri, position)
         if found is None:
             return None

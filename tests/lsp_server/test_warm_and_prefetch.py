@@ -73,6 +73,31 @@ async def test_a_resting_cursor_is_warmed_so_the_request_only_decodes(tmp_path, 
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+async def test_a_plain_clients_edit_is_warmed_where_it_ended(tmp_path, engine):
+    """No ``seam/cursor``: the end of the last edit is taken for the cursor's rest."""
+    async with lsp_session(tmp_path, settings(engine)) as lc:
+        await wait_ready(lc)
+        open_doc(lc, URI, SOURCE)
+        lc.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+            content_changes=[types.TextDocumentContentChangePartial(
+                range=types.Range(start=types.Position(line=6, character=25),
+                                  end=types.Position(line=6, character=25)),
+                text="in(")]))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 120
+        while not any(d.get("background") and d["stop"] == "done"
+                      for d in (await status(lc))["decodes"]):
+            assert loop.time() < deadline, "the edit's end was never warmed"
+            await asyncio.sleep(0.05)
+        await idle(lc)
+        await inline(lc, URI, 6, 28)
+        entry = (await status(lc))["recent"][-1]
+        assert entry["source"] == "model"
+        assert entry["cached_tokens"] == entry["prompt_tokens"] > 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 async def test_the_next_suggestion_is_ready_when_the_shown_one_is_accepted(tmp_path, engine):
     source = "def add(a, b):\n    return \n\nprint(add(1, 2))\n"
     async with lsp_session(tmp_path, settings(engine)) as lc:
