@@ -37,6 +37,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from fim.editor_policy import CursorKind
 from fim.engine_interface import CompletionEngine
 from fim.options import StopReason
 from fim.request import CompletionResult
@@ -77,6 +78,15 @@ def _decoded(outcome: Outcome) -> bool:
     cancelled: its prompt is in the model's cache, the start of a widening."""
     res = outcome.result
     return res is not None and res.stop != StopReason.CANCELLED
+
+
+def _ended_at_once(outcome: Outcome) -> bool:
+    """Greedy decoding ended with nothing to show (no text, or only spaces and line breaks)
+    because the model chose to end there: not out of time or tokens (a search would take as
+    long again), not cancelled."""
+    res = outcome.result
+    return (outcome.partial is None and res is not None and res.stop == StopReason.EOS
+            and not (res.middle or "").strip())
 
 
 @dataclass(frozen=True)
@@ -321,6 +331,13 @@ class CompletionService:
                                   f"{uri}:{position.line + 1}:{position.character + 1}",
                                   decode.run)
         if middle is None:
+            if (alternatives == 1 and wanted > 1 and _ended_at_once(outcome)
+                    and planned.policy.kind == CursorKind.EMPTY_LINE):
+                # On an empty line the model's wish to end at once, however likely, shows
+                # nothing where the user stopped to have something written. The ranked
+                # search puts an empty middle after every middle that writes something
+                # (``fim.alternatives``): answer with its best such middle, if any.
+                return await self._from_model(engine, ask, position, True, retry=retry)
             return None
         ranked = (ranked_middles(outcome.result, ask.place.line_break)
                   if alternatives > 1 and outcome.result is not None else ())
