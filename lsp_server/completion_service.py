@@ -294,20 +294,23 @@ class CompletionService:
         return await self._from_model(engine, ask, position, wants_more)
 
     async def _from_model(self, engine: CompletionEngine, ask: _Ask, position: types.Position,
-                          wants_more: bool, *, retry: bool = True
+                          wants_more: bool, *, retry: bool = True, rescue: bool = False
                           ) -> tuple[Document, Suggestion] | None:
         """The model's answer at ``ask``'s place on ``engine`` (``None``: none, reason
         logged).  When the engine fails on this request and the host then serves another one
         (``fallback: "local"`` with the local model loaded), the request is asked there once
-        rather than lost."""
+        rather than lost.  ``rescue``: greedy decoding ended at once on this empty line, and
+        the answer is the first line of the likeliest middle that writes something (below)."""
         uri, text, cur = ask.place.uri, ask.text, ask.cursor
         planned = self._plan(engine, uri, text, cur.offset)
         wanted = self._wanted(engine)
         # Asked explicitly where one is shown: the ranked search now (adopting the one
         # running in the background); else the greedy middle, the ranked ones after.
-        alternatives = wanted if wants_more and wanted > 1 else 1
-        decode = Decode(engine, planned, alternatives)
-        share_key = ranked_key(planned, wanted) if alternatives > 1 else planned.share_key
+        alternatives = wanted if wants_more and wanted > 1 else min(2 if rescue else 1, wanted)
+        decode = Decode(engine, planned, alternatives, first_line=rescue)
+        share_key = (("first line", *ranked_key(planned, alternatives)) if rescue
+                     else ranked_key(planned, alternatives) if alternatives > 1
+                     else planned.share_key)
         outcome = await self._decode(ask, planned, decode, share_key,
                                      early=planned.policy.early and alternatives == 1)
         if outcome is None:
@@ -315,7 +318,8 @@ class CompletionService:
             if retry and serving is not None and serving is not engine:
                 log.info("asking the engine that serves now (%s) instead",
                          serving.runtime.description)
-                return await self._from_model(serving, ask, position, wants_more, retry=False)
+                return await self._from_model(serving, ask, position, wants_more, retry=False,
+                                              rescue=rescue)
             return None
         resume_ms = (time.perf_counter() - outcome.finished_at) * 1000.0
         deferred = decode.run is not None and decode.run.deferred is not None
@@ -336,15 +340,20 @@ class CompletionService:
                 # On an empty line the model's wish to end at once, however likely, shows
                 # nothing where the user stopped to have something written. The ranked
                 # search puts an empty middle after every middle that writes something
-                # (``fim.alternatives``): answer with its best such middle, if any.
-                return await self._from_model(engine, ask, position, True, retry=retry)
+                # (``fim.alternatives``): answer with its best such middle, if any. Two
+                # middles (the empty one and the first that writes something) end the search
+                # after one branch where they can, and that branch ends with its line where
+                # the file is complete (what an empty line's early answer shows): not a
+                # whole block's wait. The place's other suggestions follow in idle time.
+                return await self._from_model(engine, ask, position, False, retry=retry,
+                                              rescue=True)
             return None
         ranked = (ranked_middles(outcome.result, ask.place.line_break)
                   if alternatives > 1 and outcome.result is not None else ())
         answer = self._answer(engine, ask, planned,
                               ranked or (model_text.for_document(middle, ask.place.line_break),),
-                              ranked=bool(ranked))
-        if answer is not None and wanted > 1 and alternatives == 1:
+                              ranked=bool(ranked) and alternatives == wanted)
+        if answer is not None and alternatives < wanted:
             self.background.rank(engine, planned, wanted, ask.place)
         return answer
 

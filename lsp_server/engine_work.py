@@ -37,14 +37,19 @@ class Runnable:
     deferred_prompt: EnginePrompt | None = None
 
 
-def ranked(request: CompletionRequest, alternatives: int) -> CompletionRequest:
-    """``request`` asking for the place's ``alternatives`` best middles, greedy's first."""
+def ranked(request: CompletionRequest, alternatives: int, first_line: bool = False
+           ) -> CompletionRequest:
+    """``request`` asking for the place's ``alternatives`` best middles, greedy's first
+    (``first_line``: each ending with its line where the file is complete)."""
+    if first_line:
+        request = replace(request, line_stop=True)
     if alternatives <= 1:
         return request
     return replace(request, alternatives=alternatives, ranking=Ranking.GREEDY_FIRST)
 
 
-def runnable(engine: CompletionEngine, planned: Planned, alternatives: int = 1) -> Runnable:
+def runnable(engine: CompletionEngine, planned: Planned, alternatives: int = 1,
+             first_line: bool = False) -> Runnable:
     """What to run for ``planned``: without its project context when that context is not in
     the model's cache yet (it would cost more than ``CONTEXT_SLACK_TOKENS``).
 
@@ -52,13 +57,13 @@ def runnable(engine: CompletionEngine, planned: Planned, alternatives: int = 1) 
     context only when the one with it is not cached (a cached one runs whatever the other
     costs), and none for a request without context (the engine builds it).
     """
-    request = ranked(planned.request, alternatives)
+    request = ranked(planned.request, alternatives, first_line)
     if not request.context_budget:
         return Runnable(request)
     prompt = engine.prompt_for(request)
     uncached = engine.uncached(request, prompt)
     if uncached > CONTEXT_SLACK_TOKENS:
-        bare = ranked(planned.without_project(), alternatives)
+        bare = ranked(planned.without_project(), alternatives, first_line)
         bare_prompt = engine.prompt_for(bare)
         if uncached > engine.uncached(bare, bare_prompt) + CONTEXT_SLACK_TOKENS:
             return Runnable(bare, bare_prompt, request, prompt)
@@ -71,15 +76,17 @@ class Decode:
 
     ``run`` is what ran, once it has (the service warms a deferred project context after)."""
 
-    def __init__(self, engine: CompletionEngine, planned: Planned, alternatives: int = 1) -> None:
+    def __init__(self, engine: CompletionEngine, planned: Planned, alternatives: int = 1,
+                 first_line: bool = False) -> None:
         self.engine = engine
         self.planned = planned
         self.alternatives = alternatives
+        self.first_line = first_line
         self.run: Runnable | None = None
 
     def __call__(self, cancel: Callable[[], bool],
                  on_partial: Callable[[str], None] | None = None) -> CompletionResult:
-        self.run = runnable(self.engine, self.planned, self.alternatives)
+        self.run = runnable(self.engine, self.planned, self.alternatives, self.first_line)
         return self.engine.complete(self.run.request, cancel=cancel, on_partial=on_partial,
                                     prompt=self.run.prompt)
 

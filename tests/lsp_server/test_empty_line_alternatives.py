@@ -4,7 +4,8 @@ middle, ``fim.alternatives``), not "nothing"; elsewhere, and with one suggestion
 an empty greedy answer stays empty.
 
 In process, a model written as a tree (``tests.support.tree_model``): it prefers the end of
-text at once (logit 12) over ``y`` (10) and ``z`` (3), each of which it then ends."""
+text at once (logit 12) over ``y`` (10) and ``z`` (3); after ``y`` it writes a second line,
+``w``, and ends; after ``z`` it ends."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from lsprotocol import types
 from fim.engines.model_specs import EngineKind
 from lsp_server.completion_service import CompletionService
 from lsp_server.settings import Settings
-from tests.support.in_process_service import loaded_host
+from tests.support.in_process_service import loaded_host, until_idle
 from tests.support.seam_lsp_client import TEST_MODEL
 from tests.support.tree_model import tree_engine_over
 
@@ -30,12 +31,16 @@ LINE_END = types.Position(line=0, character=5)  # x = 1|: nothing is a complete 
 
 
 def ends_at_once(one: Callable[[str], int], eos: int) -> dict:
-    return {(): {eos: 12.0, one("y"): 10.0, one("z"): 3.0},
-            (one("y"),): {eos: 30.0}, (one("z"),): {eos: 30.0}}
+    y, nl = one("y"), one("\n")
+    return {(): {eos: 12.0, y: 10.0, one("z"): 3.0},
+            (y,): {nl: 30.0}, (y, nl): {one("w"): 30.0}, (y, nl, one("w")): {eos: 30.0},
+            (one("z"),): {eos: 30.0}}
 
 
-def answer(position: types.Position, suggestions: int) -> tuple[list[str], list[str]]:
-    """The middles shown at ``position`` and the sources of the server's records."""
+def answer(position: types.Position, suggestions: int, again: bool = False
+           ) -> tuple[list[str], list[str]]:
+    """The middles shown at ``position`` and the stops of the server's records (``again``:
+    and then, once the worker is idle, those shown when asked there again)."""
     host = loaded_host()
     host._engine, _ = tree_engine_over(host.engine.backend, ends_at_once)
 
@@ -49,8 +54,12 @@ def answer(position: types.Position, suggestions: int) -> tuple[list[str], list[
                                                       version=1, text=SOURCE))
         try:
             found = await service.suggest(URI, position)
+            stops = [r.stop for r in service.recent]
+            if again:
+                await until_idle(service)
+                found = await service.suggest(URI, position)
             shown = [] if found is None else [found[1].middle, *found[1].alternatives]
-            return shown, [r.stop for r in service.recent]
+            return shown, stops
         finally:
             service.shutdown()
 
@@ -59,8 +68,11 @@ def answer(position: types.Position, suggestions: int) -> tuple[list[str], list[
 
 def test_an_empty_line_where_greedy_ends_shows_the_best_middle_that_writes_something():
     shown, stops = answer(EMPTY_LINE, 3)
-    assert shown == ["y", "z"]
-    assert stops == ["eos", "eos"]  # greedy's decode, then the ranked search
+    # Greedy's decode, then a search that ends at its first middle writing something, and
+    # that middle at its first line: the answer does not wait for the rest of the block.
+    assert shown == ["y"] and stops == ["eos", "line_end"]
+    # The place's other suggestions follow in idle time, whole.
+    assert answer(EMPTY_LINE, 3, again=True)[0] == ["y\nw", "z"]
 
 
 def test_one_suggestion_per_place_or_a_cursor_in_a_line_keeps_nothing():
