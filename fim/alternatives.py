@@ -118,12 +118,20 @@ def search(run: Runner, first: Decoded, n: int, check: Check, ranking: Ranking =
     # The end is a branch point too (going on where greedy stopped); its branches take the
     # whole traced path first.
     points = trace + ([first.end_step] if first.end_step is not None else [])
-    runs = max_runs if max_runs is not None else 2 * max(0, n - 1)
+    # Two branches per middle missing; twice that in reserve, for branches that find nothing
+    # to count (another end token after greedy's end, a space: a run of a token or two).
+    runs = max_runs if max_runs is not None else 4 * max(0, n - 1)
     pending = branch_points(points, runs) if n > 1 else []
-    while pending and len(found) < n:
+
+    def missing() -> int:
+        # A branch's middle that shows nothing (empty, or only spaces and line breaks) ranks
+        # after every other and is not what the search is for: it does not count.
+        return n - sum(1 for a in found.values() if a.greedy or a.middle.strip())
+
+    while pending and missing() > 0:
         # A batch of as many branches as middles are missing, latest step first: each run
         # crops the cached path only where it departs from it.
-        batch, pending = pending[:n - len(found)], pending[n - len(found):]
+        batch, pending = pending[:missing()], pending[missing():]
         for branch in sorted(batch, key=lambda b: -b.step):
             if (cancel is not None and cancel()) or (
                     deadline is not None and time.monotonic() > deadline):

@@ -192,3 +192,21 @@ def test_the_search_stops_at_its_deadline():
     found, _ = search(lambda f: asked.append(f), first, 3, lambda m, s: (m, s),
                       deadline=0.0)
     assert asked == [] and [a.middle for a in found] == ["a"]
+
+
+def test_a_branch_that_shows_nothing_does_not_end_the_search():
+    """Greedy ends at once; the branches at its end find another end and a space (nothing to
+    show), and the search goes on to the branch that writes something."""
+    trace = [TraceStep(10, -0.1, 0, ((30, -3.0),))]
+    first = Decoded("", StopReason.EOS, 1, trace=trace, logprob=-0.1,
+                    end_step=TraceStep(0, -0.2, 0, ((12, -0.5), (13, -0.6))))
+    asked: list[tuple[int, ...]] = []
+
+    def run(forced):
+        asked.append(forced)
+        middle = {(10, 12): "", (10, 13): " ", (30,): "x"}[forced]
+        return Decoded(middle, StopReason.EOS, len(forced) + 1, trace=[], logprob=-4.0)
+
+    found, _ = search(run, first, 2, lambda m, s: (m, s), Ranking.GREEDY_FIRST)
+    assert asked == [(10, 12), (10, 13), (30,)]
+    assert [a.middle for a in found] == ["x", ""]
