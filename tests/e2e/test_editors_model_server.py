@@ -63,9 +63,8 @@ def test_neovim_with_only_engine_and_model_server(llama_server, tmp_path, monkey
         vim.send("<Tab>")
         vim.wait_for("the accepted text", lambda: vim.lua(
             "table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')") != before, 30)
-        vim.send("<Esc>:w<CR>")
-        vim.wait_for("the saved file", lambda: target.read_text() != test_nvim.SOURCE, 30)
-        saved = target.read_text()
+        saved = test_nvim.saved_buffer(vim, target)
+        assert saved != test_nvim.SOURCE
         ast.parse(saved)
         assert saved.startswith("def add(a, b):\n    return ") and "print(add(1, 2))" in saved
         log = server_log.read_text()

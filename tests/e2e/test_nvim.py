@@ -92,6 +92,19 @@ class Nvim:
             time.sleep(0.25)
 
 
+def saved_buffer(vim: Nvim, target: Path) -> str:
+    """Write the buffer (``:w``) and wait until the file holds all of it: Neovim truncates
+    the file before it writes, so a read in between sees an empty or partial text."""
+    vim.send("<Esc>:w<CR>")
+
+    def whole() -> str | None:
+        lines = vim.lua("table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')")
+        text = target.read_text()
+        return text if text == lines + "\n" else None
+
+    return vim.wait_for("the saved file", whole, 30)
+
+
 def _did_enter(vim: Nvim) -> bool:
     try:
         return vim.expr("v:vim_did_enter").strip() == "1"
@@ -206,10 +219,8 @@ def test_ghost_text_accept_and_save_parses(nvim) -> None:
     vim.send("<Tab>")
     vim.wait_for("the accepted text", lambda: vim.lua(
         "table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\\n')") != before, 30)
-    vim.send("<Esc>:w<CR>")
-    vim.wait_for("the saved file", lambda: target.read_text() != SOURCE, 30)
-
-    saved = target.read_text()
+    saved = saved_buffer(vim, target)
+    assert saved != SOURCE
     (OUTPUT / "nvim_saved_file.py").write_text(saved)
     (OUTPUT / "nvim_screen_after_accept.txt").write_text(vim.lua(SCREEN_LUA))
     ast.parse(saved)  # the whole point: constrained completions keep the file valid
@@ -295,9 +306,8 @@ def test_mid_line_suggestion_keeps_the_rest_of_the_line(nvim) -> None:
     vim.send("<Tab>")
     vim.wait_for("the accepted text", lambda: vim.lua(
         "vim.api.nvim_buf_get_lines(0, 0, 1, false)[1]").strip() != MID_LINE.strip(), 30)
-    vim.send("<Esc>:w<CR>")
-    vim.wait_for("the saved file", lambda: target.read_text() != MID_LINE, 30)
-    saved = target.read_text()
+    saved = saved_buffer(vim, target)
+    assert saved != MID_LINE
     (OUTPUT / "nvim_mid_line_saved_file.py").write_text(saved)
     ast.parse(saved)
     # The shown text is the item's whole insert text (middle + ", 3)"), which replaced ", 3)":
