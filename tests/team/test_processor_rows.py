@@ -141,9 +141,12 @@ def test_masked_decoding_parses(table, temperature, top_p):
     gen = torch.Generator().manual_seed(3)
     stop = next(iter(table.stop_ids))
     parsed = masked = 0
-    for _ in range(4):
+    for run in range(4):
         rows, out = SeamRows(table), []
-        rows.update(_update(1, added=[(0, _params(True, temperature, top_p), [1], out)]))
+        # Seeded: with plain sampling the processor draws from the request's own generator,
+        # unseeded otherwise (a run of four unseeded draws once parsed nothing, in CI).
+        params = _params(True, temperature, top_p, seed=run)
+        rows.update(_update(1, added=[(0, params, [1], out)]))
         for step in range(30):
             logits = torch.randn(1, table.size, generator=gen) * 3
             logits[0, stop] += step / 4
