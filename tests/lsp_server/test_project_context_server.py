@@ -14,6 +14,7 @@ from lsprotocol import types
 from tests.support.seam_lsp_client import (
     TEST_MODEL,
     inline,
+    insert_text,
     lsp_session,
     open_doc,
     status,
@@ -205,12 +206,7 @@ async def test_a_removed_folder_feeds_no_later_prompt(tmp_path: Path):
         # The user goes on typing at the same place (the similar code was chosen for it):
         # no prompt carries B's code any more.
         for version, typed in enumerate(("x", "y"), start=2):
-            lc.text_document_did_change(types.DidChangeTextDocumentParams(
-                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-                content_changes=[types.TextDocumentContentChangePartial(
-                    range=types.Range(start=types.Position(line=line, character=4),
-                                      end=types.Position(line=line, character=4)),
-                    text=typed)]))
+            insert_text(lc, uri, version, line, 4, typed)
             after = await model_entry(lc, uri, line, 5)
             assert not bee_files & set(after["context_files"]), after["context_files"]
             assert "helpers.py" in after["context_files"]

@@ -17,6 +17,7 @@ from tests.support.seam_lsp_client import (
     TEST_MODEL,
     documented_examples,
     inline,
+    insert_text,
     items_of,
     lsp_session,
     open_doc,
@@ -192,12 +193,7 @@ async def test_typing_through_skips_the_model(tmp_path) -> None:
         first = items[0].insert_text[0]
         if first == "\n":
             pytest.skip("middle starts with a newline")
-        lc.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-            content_changes=[types.TextDocumentContentChangePartial(
-                range=types.Range(start=types.Position(line=0, character=4),
-                                  end=types.Position(line=0, character=4)),
-                text=first)]))
+        insert_text(lc, uri, 2, 0, 4, first)
         again = items_of(await inline(lc, uri, 0, 5))
         assert again and again[0].insert_text == items[0].insert_text[1:]
         st = await status(lc)
@@ -348,12 +344,7 @@ async def test_bad_requests_never_crash(tmp_path) -> None:
         text = "".join(line % (i, i) for i in range(5 * 1024 * 1024 // 56))
         assert len(text) >= 5_000_000
         open_doc(lc, big, text)
-        lc.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=big, version=2),
-            content_changes=[types.TextDocumentContentChangePartial(
-                range=types.Range(start=types.Position(line=1000, character=0),
-                                  end=types.Position(line=1000, character=0)),
-                text="x = \n")]))
+        insert_text(lc, big, 2, 1000, 0, "x = \n")
         result = await asyncio.wait_for(inline(lc, big, 1000, 4), 120)
         assert isinstance(items_of(result), list)
         st = await status(lc)

@@ -9,12 +9,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from lsprotocol import types
 
 from fim.engines.model_specs import llama_cpp_available
 from tests.support.seam_lsp_client import (
     TEST_MODEL,
     inline,
+    insert_text,
     items_of,
     lsp_session,
     open_doc,
@@ -78,12 +78,7 @@ async def test_a_plain_clients_edit_is_warmed_where_it_ended(tmp_path, engine):
     async with lsp_session(tmp_path, settings(engine)) as lc:
         await wait_ready(lc)
         open_doc(lc, URI, SOURCE)
-        lc.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
-            content_changes=[types.TextDocumentContentChangePartial(
-                range=types.Range(start=types.Position(line=6, character=25),
-                                  end=types.Position(line=6, character=25)),
-                text="in(")]))
+        insert_text(lc, URI, 2, 6, 25, "in(")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 120
         while not any(d.get("background") and d["stop"] == "done"
@@ -109,12 +104,7 @@ async def test_the_next_suggestion_is_ready_when_the_shown_one_is_accepted(tmp_p
         await idle(lc)  # the prefetch ran while the user was reading
         st = await status(lc)
         assert any(d.get("background") and d["stop"] == "done" for d in st["decodes"])
-        lc.text_document_did_change(types.DidChangeTextDocumentParams(
-            text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
-            content_changes=[types.TextDocumentContentChangePartial(
-                range=types.Range(start=types.Position(line=1, character=11),
-                                  end=types.Position(line=1, character=11)),
-                text=middle)]))
+        insert_text(lc, URI, 2, 1, 11, middle)
         await inline(lc, URI, 1, 11 + len(middle))
         entry = (await status(lc))["recent"][-1]
         assert entry["source"] == "typed-through"  # served from the cache, no model work

@@ -103,6 +103,17 @@ def open_doc(lc: LanguageClient, uri: str, text: str, language: str = "python") 
                                              text=text)))
 
 
+def insert_text(lc: LanguageClient, uri: str, version: int, line: int, character: int,
+                text: str) -> None:
+    """Send the edit that inserts ``text`` at ``line``:``character`` (a ranged ``didChange``,
+    as an editor sends for typing or pasting)."""
+    at = types.Position(line=line, character=character)
+    lc.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=at, end=at), text=text)]))
+
+
 async def inline(lc: LanguageClient, uri: str, line: int, character: int
                  ) -> types.InlineCompletionList | list | None:
     return await lc.text_document_inline_completion_async(types.InlineCompletionParams(
