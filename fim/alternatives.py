@@ -3,7 +3,7 @@
 Greedy constrained decoding takes the model's best token when the constraint allows it and the
 best allowed one when it does not; one early choice can walk it into a poor middle (issue 18).
 This module looks further than the next token without a beam: the greedy run is traced
-(``fim.decoding.TraceStep``: each token's log-probability and the untried candidates after it),
+(``fim.trace.TraceStep``: each token's log-probability and the untried candidates after it),
 and further runs branch off it where another choice was nearly as likely: the first token's
 next choices, and the steps with the smallest margin between the taken token and the next one
 (where the constraint masked the model's top token, that margin is to the next allowed
@@ -28,8 +28,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fim.decoding import Decoded, TraceStep
+from fim.decoding import Decoded
 from fim.options import StopReason
+from fim.trace import TraceStep
 
 
 class Ranking(enum.StrEnum):

@@ -53,6 +53,7 @@ from fim.stopping import (
     rewrite_cut_after,
     unwrap,
 )
+from fim.trace import TraceStep, untried
 from quotient.constraint import ConstraintState
 
 # Re-exported: callers and tests reach these through the loop's module.
@@ -60,23 +61,6 @@ __all__ = ["Decoded", "DecodeHooks", "DecodeOptions", "DecodeSetup", "FeedCache"
            "Step", "TraceStep", "_Step", "best_stopping_point", "checked_cut", "decode",
            "longest_parsing_prefix", "parses"]
 _Step = Step
-
-
-#: Untried candidates a trace keeps per step (the branch points of ``fim.alternatives``).
-_TRACE_ALTS = 3
-
-
-@dataclass(frozen=True)
-class TraceStep:
-    """One token a traced decode took: its log-probability under the model (non-text ids
-    masked, the constraint not renormalised), the middle's length before it, and the next
-    candidates in the model's order after it (``(id, logp)``; not yet tried by the
-    constraint), where another run may branch off."""
-
-    token: int
-    logp: float
-    chars: int
-    alts: tuple[tuple[int, float], ...] = ()
 
 
 @dataclass
@@ -372,9 +356,7 @@ class _Decoder:
             return
         masked, lse = self.masked, self.lse
         logp = float(masked[candidates[index]]) - lse
-        alts = tuple((tid, float(masked[tid]) - lse)
-                     for tid in candidates[index + 1:index + 1 + _TRACE_ALTS]
-                     if math.isfinite(float(masked[tid])))
+        alts = untried(candidates, index, masked, lse, self.setup.stop_ids, ended=not taken)
         step = TraceStep(candidates[index], logp, chars, alts)
         if taken:
             self.trace.append(step)

@@ -210,3 +210,18 @@ def test_a_branch_that_shows_nothing_does_not_end_the_search():
     found, _ = search(run, first, 2, lambda m, s: (m, s), Ranking.GREEDY_FIRST)
     assert asked == [(10, 12), (10, 13), (30,)]
     assert [a.middle for a in found] == ["x", ""]
+
+
+def test_other_stop_tokens_after_greedys_end_leave_room_for_a_middle(random_loaded):
+    """A model with several stop tokens ends at once, its other stop tokens next, then a
+    text token: a branch to another stop token ends where greedy did, so the end's branch
+    points are the text tokens, and the search finds the middle that writes something
+    (before, the three kept candidates were the three other stop tokens: nothing found)."""
+    def tree(one, eos):
+        return {(): {eos: 12.0, 1: 11.9, 3: 11.8, 4: 11.7, one("z"): 11.0}}
+    backend = backend_from_loaded(random_loaded)
+    engine, _ = tree_engine_over(backend, tree, stops=(
+        "<|endoftext|>", "<fim-prefix>", "<fim-suffix>", "<fim-pad>"))
+    res = engine.complete(CompletionRequest("x = 1\n", "\ny = 2\n", max_tokens=8,
+                                            alternatives=2, ranking=Ranking.GREEDY_FIRST))
+    assert [a.middle for a in res.alternatives] == ["z", ""]

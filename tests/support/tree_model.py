@@ -4,6 +4,7 @@ server, with log-probabilities known in advance."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
@@ -11,6 +12,7 @@ import numpy as np
 from fim.api import Engine
 from fim.engines.backend import Backend
 from fim.engines.step_model import StepModel
+from fim.templates import detect_template
 
 #: ``make_tree(one, eos)``: ``one(text)`` is the id of a one-token text.
 TreeMaker = Callable[[Callable[[str], int], int], dict[tuple[int, ...], dict[int, float]]]
@@ -54,9 +56,11 @@ class Tree(StepModel):
     _truncate = _copy_prefix = _clear = _forward
 
 
-def tree_engine_over(backend: Backend, make_tree: TreeMaker) -> tuple[Engine, Tree]:
+def tree_engine_over(backend: Backend, make_tree: TreeMaker,
+                     stops: tuple[str, ...] | None = None) -> tuple[Engine, Tree]:
     """An engine over ``backend`` (its tokenizer and vocabulary) whose model is the tree;
-    no token healing, so the tree's first token is the middle's."""
+    no token healing, so the tree's first token is the middle's.  ``stops``: the template's
+    stop tokens instead of its own (a model with several, as Qwen's has)."""
     tok = backend.tokenizer
     eos = tok.token_id("<|endoftext|>")
 
@@ -67,7 +71,10 @@ def tree_engine_over(backend: Backend, make_tree: TreeMaker) -> tuple[Engine, Tr
 
     model = Tree(backend.step_model.vocab_size, make_tree(one, eos), eos)
     backend.step_model = model
-    return Engine(backend, heal=False), model
+    template = detect_template(tok)
+    if stops is not None:
+        template = dataclasses.replace(template, stops=stops)
+    return Engine(backend, heal=False, template=template), model
 
 
 def ends_then_detours(said: list[int], detour: list[int], end: int) -> dict:
