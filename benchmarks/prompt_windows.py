@@ -8,7 +8,10 @@ this benchmark holds everything else fixed (no project context, no time budget, 
 model) and changes only the window: ``--windows`` lists ``LEFTxRIGHT`` token pairs, and a right
 side written ``Nl`` reads N whole lines below the cursor (at most ``--line-cap`` tokens).  The
 left side starts at a line start (``AnchorPlanner.fit``), the right side ends at a line end
-(``fim.templates``).  Scored as the paired run scores: the inserted text, an empty line on its
+(``fim.templates``).  A window ending in ``+o`` also carries the document's outline above the
+prompt's start as the server sends it (``lsp_server.project.scope_outline``: the lines that open
+the scopes around the start and bind names in them, as a file of the document's own path before
+it).  Scored as the paired run scores: the inserted text, an empty line on its
 first line.
 
     .venv/bin/python -m benchmarks.prompt_windows --figures docs/usefulness.md
@@ -45,24 +48,27 @@ KINDS = {"empty": ("empty line", True), "mid": ("mid-line", False)}
 
 @dataclass(frozen=True)
 class Window:
-    """Left tokens, and right tokens or right lines (``lines``: ``right`` counts lines)."""
+    """Left tokens, and right tokens or right lines (``lines``: ``right`` counts lines);
+    ``outline``: with the document's outline."""
 
     left: int
     right: int
     lines: bool = False
+    outline: bool = False
 
     @classmethod
     def parse(cls, text: str) -> Window:
-        left, _, right = text.partition("x")
+        outline = text.endswith("+o")
+        left, _, right = text.removesuffix("+o").partition("x")
         lines = right.endswith("l")
-        window = cls(int(left), int(right.rstrip("l")), lines)
+        window = cls(int(left), int(right.rstrip("l")), lines, outline)
         if window.left < 1 or window.right < 0:
             raise ValueError(f"not a window: {text!r}")
         return window
 
     @property
     def name(self) -> str:
-        return f"{self.left}x{self.right}{'l' if self.lines else ''}"
+        return f"{self.left}x{self.right}{'l' if self.lines else ''}{'+o' if self.outline else ''}"
 
     def right_tokens(self, count, right: str, cap: int) -> int:
         """The right side's token budget at a cursor whose right text is ``right``."""
@@ -125,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         right = cur.text[cur.start:]
         for w in windows:
             row = ask(engine, anchors, cur, w.left, w.right_tokens(count, right, args.line_cap),
-                      Mode.CONSTRAINED)
+                      Mode.CONSTRAINED, outline=w.outline)
             rows.append({**row, "window": w.name})
             print(f"{w.name:9} {cur.id[:60]:60} {'=' if row['exact'] else ' '} "
                   f"{judged_text(row)!r:.50}", file=sys.stderr, flush=True)
@@ -133,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
     save_rows(args.json, record, rows)
     head = ("The paired run's cursors, one prompt per window (`LEFTxRIGHT`: left tokens from a "
             "line start, right tokens to a line end; `Nl`: N whole lines below the cursor, at "
-            f"most {args.line_cap} tokens), no project context, constrained greedy, no time "
+            f"most {args.line_cap} tokens; `+o`: with the document's outline above the "
+            "prompt's start), no other project context, constrained greedy, no time "
             "budget; cells: exact / edit similarity.")
     publish(head + "\n\n" + table(rows, windows), record, args.figures, args.section)
     return 0

@@ -38,6 +38,7 @@ from fim.api import Engine  # noqa: E402
 from fim.editor_policy import EMPTY_LINE, MID_LINE  # noqa: E402
 from fim.options import Mode  # noqa: E402
 from lsp_server.measures import TokenCount  # noqa: E402
+from lsp_server.project.scope_outline import outline_for  # noqa: E402
 from lsp_server.prompt_anchors import AnchorPlanner  # noqa: E402
 
 MODES = (Mode.CONSTRAINED, Mode.UNCONSTRAINED)
@@ -54,13 +55,20 @@ def cursors(corpora: list[str], mid: int, empty: int, seed: int) -> list[HeldOut
 
 
 def ask(engine: Engine, anchors: AnchorPlanner, cur: HeldOut, left_tokens: int,
-        right_tokens: int, mode: Mode) -> dict:
+        right_tokens: int, mode: Mode, outline: bool = False) -> dict:
+    """One decode at ``cur`` (``outline``: with the document's outline above the prompt's
+    start, as the server gives a Python document: ``lsp_server.project.scope_outline``)."""
     hole = cur.text
     left, right = hole[:cur.start], hole[cur.start:]
     policy = EMPTY_LINE if cur.place.value == "empty_line" else MID_LINE
-    req = dataclasses.replace(
-        policy.request(left, right, left_start=anchors.fit(left, len(left), left_tokens)),
-        time_budget_ms=None, right_tokens=right_tokens, mode=mode)
+    start = anchors.fit(left, len(left), left_tokens)
+    req = dataclasses.replace(policy.request(left, right, left_start=start),
+                              time_budget_ms=None, right_tokens=right_tokens, mode=mode)
+    found = (outline_for(left, start, cur.id.split(":")[0], "", TokenCount(engine.tokenizer))
+             if outline else None)
+    if found is not None:
+        req = dataclasses.replace(req, context_files=(found.file,), context_budget=found.budget,
+                                  path=found.file.path)
     res = engine.complete(req)
     return {"id": cur.id, "corpus": cur.corpus, "place": cur.place.value, "mode": mode.value,
             "middle": res.middle, "stop": str(res.stop), "truth": cur.truth,

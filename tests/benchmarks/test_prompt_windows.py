@@ -12,6 +12,8 @@ def test_windows_are_read_as_left_x_right_tokens_or_lines() -> None:
     assert Window.parse("128x64") == Window(128, 64)
     assert Window.parse("128x16l") == Window(128, 16, lines=True)
     assert Window.parse("128x16l").name == "128x16l"
+    assert Window.parse("128x64+o") == Window(128, 64, outline=True)
+    assert Window.parse("128x64+o").name == "128x64+o"
     with pytest.raises(ValueError):
         Window.parse("0x64")
     with pytest.raises(ValueError):
