@@ -9,9 +9,9 @@ model) and changes only the window: ``--windows`` lists ``LEFTxRIGHT`` token pai
 side written ``Nl`` reads N whole lines below the cursor (at most ``--line-cap`` tokens).  The
 left side starts at a line start (``AnchorPlanner.fit``), the right side ends at a line end
 (``fim.templates``).  A window ending in ``+o`` also carries the document's outline above the
-prompt's start as the server sends it (``lsp_server.project.scope_outline``: the lines that open
-the scopes around the start and bind names in them, as a file of the document's own path before
-it).  Scored as the paired run scores: the inserted text, an empty line on its
+prompt's start (``benchmarks.scope_outline``, an experiment the server does not send: the lines
+that open the scopes around the start and bind names in them, as a file of the document's own
+path before it).  Scored as the paired run scores: the inserted text, an empty line on its
 first line.
 
     .venv/bin/python -m benchmarks.prompt_windows --figures docs/usefulness.md

@@ -34,11 +34,11 @@ from benchmarks.report import (  # noqa: E402
     publish,
     save_rows,
 )
+from benchmarks.scope_outline import outline_for  # noqa: E402
 from fim.api import Engine  # noqa: E402
 from fim.editor_policy import EMPTY_LINE, MID_LINE  # noqa: E402
 from fim.options import Mode  # noqa: E402
 from lsp_server.measures import TokenCount  # noqa: E402
-from lsp_server.project.scope_outline import outline_for  # noqa: E402
 from lsp_server.prompt_anchors import AnchorPlanner  # noqa: E402
 
 MODES = (Mode.CONSTRAINED, Mode.UNCONSTRAINED)
@@ -57,7 +57,7 @@ def cursors(corpora: list[str], mid: int, empty: int, seed: int) -> list[HeldOut
 def ask(engine: Engine, anchors: AnchorPlanner, cur: HeldOut, left_tokens: int,
         right_tokens: int, mode: Mode, outline: bool = False) -> dict:
     """One decode at ``cur`` (``outline``: with the document's outline above the prompt's
-    start, as the server gives a Python document: ``lsp_server.project.scope_outline``)."""
+    start: ``benchmarks.scope_outline``, an experiment the server does not send)."""
     hole = cur.text
     left, right = hole[:cur.start], hole[cur.start:]
     policy = EMPTY_LINE if cur.place.value == "empty_line" else MID_LINE

@@ -19,9 +19,6 @@ kept, and the cursor's warm-up, the request there and the prefetch that foresaw 
   the file above it), on a ladder of doublings from ``LEFT_FIRST_TOKENS`` (so the noise in the
   speed does not move it): a machine that prefills ten times faster gets the wide window at
   once;
-* the **outline** of a Python document above the prompt's start (``project.scope_outline``):
-  the lines that open the scopes around the start and bind names in them, a file of the
-  document's own path just before it, kept when the project context is deferred;
 * the **normalisation** of the text the model sees (``text``: no lone surrogates, ``\\n`` line
   breaks); the documents keep their own.
 """
@@ -32,8 +29,6 @@ import dataclasses
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from pathlib import PurePosixPath
-from urllib.parse import unquote, urlparse
 
 from fim.editor_policy import (
     EMPTY_LINE,
@@ -45,14 +40,12 @@ from fim.editor_policy import (
 )
 from fim.engine_interface import CompletionEngine
 from fim.engines.prefill_speed import PrefillSpeed
-from fim.languages import PYTHON
 from fim.options import Mode, Scope
 from fim.request import CompletionRequest
 from lsp_server import text as model_text
 from lsp_server.documents import Document, DocumentStore, served
 from lsp_server.measures import TokenCount, TokenCounter, WidestLine
 from lsp_server.project.recent_edits import EditRing
-from lsp_server.project.scope_outline import OUTLINE_ROOM, Outline, outline_for
 from lsp_server.project.sources import (
     ContextCollector,
     ContextSources,
@@ -94,16 +87,11 @@ class Planned:
     policy: EditorPolicy
     share_key: tuple
     project: ProjectContext
-    outline: Outline | None = None  # the document's outline, the last of the context files
 
     def without_project(self) -> CompletionRequest:
-        """The same request with no project context (the prompt's start stays); the
-        document's outline stays, since it is part of reading the document."""
-        if self.outline is None:
-            return dataclasses.replace(self.request, context_files=(), context_budget=0,
-                                       repo="", path=None)
-        return dataclasses.replace(self.request, context_files=(self.outline.file,),
-                                   context_budget=self.outline.budget)
+        """The same request with no project context (the prompt's start stays)."""
+        return dataclasses.replace(self.request, context_files=(), context_budget=0,
+                                   repo="", path=None)
 
 
 def device_type(engine: CompletionEngine) -> str:
@@ -164,17 +152,6 @@ def project_budget(policy: EditorPolicy, sources: ContextSources,
         return sources.budget
     budget = min(sources.budget, room - left_first)
     return budget if budget >= MIN_CONTEXT_BUDGET_TOKENS else 0
-
-
-def outline_room(policy: EditorPolicy, extra: int, left_first: int = LEFT_FIRST_TOKENS
-                 ) -> int:
-    """Prompt tokens set aside for the document's outline: ``OUTLINE_ROOM``, or none in a
-    window too small to keep ``left_first`` tokens of the file beside it and the project
-    context (``extra``)."""
-    room = _room(policy)
-    if room is None or room - extra - OUTLINE_ROOM < left_first:
-        return 0
-    return OUTLINE_ROOM
 
 
 def first_window(speed: PrefillSpeed | None, right_tokens: int | None, left_max: int,
@@ -264,14 +241,11 @@ class RequestPlanner:
         self._changes: Counter[str] = Counter()
         #: plans made (not reused): what the test of "one plan per place" counts
         self.builds = 0
-        #: each document's last outline, by what it was made from (``_outline``)
-        self._outlines: dict[str, tuple[tuple, Outline | None]] = {}
 
     # ----- what a plan depends on ------------------------------------------------------------
 
     def forget(self, uri: str) -> None:
         """The document was closed."""
-        self._outlines.pop(uri, None)
         if self._anchors is not None:
             self._anchors.forget(uri)
         if self.collector is not None:
@@ -310,12 +284,10 @@ class RequestPlanner:
         room = _room(policy)
         if room is None:
             return None
-        outline = outline_room(policy, extra, self.left_first)
-        budget = max(16, room - extra - outline)
+        budget = max(16, room - extra)
         slides = engine.features.slides_window
         key = (id(engine), budget, slides)
-        first = self.first_window(engine, policy, budget, new_place_seconds(settings),
-                                  outline)
+        first = self.first_window(engine, policy, budget, new_place_seconds(settings))
         if self._anchors is None or self._anchors_for != key:
             self._anchors = AnchorPlanner(TokenCount(engine.tokenizer), budget, first,
                                           slides=slides)
@@ -325,14 +297,13 @@ class RequestPlanner:
         return self._anchors
 
     def first_window(self, engine: CompletionEngine, policy: EditorPolicy, left_max: int,
-                     seconds: float = NEW_PLACE_PREFILL_S, outline: int = 0) -> int:
+                     seconds: float = NEW_PLACE_PREFILL_S) -> int:
         """Left tokens of the first request at a new place (``first_window`` within
-        ``seconds`` of prompt, less the ``outline``'s room), or the fixed ``left_first`` a
-        benchmark gave."""
+        ``seconds`` of prompt), or the fixed ``left_first`` a benchmark gave."""
         if self.fixed_first is not None:
             return min(left_max, self.fixed_first)
-        return first_window(engine.runtime.prefill_speed, (policy.right_tokens or 0) + outline,
-                            left_max, self.left_first, seconds)
+        return first_window(engine.runtime.prefill_speed, policy.right_tokens, left_max,
+                            self.left_first, seconds)
 
     def _count_with(self, engine: CompletionEngine) -> TokenCounter:
         """The engine's token counter, with its memory of counted texts."""
@@ -430,30 +401,8 @@ class RequestPlanner:
                 dataclasses.replace(sources, budget=extra), documents,
                 self._count_with(engine), cursor=offset, widest_line=widest_line,
                 language=language)
-        files, budget, path = project.files, project.budget if extra else 0, project.path
-        outline = None
-        if (language == PYTHON.id and left_start and anchors is not None
-                and outline_room(policy, extra, self.left_first)):
-            outline = self._outline(engine, uri, left, left_start, path, project.repo)
-        if outline is not None:
-            files, budget = files + (outline.file,), budget + outline.budget
-            path = outline.file.path
         request = policy.request(
-            left, right, left_start=left_start, context_files=files, context_budget=budget,
-            repo=project.repo, path=path, language=language)
-        return Planned(request, policy, (uri, digest(left), digest(right), policy), project,
-                       outline)
-
-    def _outline(self, engine: CompletionEngine, uri: str, left: str, start: int,
-                 path: str | None, repo: str) -> Outline | None:
-        """The document's outline above ``start`` (``project.scope_outline``), kept per
-        document while the text above the start stays (a keystroke below it reuses it)."""
-        above = left[:start]
-        key = (start, len(above), hash(above), path, repo, id(engine))
-        kept = self._outlines.get(uri)
-        if kept is not None and kept[0] == key:
-            return kept[1]
-        name = path or PurePosixPath(unquote(urlparse(uri).path)).name or "document.py"
-        outline = outline_for(left, start, name, repo, self._count_with(engine))
-        self._outlines[uri] = (key, outline)
-        return outline
+            left, right, left_start=left_start, context_files=project.files,
+            context_budget=project.budget if extra else 0, repo=project.repo,
+            path=project.path, language=language)
+        return Planned(request, policy, (uri, digest(left), digest(right), policy), project)

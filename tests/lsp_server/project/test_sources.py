@@ -95,11 +95,8 @@ def test_every_source_reaches_the_prompt_in_the_repository_layout(engine, projec
     planned = plan(engine, project, planner=RequestPlanner(collector))
     req = planned.request
     paths = [f.path for f in req.context_files]
-    # definitions first (steadiest), then open files, recent edits and similar code, and
-    # last the document's own outline above the prompt's start (``scope_outline``)
-    assert paths == ["helpers.py", "notes.py", "notes.py", "main.py", "main.py"]
-    assert planned.outline is not None and req.context_files[-1] == planned.outline.file
-    assert planned.outline.file.text.startswith("from helpers import scale\ndef compute(")
+    # definitions first (steadiest), then open files, recent edits and similar code
+    assert paths == ["helpers.py", "notes.py", "notes.py", "main.py"]
     assert "def scale(value, factor):" in req.context_files[0].text
     assert "def remember(item): ..." in req.context_files[1].text  # unvisited: signatures
     assert "return item" in req.context_files[2].text  # the edited chunk
@@ -107,7 +104,7 @@ def test_every_source_reaches_the_prompt_in_the_repository_layout(engine, projec
     assert "total = total + scale(0, 1)" in req.context_files[3].text
     assert (req.repo, req.path) == ("proj", "main.py")
     prompt = engine.prompt_for(req)
-    assert 0 < prompt.project_tokens <= req.context_budget == 256 + planned.outline.budget
+    assert 0 < prompt.project_tokens <= req.context_budget == 256
     assert "# helpers.py" in engine.tokenizer.decode(prompt.ids[:prompt.project_tokens])
 
 
@@ -122,11 +119,8 @@ def test_each_source_can_be_turned_off(engine, project, source):
     assert dict(on.project.tokens)[source] > 0
     none = plan(engine, project, definitions=False, open_files=False, recent_edits=False,
                 similar_code=False)
-    # What is left is the document's own outline (``scope_outline``), not a source's.
-    assert none.project.files == () and none.outline is not None
-    assert none.request.context_files == (none.outline.file,)
-    assert none.request.context_budget == none.outline.budget
-    assert 0 < engine.prompt_for(none.request).project_tokens <= none.outline.budget
+    assert none.request.context_files == () and none.request.context_budget == 0
+    assert engine.prompt_for(none.request).project_tokens == 0
 
 
 def test_budgets_hold_for_each_source_and_in_total(engine, project):
@@ -145,7 +139,7 @@ def test_budgets_hold_for_each_source_and_in_total(engine, project):
     assert sum(used.values()) <= 256
     assert used["definitions"] <= 0.5 * 256 + 1  # its share, the later sources' kept
     prompt = engine.prompt_for(planned.request)
-    assert prompt.project_tokens <= 256 + planned.outline.budget
+    assert prompt.project_tokens <= 256
 
 
 def test_two_cursors_in_one_document_get_the_same_context(engine, project):
@@ -184,7 +178,7 @@ def test_edits_in_the_prompt_window_stay_out_and_edits_above_it_come_in(engine, 
     collector.ring.record(uri, MAIN, 5, 6, 6)
     above = plan(engine, project, offset=cursor, planner=planner, similar_code=False)
     assert dict(above.project.tokens)["recent_edits"] > 0
-    assert "total = total + scale(0, 1)" in above.project.files[-1].text
+    assert "total = total + scale(0, 1)" in above.request.context_files[-1].text
 
 
 def test_a_visited_open_file_shows_where_the_user_was(engine, project):
@@ -192,7 +186,7 @@ def test_a_visited_open_file_shows_where_the_user_was(engine, project):
     collector.visit(project["uris"]["notes"], 7)
     planned = plan(engine, project, planner=RequestPlanner(collector), definitions=False,
                    recent_edits=False, similar_code=False)
-    (notes,) = planned.project.files
+    (notes,) = planned.request.context_files
     assert notes.path == "notes.py" and "return item" in notes.text  # lines, not signatures
 
 
@@ -218,9 +212,8 @@ def test_the_context_is_planned_without_a_workspace_too(engine, project):
         engine, settings(), project["uris"]["main"], MAIN, MAIN.index("    return total"),
         documents(project))
     paths = [f.path for f in planned.request.context_files]
-    # the open file and similar code from the document itself, and its outline: nothing is
-    # read from disk
-    assert paths == ["notes.py", "main.py", "main.py"]
+    # the open file and similar code from the document itself: nothing is read from disk
+    assert paths == ["notes.py", "main.py"]
     assert planned.request.repo == "" and planned.request.path == "main.py"
 
 
@@ -250,42 +243,3 @@ def test_a_ring_put_in_place_later_is_the_one_the_edits_come_from(engine, projec
     collector.ring = ring  # as benchmarks/usefulness.py does
     planned = plan(engine, project, planner=RequestPlanner(collector))
     assert dict(planned.project.tokens)["recent_edits"] > 0
-
-
-def test_the_outline_stays_while_the_user_types_below_the_prompts_start(engine, project):
-    """A keystroke at the cursor leaves the text above the prompt's start, its outline and
-    so the prompt's beginning as they were: the model's cache keeps serving it."""
-    planner = RequestPlanner(ContextCollector(project["workspace"]))
-    offset = MAIN.index("    return total")
-    first = plan(engine, project, offset=offset, planner=planner)
-    typed = MAIN[:offset] + "    r" + MAIN[offset:]
-    second = plan(engine, project, typed, offset + 5, planner=planner)
-    assert first.outline is not None and second.outline == first.outline
-    assert second.request.left_start == first.request.left_start
-    a, b = engine.prompt_for(first.request).ids, engine.prompt_for(second.request).ids
-    shared = next(i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y)
-    assert shared > engine.prompt_for(first.request).project_tokens
-
-
-def test_a_deferred_project_context_keeps_the_outline(engine, project):
-    planned = plan(engine, project)
-    bare = planned.without_project()
-    assert bare.context_files == (planned.outline.file,)
-    assert bare.context_budget == planned.outline.budget and bare.path == "main.py"
-    ids = engine.prompt_for(bare).ids
-    assert "def compute(values):" in engine.tokenizer.decode(ids[:engine.prompt_for(
-        bare).project_tokens])
-
-
-def test_no_outline_at_the_files_top_in_another_language_or_a_small_window(engine, project):
-    short = "from helpers import scale\n\nx = scale(1, 2)\n"
-    assert plan(engine, project, short, len(short)).outline is None  # the prompt starts at 0
-    planner = RequestPlanner(ContextCollector(project["workspace"]))
-    go = planner.plan(engine, settings(), project["uris"]["main"], MAIN,
-                      MAIN.index("    return total"), documents(project), language="go")
-    assert go.outline is None
-    small = Settings(model="random:santacoder", context_tokens=320, context_budget=256)
-    tight = RequestPlanner(ContextCollector(project["workspace"])).plan(
-        engine, small, project["uris"]["main"], MAIN, MAIN.index("    return total"),
-        documents(project))
-    assert tight.outline is None and tight.request.left_start > 0

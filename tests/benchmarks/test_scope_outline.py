@@ -3,7 +3,7 @@ open the scopes around the start and bind names in them, nearest first within a 
 
 from __future__ import annotations
 
-from lsp_server.project.scope_outline import logical_lines, scope_outline
+from benchmarks.scope_outline import logical_lines, scope_outline
 
 SOURCE = '''\
 import os
