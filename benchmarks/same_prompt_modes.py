@@ -64,7 +64,7 @@ def ask(engine: Engine, anchors: AnchorPlanner, cur: HeldOut, left_tokens: int,
     start = anchors.fit(left, len(left), left_tokens)
     req = dataclasses.replace(policy.request(left, right, left_start=start),
                               time_budget_ms=None, right_tokens=right_tokens, mode=mode)
-    found = (outline_for(left, start, cur.id.split(":")[0], "", TokenCount(engine.tokenizer))
+    found = (outline_for(left, start, cur.id.split(":")[0], TokenCount(engine.tokenizer))
              if outline else None)
     if found is not None:
         req = dataclasses.replace(req, context_files=(found.file,), context_budget=found.budget,

@@ -43,6 +43,8 @@ _BINDS = re.compile(
     r"|[\w.\[\]'\", ()*]+(?:\s*:[^=]+)?\s*(?:=|\+=|-=|\|=)(?!=)")
 #: What a binding line binds, near enough: its text before ``=``, ``(`` or ``:``.
 _NAME = re.compile(r"[^=(:]*")
+#: The indentation of the first line with text.
+_INDENT = re.compile(r"[ \t]*(?=\S)")
 #: Clauses of a compound statement whose opener belongs with them.
 _CLAUSES = re.compile(r"(?:else|elif|except|finally)\b")
 _OPENERS = re.compile(r"(?:async\s+)?(?:if|try|for|while|with)\b")
@@ -81,7 +83,7 @@ def scope_outline(text: str, start: int, limit: int = OUTLINE_CHARS) -> str:
         begin = text.find("\n", begin, start) + 1 or start
     above = text[begin:start]
     lines = above.split("\n")
-    following = re.compile(r"[ \t]*(?=\S)").search(text, start)
+    following = _INDENT.search(text, start)
     level = len(following.group(0).expandtabs()) if following else 0
     headers: list[int] = []
     binders: list[int] = []
@@ -116,21 +118,19 @@ def scope_outline(text: str, start: int, limit: int = OUTLINE_CHARS) -> str:
 class Outline:
     """A document's outline as the prompt carries it: a file of the document's own path just
     before the document (``fim.templates.project_context``), and the context budget it
-    needs alone (with its header, the document's header and the repository line)."""
+    needs alone (with its header and the document's)."""
 
     file: ContextFile
     budget: int
 
 
-def outline_for(left: str, start: int, path: str, repo: str,
+def outline_for(left: str, start: int, path: str,
                 count: Callable[[str], int]) -> Outline | None:
     """The outline of the text ``left`` of a cursor above a prompt starting at ``start``, or
-    ``None`` when it has none; ``path`` and ``repo`` name the document as the prompt does, and
-    ``count`` counts the model's tokens."""
+    ``None`` when it has none; ``path`` names the document as the prompt does (no repository
+    line), and ``count`` counts the model's tokens."""
     text = scope_outline(left, start)
     if not text:
         return None
     budget = count(text + "\n") + 2 * count(path + "\n") + 4
-    if repo:
-        budget += count(repo + "\n") + 1
     return Outline(ContextFile(path, text + "\n"), min(budget, OUTLINE_ROOM))
