@@ -92,7 +92,10 @@ class Engine:
         suffix = tok.token_id(self.template.suffix)
         if step.can_shift and suffix is not None:
             step.slide_stop = suffix
-            self.features = dataclasses.replace(Engine.features, slides_window=True)
+            self.features = dataclasses.replace(self.features, slides_window=True)
+        # A held prompt needs another slot for the prompts that fork it.
+        if isinstance(step, StepModel) and len(step.slots) > 1:
+            self.features = dataclasses.replace(self.features, holds_prompts=True)
         self.languages = LanguageCache(language_cache_size, language_factory)
         self._project_ids = ContextIds()
         self._lock = threading.Lock()
@@ -198,7 +201,8 @@ class Engine:
         return len(ids) - self.step_model.cached_prefix(ids)
 
     def warm(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,
-             keep_cached: bool = False, prompt: Prompt | None = None) -> bool:
+             keep_cached: bool = False, prompt: Prompt | None = None,
+             hold: bool = False) -> bool:
         """Do everything ``complete(req)`` would do before its first token (build the
         constraint language, run the prompt into the cache) and stop; whether it finished.
 
@@ -206,15 +210,17 @@ class Engine:
         the request that follows only decodes.  ``cancel`` is polled as in ``complete``.
         ``keep_cached``: the cached prompt this one departs from stays cached too (see
         ``StepModel.prefill``): a prompt warmed for later must not evict the one requests
-        use now. ``prompt``: as for ``complete``.
+        use now. ``prompt``: as for ``complete``. ``hold``: this prompt stays cached whole
+        while others run (``StepModel.prefill``); an unconstrained ``req`` builds no
+        constraint language (a prompt warmed only to be shared, never decoded at its end).
         """
         req.validate()
         with self._lock:
             _, _, _, prompt = self._prepare(req, prompt)
             if cancel is not None and cancel():
                 return False
-            return self._setup.step_model.prefill(prompt.ids, cancel,
-                                                  keep_cached=keep_cached) is not None
+            return self._setup.step_model.prefill(prompt.ids, cancel, keep_cached=keep_cached,
+                                                  hold=hold) is not None
 
     @staticmethod
     def _texts_to_check(req: CompletionRequest, entry: CachedLanguage | None

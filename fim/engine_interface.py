@@ -37,6 +37,9 @@ class EngineFeatures:
     #: A prompt whose start moved down the file reuses the cached cells of the lines it
     #: still holds (``fim.engines.step_model``'s slide): its window may slide, not restart.
     slides_window: bool = False
+    #: ``warm(..., hold=True)`` keeps that prompt cached whole while others run
+    #: (``fim.engines.step_model``'s held slot): later prompts sharing its beginning fork it.
+    holds_prompts: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,8 +107,10 @@ class CompletionEngine(Protocol):
         """How many of the prompt's tokens the model's cache does not hold now."""
 
     def warm(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,
-             keep_cached: bool = False, prompt: EnginePrompt | None = None) -> bool:
-        """Do what ``complete(req)`` does before its first token; whether it finished."""
+             keep_cached: bool = False, prompt: EnginePrompt | None = None,
+             hold: bool = False) -> bool:
+        """Do what ``complete(req)`` does before its first token; whether it finished
+        (``hold``: keep this prompt cached whole, where ``features.holds_prompts``)."""
 
     def complete(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,
                  on_partial: Callable[[str], None] | None = None,

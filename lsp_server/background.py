@@ -7,7 +7,8 @@ is a named class with its own tests, and the rules of when it is queued sit in o
   there waits for it instead of stopping it: ``jobs``' ``prepares``);
 * :class:`Widen`: after the warm-up, the project context that was not cached yet on that
   prompt, then the prompt started higher in the document (``prompt_anchors``), adopted once
-  cached;
+  cached, then the document's window from there on below the cursor, held in the cache (the
+  document's *base*: a first request anywhere within it runs only its right text);
 * :class:`Prefetch`: the suggestion after the shown one is accepted (llama.vim's speculative
   FIM), which a request there adopts or finds in the suggestion cache;
 * :class:`Rank`: the shown place's ranked alternatives (``fim.alternatives``), decoded when the
@@ -81,12 +82,13 @@ def check_slow(host: ModelHost, res: CompletionResult) -> None:
 
 def warm(engine: CompletionEngine, host: ModelHost, request: CompletionRequest,
          cancel: threading.Event, *, prompt: EnginePrompt | None = None,
-         keep_cached: bool = False) -> bool:
+         keep_cached: bool = False, hold: bool = False) -> bool:
     """``engine_work.warm``; a warm-up that neither finished nor was cancelled has the host
     check the server (``ModelHost.report_slow``: a vLLM client's warm-up returns ``False``
     when the server failed or stopped answering; a local engine's host checks nothing), so a
     server that went away or became slow is reported while the user only moves the cursor."""
-    done = engine_work.warm(engine, request, cancel, prompt=prompt, keep_cached=keep_cached)
+    done = engine_work.warm(engine, request, cancel, prompt=prompt, keep_cached=keep_cached,
+                            hold=hold)
     if not done and not cancel.is_set():
         host.report_slow()
     return done
@@ -110,10 +112,27 @@ class WarmUp:
                      if run.deferred is not None else "")
 
 
+def _nothing() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Wider:
+    """How a place's prompt widens: the prompt started higher (``widened``; ``None``: none
+    higher), what adopts it once cached (on the event loop), and the document's base to hold
+    after it (``base``; ``None``: none) with what tells the planner it is held."""
+
+    widened: Planned | None
+    adopt: Callable[[], None] = _nothing
+    base: CompletionRequest | None = None
+    hold: Callable[[], None] = _nothing
+
+
 @dataclass(frozen=True)
 class Widen:
     """The work after the warm-up: the deferred project context, then the prompt started
-    higher in the document (``widened``, adopted through ``adopt`` once cached)."""
+    higher in the document (``widened``, adopted through ``adopt`` once cached), then the
+    document's base (``base``, held; ``hold`` once it is)."""
 
     engine: CompletionEngine
     host: ModelHost
@@ -124,6 +143,8 @@ class Widen:
     where: str
     #: what the request at this place ran, when one did (its prompts are not built again)
     run: Runnable | None = None
+    base: CompletionRequest | None = None
+    hold: Callable[[], None] = _nothing
 
     def __call__(self, cancel: threading.Event) -> None:
         run = self.run or engine_work.runnable(self.engine, self.planned)
@@ -138,10 +159,16 @@ class Widen:
             log.info("warmed the project context at %s", self.where)
         # Forked, not cropped: the narrower prompt serves requests until the widened one is
         # cached and adopted, and a request that interrupts the widening needs it.
-        if self.widened is not None and warm(self.engine, self.host, self.widened.request,
-                                             cancel, keep_cached=True):
-            self.post(self.adopt)
-            log.info("widened the prompt at %s", self.where)
+        if self.widened is None or not warm(self.engine, self.host, self.widened.request,
+                                            cancel, keep_cached=True):
+            return
+        self.post(self.adopt)
+        log.info("widened the prompt at %s", self.where)
+        # Held, and forked from the widened prompt at the cursor: only the lines below run.
+        if self.base is not None and warm(self.engine, self.host, self.base, cancel,
+                                          keep_cached=True, hold=True):
+            self.post(self.hold)
+            log.info("held the document's window below %s", self.where)
 
 
 @dataclass(frozen=True)
@@ -214,8 +241,8 @@ class Background:
         self.post = post
         self.keep = keep
 
-    def at_cursor(self, engine: CompletionEngine, uri: str, planned: Planned,
-                  widened: Planned | None, adopt: Callable[[], None], where: str) -> None:
+    def at_cursor(self, engine: CompletionEngine, uri: str, planned: Planned, wider: Wider,
+                  where: str) -> None:
         """The cursor rests at ``planned``'s place: warm its prompt, then widen it (both give
         way to any request)."""
         # A request at this cursor waits for this warm-up instead of stopping it: it runs
@@ -223,19 +250,19 @@ class Background:
         self.jobs.background(uri, ("warm", uri), WarmUp(engine, self.host, planned, where),
                              share_key=planned.share_key, priority=Priority.WARM,
                              prepares=True)
-        self.widen(engine, uri, planned, widened, adopt, where)
+        self.widen(engine, uri, planned, wider, where)
 
-    def widen(self, engine: CompletionEngine, uri: str, planned: Planned,
-              widened: Planned | None, adopt: Callable[[], None], where: str,
-              run: Runnable | None = None) -> None:
+    def widen(self, engine: CompletionEngine, uri: str, planned: Planned, wider: Wider,
+              where: str, run: Runnable | None = None) -> None:
         """Widen the prompt at ``planned``'s place when the worker is idle (its deferred
         project context first): after a cursor's warm-up, and after an answer (``run``: what
         the request ran), so that a plain LSP client, which sends no cursor notifications,
         gets the wide window too."""
-        if widened is not None or planned.request.context_budget:
+        if wider.widened is not None or planned.request.context_budget:
             self.jobs.background(uri, ("widen", uri),
-                                 Widen(engine, self.host, planned, widened, adopt, self.post,
-                                       where, run), priority=Priority.CONTEXT)
+                                 Widen(engine, self.host, planned, wider.widened, wider.adopt,
+                                       self.post, where, run, wider.base, wider.hold),
+                                 priority=Priority.CONTEXT)
 
     def prefetch(self, engine: CompletionEngine, planned: Planned, place: Place) -> None:
         """Decode the suggestion at ``place``; a request that comes while it runs adopts it."""

@@ -31,7 +31,7 @@ import enum
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +41,7 @@ from fim.editor_policy import CursorKind
 from fim.engine_interface import CompletionEngine
 from fim.options import StopReason
 from fim.request import CompletionResult
+from lsp_server import background
 from lsp_server import text as model_text
 from lsp_server.background import Background, Place, Post, check_slow, ranked_key, ranked_middles
 from lsp_server.documents import Cursor, Document, DocumentStore, PositionError, served
@@ -220,21 +221,24 @@ class CompletionService:
         if self.suggestions.lookup(uri, text[:cur.offset], text[cur.offset:]) is not None:
             return  # answered from the suggestion cache already
         planned = self._plan(engine, uri, text, cur.offset)
-        widened, adopt = self._widening(engine, uri, text, cur.offset, planned)
-        self.background.at_cursor(engine, uri, planned, widened, adopt,
+        self.background.at_cursor(engine, uri, planned,
+                                  self._widening(engine, uri, text, cur.offset, planned),
                                   f"{uri}:{position.line + 1}:{position.character + 1}")
 
     def _widening(self, engine: CompletionEngine, uri: str, text: str, offset: int,
-                  planned: Planned) -> tuple[Planned | None, Callable[[], None]]:
-        """The widened prompt at ``planned``'s place (``None``: none wider) and what adopts
-        it once it is cached."""
+                  planned: Planned) -> background.Wider:
+        """The widened prompt at ``planned``'s place (``None``: none wider), what adopts
+        it once it is cached, and the document's base to hold after it."""
         widening = self.planner.wider(engine, self.settings, uri, planned)
+        if widening is None:
+            return background.Wider(None)
         # The widened prompt starts higher, which can change what the project context
         # leaves out: plan it as the request that will be made there.
-        widened = (self._plan(engine, uri, text, offset, left_start=widening.start)
-                   if widening is not None else None)
+        widened = self._plan(engine, uri, text, offset, left_start=widening.start)
         left = planned.request.left
-        return widened, lambda: self._adopt(uri, left, widening)
+        base = self.planner.base(engine, text, widened, widening)
+        return background.Wider(widened, lambda: self._adopt(uri, left, widening),
+                     base and base.request, lambda: base and self.planner.hold(uri, base))
 
     def _adopt(self, uri: str, left: str, widening: Widening | None) -> None:
         if widening is not None:
@@ -330,8 +334,8 @@ class CompletionService:
             # The prompt here widens when the worker is idle: a client that sends no cursor
             # notifications (a plain LSP client) learns of the place only from its requests.
             # An empty answer too: the wider window may find what this one did not.
-            widened, adopt = self._widening(engine, uri, text, cur.offset, planned)
-            self.background.widen(engine, uri, planned, widened, adopt,
+            self.background.widen(engine, uri, planned,
+                                  self._widening(engine, uri, text, cur.offset, planned),
                                   f"{uri}:{position.line + 1}:{position.character + 1}",
                                   decode.run)
         if middle is None:

@@ -98,6 +98,9 @@ def complete(engine: CompletionEngine, run: Runnable, cancel: threading.Event
 
 
 def warm(engine: CompletionEngine, request: CompletionRequest, cancel: threading.Event, *,
-         prompt: EnginePrompt | None = None, keep_cached: bool = False) -> bool:
-    """Run ``request``'s prompt into the model's cache; whether it finished."""
-    return engine.warm(request, cancel.is_set, keep_cached=keep_cached, prompt=prompt)
+         prompt: EnginePrompt | None = None, keep_cached: bool = False,
+         hold: bool = False) -> bool:
+    """Run ``request``'s prompt into the model's cache (``hold``: and keep it there whole);
+    whether it finished."""
+    return engine.warm(request, cancel.is_set, keep_cached=keep_cached, prompt=prompt,
+                       hold=hold)

@@ -35,6 +35,15 @@ quarter (``SLIDE_SLACK``) above the cursor, and the engine moves the cached line
 instead of running them again; the slack lets the cursor move on a while before the next
 slide.  So a widened window stays wide as the cursor moves down the file.
 
+Once a widened start is adopted, the server runs the document's window on *below* the cursor,
+as far as ``left_max`` tokens from the start allow (``base_end``), into a slot the model's
+cache holds (``fim.engines.step_model``'s held slot), and tells the planner (``hold``): the
+document's *base*.  A cursor anywhere between the start and the base's end whose text from the
+start is still the base's (``_within_base``) keeps the start however far it moved from the
+reach: its prompt shares the base up to the cursor and runs only the right text, so moving
+within the window (down as well as up) does not pay for the left text again.  One base is
+kept, as the cache holds one.
+
 Anchors are remembered with the text that follows them, so an edit above the anchor (which
 moves its offset) does not lose it.
 
@@ -61,6 +70,19 @@ _NEWLINE = re.compile("\n")
 MAX_CHARS_PER_TOKEN = 32
 #: A slid window holds ``left_max`` less this share of it (room to move on before the next).
 SLIDE_SLACK = 4
+#: Tokens a base leaves unused of ``left_max`` (a prompt's lead text and token healing may
+#: count a few more than the planner did): a base cut at its front would share nothing.
+BASE_MARGIN = 16
+
+
+@dataclass(frozen=True)
+class Base:
+    """A document's window held in the model's cache: where it starts and the text it holds
+    (from that start to a line end below the cursor it was run for)."""
+
+    uri: str
+    offset: int
+    text: str
 
 
 @dataclass(frozen=True)
@@ -89,10 +111,14 @@ class AnchorPlanner:
         self._anchors: dict[str, Anchor] = {}
         #: the start each document's last widening was offered (see the module docstring)
         self._widenings: dict[str, Anchor] = {}
+        #: the one document window held in the model's cache (see the module docstring)
+        self.base: Base | None = None
 
     def forget(self, uri: str) -> None:
         self._anchors.pop(uri, None)
         self._widenings.pop(uri, None)
+        if self.base is not None and self.base.uri == uri:
+            self.base = None
 
     def _find(self, uri: str, text: str, kept: dict[str, Anchor] | None = None) -> int | None:
         """The remembered anchor's offset in ``text`` (or the start remembered in ``kept``),
@@ -124,7 +150,8 @@ class AnchorPlanner:
         if found is not None and found <= cursor:
             tokens = self._count(text, found, cursor, self.left_max)
             anchor = self._anchors[uri]
-            if tokens <= self.left_max and tokens - anchor.reach <= self.left_first:
+            if tokens <= self.left_max and (tokens - anchor.reach <= self.left_first
+                                            or self._within_base(uri, text, found, cursor)):
                 return self._remember(uri, text, found, max(anchor.reach, tokens),
                                       max(anchor.reach_chars, cursor - found))
             slid = self._slide(text, cursor, found, anchor) if tokens > self.left_max else None
@@ -146,6 +173,38 @@ class AnchorPlanner:
         if self._count(text, reach_end, cursor, self.left_first) > self.left_first:
             return None
         return self.fit(text, cursor, self.left_max - self.left_max // SLIDE_SLACK)
+
+    def _within_base(self, uri: str, text: str, start: int, cursor: int) -> bool:
+        """Whether the held base of ``uri`` starts at ``start`` and holds ``text`` from there
+        to ``cursor`` as it is now."""
+        base = self.base
+        return (base is not None and base.uri == uri and base.offset == start
+                and cursor - start <= len(base.text)
+                and base.text.startswith(text[start:cursor]))
+
+    def base_end(self, text: str, start: int) -> int:
+        """Where a base from ``start`` ends: the latest line end (the next line's start, or
+        the end of ``text``) whose text from ``start`` holds at most ``left_max`` less
+        ``BASE_MARGIN`` tokens; ``start`` when not even one line fits."""
+        budget = max(1, self.left_max - BASE_MARGIN)
+        limit = min(len(text), start + budget * MAX_CHARS_PER_TOKEN)
+        ends = [m.end() for m in _NEWLINE.finditer(text, start, limit)]
+        if limit == len(text) and (not ends or ends[-1] != len(text)):
+            ends.append(len(text))
+        # A longer text never has fewer tokens: binary search the latest fitting end.
+        lo, hi, best = 0, len(ends) - 1, start
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if self._count(text, start, ends[mid], budget) <= budget:
+                best, lo = ends[mid], mid + 1
+            else:
+                hi = mid - 1
+        return best
+
+    def hold(self, uri: str, text: str, start: int, end: int) -> None:
+        """``text[start:end]`` of ``uri`` is held in the model's cache as its base (it
+        replaces any other: the cache holds one)."""
+        self.base = Base(uri, start, text[start:end])
 
     def wider(self, uri: str, text: str, cursor: int) -> int | None:
         """A start up to ``left_max`` tokens above ``cursor`` if that is earlier than the

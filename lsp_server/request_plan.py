@@ -190,6 +190,17 @@ class Widening:
     start: int
 
 
+@dataclass(frozen=True)
+class Base:
+    """A document's window from a widened start to a line end below the cursor
+    (``prompt_anchors``' base): the prompt to hold in the model's cache (``request``: no
+    right text, unconstrained, never decoded) and where it lies in the model's text."""
+
+    request: CompletionRequest
+    widening: Widening
+    end: int
+
+
 def open_documents(documents: Iterable[Document], languages: Sequence[str]
                    ) -> list[OpenDocument]:
     """The open documents of completed languages, as the model sees them, in their order
@@ -335,8 +346,32 @@ class RequestPlanner:
         """The widened prompt is in the model's cache: requests in ``uri`` start there from
         now on, so its kept plans (made with the narrower start) are made again."""
         widening.anchors.adopt(uri, left, widening.start)
+        self._replan(uri)
+
+    def _replan(self, uri: str) -> None:
         for key in [k for k in self._plans if k[0] == uri]:
             del self._plans[key]
+
+    def base(self, engine: CompletionEngine, text: str, widened: Planned,
+             widening: Widening) -> Base | None:
+        """The base to hold once ``widened`` is adopted: the document's ``text`` from the
+        widened start on, beyond the cursor, with the widened request's project context (so
+        that the two share their beginning); ``None`` where the engine holds no prompt or
+        nothing follows the cursor."""
+        if not engine.features.holds_prompts:
+            return None
+        model = model_text.for_model(text)
+        end = widening.anchors.base_end(model, widening.start)
+        if end <= len(widened.request.left):
+            return None
+        request = dataclasses.replace(widened.request, left=model[:end], right="",
+                                      mode=Mode.UNCONSTRAINED, alternatives=1)
+        return Base(request, widening, end)
+
+    def hold(self, uri: str, base: Base) -> None:
+        """``base`` is held in the model's cache: a cursor within it keeps its start."""
+        base.widening.anchors.hold(uri, base.request.left, base.widening.start, base.end)
+        self._replan(uri)
 
     # ----- plans -----------------------------------------------------------------------------
 

@@ -283,11 +283,11 @@ class LlamaStepModel(StepModel):
 
     def prefill(self, ids: list[int], interrupt: Interrupt | None = None,
                 progress: Callable[[int, int], None] | None = None,
-                keep_cached: bool = False) -> np.ndarray | None:
+                keep_cached: bool = False, hold: bool = False) -> np.ndarray | None:
         if self.governor is not None:
             self.last_threads = self.governor.choose()
             self.llama.set_threads(self.last_threads.threads)
-        return super().prefill(ids, interrupt, progress, keep_cached)
+        return super().prefill(ids, interrupt, progress, keep_cached, hold)
 
     @property
     def vocab_size(self) -> int:
@@ -308,7 +308,7 @@ class LlamaStepModel(StepModel):
             for other in self.slots:
                 if other is not owner and other.tokens:
                     self._clear(other)
-                    other.tokens, other.saved = [], {}
+                    other.tokens, other.saved, other.held = [], {}, False
             return self.llama.forward(seq, positions, ids, interrupt)
 
     @property

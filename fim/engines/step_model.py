@@ -27,6 +27,11 @@ token sequences and runs the model only on what is new:
   computed with the old end of ``L`` in view, so this is an approximation (a few characters
   of context missing); ``splice=False`` turns it off, and ``benchmarks/prompt_layouts.py``
   measures what it costs in quality.
+* A prompt run with ``hold`` stays whole: the server runs a document's window *beyond* the
+  cursor into the cache (its "base"), so that the first request at any place within it shares
+  the window up to its cursor; a prompt that departs from a held slot forks it instead of
+  cropping it, no slot is evicted for another while an unheld one can go, and a held slot
+  never slides (its cells are the ones every fork shares).  One slot is held at a time.
 * The same engines *slide* the left context (``slide_stop``, on by default for them): when the
   prompt's start moved down the file (its window was full and the cursor went further down),
   the cached cells of the lines it still holds are shifted down to their new positions and the
@@ -78,6 +83,8 @@ class Slot:
     last_used: int = 0
     #: cells below this position may be shared with another slot (forked): never shifted
     shared_until: int = 0
+    #: a held prompt (``prefill(hold=True)``): forked from, never cropped, evicted last
+    held: bool = False
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -193,14 +200,19 @@ class StepModel(ABC):
             if n > best_len or (n == best_len and slot.last_used > best.last_used):
                 best, best_len = slot, n
         self.forked = False
-        held = len(best.tokens)
-        if (len(self.slots) == 1 or held <= best_len
-                or (best_len >= self.FORK_BELOW * held and not fork)):
+        size = len(best.tokens)
+        fork = fork or best.held
+        if (len(self.slots) == 1 or size <= best_len
+                or (best_len >= self.FORK_BELOW * size and not fork)):
             return best, best_len
-        # The prompt shares only a small part of ``best``: keep ``best`` for later and build
-        # this one in the least recently used other slot (an empty one first).
-        victim = min((s for s in self.slots if s is not best),
-                     key=lambda s: (len(s.tokens) > 0, s.last_used))
+        # The prompt shares only a small part of ``best`` (or ``best`` is to stay): keep
+        # ``best`` for later and build this one in the least recently used other slot (an
+        # empty one first), never the held one: with no other, ``best`` is cropped (it is
+        # not held then, as one slot is held at a time).
+        others = [s for s in self.slots if s is not best and not s.held]
+        if not others:
+            return best, best_len
+        victim = min(others, key=lambda s: (len(s.tokens) > 0, s.last_used))
         common = common_prefix(victim.tokens, ids)
         if common >= best_len:
             return victim, common
@@ -232,12 +244,14 @@ class StepModel(ABC):
 
     def prefill(self, ids: list[int], interrupt: Interrupt | None = None,
                 progress: Callable[[int, int], None] | None = None,
-                keep_cached: bool = False) -> np.ndarray | None:
+                keep_cached: bool = False, hold: bool = False) -> np.ndarray | None:
         """Run the prompt (reusing a cached common prefix); the next-token logits.
 
         ``keep_cached``: the sequence this prompt departs from stays cached whatever share
         of it the two have in common (its shared beginning is forked, never cropped): for a
         prompt run ahead of need while the one it departs from still serves requests.
+        ``hold`` (implies ``keep_cached``): this prompt stays cached whole, in a slot later
+        prompts fork from (see the module docstring); what an interrupt left of it stays held.
 
         Long prompts run in chunks of ``self.chunk`` tokens; ``interrupt`` is asked after each
         one (and by engines that can, during one), and a true answer stops the prefill and
@@ -248,9 +262,13 @@ class StepModel(ABC):
         if not ids:
             raise ValueError("empty prompt")
         self.retraced = self.spliced = self.slid = 0
+        keep_cached = keep_cached or hold
         slid = None if keep_cached else self._slide_source(ids)
         slot, keep = slid if slid is not None else self._choose(ids, fork=keep_cached)
         self._touch(slot)
+        if hold:
+            for other in self.slots:
+                other.held = other is slot
         if keep == len(ids) and keep in slot.saved:
             self.pos = self.reused = keep  # the whole prompt, and its logits, are cached
             return slot.saved[keep]
@@ -302,6 +320,8 @@ class StepModel(ABC):
         best: tuple[Slot, int] | None = None
         most = cached + self.SLIDE_ABOVE - 1
         for slot in self.slots:
+            if slot.held:
+                continue  # its cells are what forks share: they never move
             keep = common_prefix(slot.tokens, ids)
             base = max(keep, slot.shared_until)
             old = slot.tokens[:self._left_end(slot.tokens)]
@@ -398,6 +418,6 @@ class StepModel(ABC):
         """Forget every cached sequence."""
         for slot in self.slots:
             self._clear(slot)
-            slot.tokens, slot.saved = [], {}
+            slot.tokens, slot.saved, slot.held = [], {}, False
         self.active = self.slots[0]
         self.pos = 0

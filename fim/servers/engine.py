@@ -90,9 +90,10 @@ class ServerEngine(Engine):
             self.last_stats = self.verifier.stats
 
     def warm(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,
-             keep_cached: bool = False, prompt=None) -> bool:
+             keep_cached: bool = False, prompt=None, hold: bool = False) -> bool:
         """Run the prompt into the server's cache (one position, then hang up); whether it
-        finished.  A failing server is ``False`` here (the request that follows says why)."""
+        finished.  A failing server is ``False`` here (the request that follows says why).
+        ``hold`` has no meaning remotely (the server keeps what its own rule keeps)."""
         self.verifier.begin(0)
         try:
             return super().warm(req, cancel, keep_cached, prompt)

@@ -106,9 +106,10 @@ class VerifyStepModel:
 
     def prefill(self, ids: list[int], interrupt: Callable[[], bool] | None = None,
                 progress: Callable[[int, int], None] | None = None,
-                keep_cached: bool = False) -> np.ndarray | None:
+                keep_cached: bool = False, hold: bool = False) -> np.ndarray | None:
         """Open a stream for ``ids``; the first position's logits, or ``None`` when
-        ``interrupt`` said stop first."""
+        ``interrupt`` said stop first (``keep_cached``, ``hold``: the server's cache keeps
+        what its own rule keeps)."""
         if not ids:
             raise ValueError("empty prompt")
         self.finish()

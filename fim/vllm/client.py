@@ -332,14 +332,16 @@ class VllmEngine:
         return len(prompt.ids) - self.prefixes.cached(prompt.ids)
 
     def warm(self, req: CompletionRequest, cancel: Callable[[], bool] | None = None,
-             keep_cached: bool = False, prompt: RemotePrompt | None = None) -> bool:
+             keep_cached: bool = False, prompt: RemotePrompt | None = None,
+             hold: bool = False) -> bool:
         """Run the prompt into vLLM's prefix cache: a one-token request whose Seam arguments
         say it is a warm-up (``seam_warm``: the server's processor starts building the
         constraint's language on its workers, for the request that follows, and leaves this
         one unconstrained); whether it finished.  A server that
         fails is not probed here: ``False``, and the caller (``lsp_server``'s completion
         service, on its worker) has the model host check the server in the background.
-        ``keep_cached`` has no meaning remotely (vLLM evicts by its own rule)."""
+        ``keep_cached`` and ``hold`` have no meaning remotely (vLLM evicts by its own
+        rule)."""
         try:
             prompt = prompt if prompt is not None else self.prompt_for(req)
             body = dict(self.body(req, prompt), max_tokens=1)

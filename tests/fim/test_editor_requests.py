@@ -35,7 +35,7 @@ class Scripted(StepModel):
         out[nxt] = 50.0
         return out
 
-    def prefill(self, ids, interrupt=None, progress=None, keep_cached=False):
+    def prefill(self, ids, interrupt=None, progress=None, keep_cached=False, hold=False):
         self.prefills.append(list(ids))
         self.steps = 0
         if progress is not None:

@@ -31,8 +31,8 @@ class Favouring(StepModel):
     def vocab_size(self) -> int:
         return self.inner.vocab_size
 
-    def prefill(self, ids, interrupt=None, progress=None, keep_cached=False):
-        return self._boost(self.inner.prefill(ids, interrupt, progress, keep_cached))
+    def prefill(self, ids, interrupt=None, progress=None, keep_cached=False, hold=False):
+        return self._boost(self.inner.prefill(ids, interrupt, progress, keep_cached, hold))
 
     def step(self, token):
         return self._boost(self.inner.step(token))

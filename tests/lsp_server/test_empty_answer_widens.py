@@ -35,9 +35,9 @@ WIDE = 400
 class ReadsFar(Tree):
     """Ends at once unless its prompt held more than ``WIDE`` tokens; then writes ``y``."""
 
-    def prefill(self, ids, interrupt=None, progress=None, keep_cached=False):
+    def prefill(self, ids, interrupt=None, progress=None, keep_cached=False, hold=False):
         self.wide = len(ids) > WIDE
-        return super().prefill(ids, interrupt, progress, keep_cached)
+        return super().prefill(ids, interrupt, progress, keep_cached, hold)
 
     def _logits(self):
         out = super()._logits()

@@ -134,3 +134,51 @@ def test_the_next_widening_keeps_the_last_start_while_it_holds_half_to_all_of_le
     q.forget(URI)
     q.left_start(URI, TEXT, line_start(105))
     assert q.wider(URI, TEXT, line_start(105)) == line_start(75)
+
+
+# ----- the held base (the document's window beyond the cursor) -----------------------------------
+
+
+def test_a_base_ends_at_the_last_line_that_fits_left_max_less_the_margin() -> None:
+    p = planner(left_max=116)  # 100 words after BASE_MARGIN's 16
+    start = line_start(40)
+    end = p.base_end(TEXT, start)
+    assert end == line_start(60)  # twenty whole lines of five words
+    assert p.base_end(TEXT, line_start(190)) == len(TEXT)  # the file ends first
+    tiny = AnchorPlanner(words, 20, 10)  # 4 words after the margin
+    assert tiny.base_end("one two three four five six seven", 0) == 0  # not one line fits
+
+
+def test_a_cursor_anywhere_in_the_held_base_keeps_its_start() -> None:
+    p = planner()
+    start = p.left_start(URI, TEXT, line_start(100))
+    p.adopt(URI, TEXT[:line_start(100)], start)
+    p.hold(URI, TEXT, start, line_start(150))
+    # 40 lines (200 tokens) below the reach: without the base a new anchor (the test above).
+    assert p.left_start(URI, TEXT, line_start(140)) == start
+    assert p.left_start(URI, TEXT, line_start(92)) == start  # and back up
+
+
+def test_a_base_is_not_used_where_its_text_changed_or_beyond_its_end() -> None:
+    p = planner()
+    start = p.left_start(URI, TEXT, line_start(100))
+    p.adopt(URI, TEXT[:line_start(100)], start)
+    p.hold(URI, TEXT, start, line_start(150))
+    # An edit between the start and the cursor: the cache no longer holds that text.
+    edited = TEXT.replace("w120 a", "w120 z", 1)
+    assert p.left_start(URI, edited, edited.index("w140 ")) > start
+    p.adopt(URI, TEXT[:line_start(100)], start)
+    p.hold(URI, TEXT, start, line_start(150))
+    assert p.left_start(URI, TEXT, line_start(170)) > start  # below its end
+    q = planner()
+    start = q.left_start(URI, TEXT, line_start(100))
+    q.adopt(URI, TEXT[:line_start(100)], start)
+    q.hold("file:///other.py", TEXT, start, line_start(150))  # another document's
+    assert q.left_start(URI, TEXT, line_start(140)) > start
+
+
+def test_forgetting_the_document_drops_its_base() -> None:
+    p = planner()
+    p.hold(URI, TEXT, 0, line_start(50))
+    p.forget(URI)
+    assert p.base is None

@@ -40,7 +40,7 @@ class Tree(StepModel):
             out[tid] = logit
         return out
 
-    def prefill(self, ids, interrupt=None, progress=None, keep_cached=False):
+    def prefill(self, ids, interrupt=None, progress=None, keep_cached=False, hold=False):
         self.prefills += 1
         self.path = []
         return self._logits()

@@ -95,7 +95,7 @@ class _Scripted(StepModel):
     def vocab_size(self) -> int:
         return self.width
 
-    def prefill(self, ids, interrupt=None, progress=None, keep_cached=False):
+    def prefill(self, ids, interrupt=None, progress=None, keep_cached=False, hold=False):
         self.at = 0
         return _logits(self.width, self.script, 0)
 

@@ -20,6 +20,7 @@ import pytest
 from fim.api import CompletionRequest, Engine
 from fim.engines.loading import load_backend
 from fim.engines.model_specs import llama_cpp_available
+from fim.engines.step_model import common_prefix
 
 ENGINES = [
     "transformers",
@@ -179,6 +180,46 @@ def test_a_prompt_run_ahead_keeps_the_one_it_departs_from(engine_name):
     plain.prefill(narrow)
     plain.prefill(wider)
     assert not plain.forked and plain.cached_prefix(narrow) < len(narrow)
+
+
+def test_a_held_prompt_is_forked_by_every_prompt_within_it_and_never_cropped(engine_name):
+    # A document's window run beyond the cursor (the server's "base"): each request inside
+    # it shares it up to its own cursor and runs only the rest.
+    b = backend(engine_name, slots=3)
+    tok = b.tokenizer
+    base = tok.encode("import os\n" + TEXT * 4)
+    here = base[:len(base) * 3 // 4] + tok.encode("<suffix> x")
+    there = base[:len(base) * 2 // 3] + tok.encode("<suffix> y")
+    step = b.step_model
+    step.prefill(base, hold=True)
+    for prompt in (here, there, here):
+        calls = counting(step)
+        got = step.prefill(prompt)
+        shared = common_prefix(base, prompt)
+        assert step.reused >= shared and sum(calls) == len(prompt) - step.reused
+        assert step.cached_prefix(base) == len(base)  # forked, the base kept whole
+        cold = backend(engine_name).step_model
+        assert close(cold.prefill(prompt), got, engine_name)
+    # Unheld, the first request that shares most of it takes its tail.
+    plain = backend(engine_name, slots=3).step_model
+    plain.prefill(base)
+    plain.prefill(here)
+    assert plain.cached_prefix(base) < len(base)
+
+
+def test_a_held_prompt_is_evicted_last(engine_name):
+    b = backend(engine_name, slots=2)
+    tok = b.tokenizer
+    base = tok.encode("import os\n" + TEXT * 2)
+    step = b.step_model
+    step.prefill(base, hold=True)
+    for other in ("class A:\n    pass\n", "def g():\n    return 2\n", "x = [1, 2]\n"):
+        step.prefill(tok.encode(other))
+    assert step.cached_prefix(base) == len(base)
+    held = [slot for slot in step.slots if slot.held]
+    assert len(held) == 1 and held[0].tokens == base
+    step.prefill(tok.encode("y = 3\n"), hold=True)  # one held at a time: the newest
+    assert [slot.tokens for slot in step.slots if slot.held] == [tok.encode("y = 3\n")]
 
 
 def test_reset_forgets_every_slot(engine_name):

@@ -1,0 +1,86 @@
+"""The document's base (``lsp_server.prompt_anchors``, ``StepModel``'s held slot): once the
+widened prompt is adopted, the window from its start on below the cursor is held in the model's
+cache, and the first request at another place within it (further down than a first window, or
+back up) keeps the widened start and runs only its right text.  Run on the random test model
+through the real planner, engine and step model."""
+
+from __future__ import annotations
+
+import pytest
+
+from fim.api import Engine
+from fim.engines.model_specs import EngineKind
+from lsp_server.request_plan import RequestPlanner
+from lsp_server.settings import Settings
+from tests.support.seam_lsp_client import TEST_MODEL
+
+pytestmark = [pytest.mark.timeout(300)]
+
+#: The test model's whole window (1,024 tokens), all of it the file's (no project context):
+#: prompts are never cut below the planner's starts, and the base reaches well below.
+SETTINGS = Settings(model=TEST_MODEL, engine=EngineKind.TRANSFORMERS, time_budget_ms=60_000,
+                    context_tokens=1024, max_tokens=8, context_definitions=False,
+                    context_open_files=False, context_recent_edits=False,
+                    context_similar_code=False)
+URI = "file:///work/long.py"
+TEXT = "".join(f"value_{i} = compute({i}, {i} + 1)\n" for i in range(400))
+
+
+@pytest.fixture(scope="module")
+def engine() -> Engine:
+    return Engine.load(TEST_MODEL, engine=EngineKind.TRANSFORMERS)
+
+
+def rest_and_widen(engine: Engine, planner: RequestPlanner, cursor: int, hold: bool):
+    """A rest at ``cursor``: the narrow prompt, then the widening (adopted), then the base
+    (held when ``hold``), as the server's background work runs them."""
+    planned = planner.plan(engine, SETTINGS, URI, TEXT, cursor)
+    assert engine.warm(planned.request)
+    widening = planner.wider(engine, SETTINGS, URI, planned)
+    assert widening is not None
+    widened = planner.plan(engine, SETTINGS, URI, TEXT, cursor, left_start=widening.start)
+    assert engine.warm(widened.request, keep_cached=True)
+    planner.adopt(URI, planned.request.left, widening)
+    base = planner.base(engine, TEXT, widened, widening)
+    assert base is not None and base.end > cursor
+    if hold:
+        assert engine.warm(base.request, keep_cached=True, hold=True)
+        planner.hold(URI, base)
+    return widening, base
+
+
+def fresh(engine: Engine) -> RequestPlanner:
+    engine.step_model.reset()
+    # A first window of 128 tokens, as on two cores (the tiny model prefills fast enough for
+    # the whole left share at once, where the base has nothing to add).
+    return RequestPlanner(left_first=128)
+
+
+def test_a_new_place_within_the_held_base_runs_only_its_right_text(engine) -> None:
+    planner = fresh(engine)
+    rested = TEXT.index("value_300 ")
+    widening, base = rest_and_widen(engine, planner, rested, hold=True)
+    held = engine.prompt_for(base.request).ids
+    tokens = engine.tokenizer.encode
+    # The last line the base holds, more than a first window below where the user rested:
+    # without the base that is a new, narrow anchor (checked below).
+    below = TEXT.rindex("\n", 0, base.end - 1) + 1
+    assert len(tokens(TEXT[rested:below])) > planner.left_first
+    above = TEXT.index("value_290 ")
+    for cursor in (below, above, below):
+        planned = planner.plan(engine, SETTINGS, URI, TEXT, cursor)
+        assert planned.request.left_start == widening.start
+        prompt = engine.prompt_for(planned.request)
+        right = len(tokens(planned.request.right[:200]))
+        assert engine.uncached(planned.request, prompt) <= min(right, 64) + 8
+        engine.complete(planned.request, prompt=prompt)
+        assert engine.step_model.cached_prefix(held) == len(held)  # forked, never cropped
+
+
+def test_without_the_base_the_same_place_starts_a_narrow_window(engine) -> None:
+    planner = fresh(engine)
+    rested = TEXT.index("value_300 ")
+    widening, base = rest_and_widen(engine, planner, rested, hold=False)
+    below = TEXT.rindex("\n", 0, base.end - 1) + 1
+    planned = planner.plan(engine, SETTINGS, URI, TEXT, below)
+    assert planned.request.left_start > widening.start
