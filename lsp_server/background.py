@@ -159,11 +159,12 @@ class Widen:
             log.info("warmed the project context at %s", self.where)
         # Forked, not cropped: the narrower prompt serves requests until the widened one is
         # cached and adopted, and a request that interrupts the widening needs it.
-        if self.widened is None or not warm(self.engine, self.host, self.widened.request,
-                                            cancel, keep_cached=True):
-            return
-        self.post(self.adopt)
-        log.info("widened the prompt at %s", self.where)
+        if self.widened is not None:
+            if not warm(self.engine, self.host, self.widened.request, cancel,
+                        keep_cached=True):
+                return
+            self.post(self.adopt)
+            log.info("widened the prompt at %s", self.where)
         # Held, and forked from the widened prompt at the cursor: only the lines below run.
         if self.base is not None and warm(self.engine, self.host, self.base, cancel,
                                           keep_cached=True, hold=True):
@@ -258,7 +259,8 @@ class Background:
         project context first): after a cursor's warm-up, and after an answer (``run``: what
         the request ran), so that a plain LSP client, which sends no cursor notifications,
         gets the wide window too."""
-        if wider.widened is not None or planned.request.context_budget:
+        if (wider.widened is not None or wider.base is not None
+                or planned.request.context_budget):
             self.jobs.background(uri, ("widen", uri),
                                  Widen(engine, self.host, planned, wider.widened, wider.adopt,
                                        self.post, where, run, wider.base, wider.hold),

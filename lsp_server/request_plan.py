@@ -192,12 +192,14 @@ class Widening:
 
 @dataclass(frozen=True)
 class Base:
-    """A document's window from a widened start to a line end below the cursor
+    """A document's window from its prompt start to a line end below the cursor
     (``prompt_anchors``' base): the prompt to hold in the model's cache (``request``: no
-    right text, unconstrained, never decoded) and where it lies in the model's text."""
+    right text, unconstrained, never decoded), the anchors it is for and where it lies in
+    the model's text."""
 
     request: CompletionRequest
-    widening: Widening
+    anchors: AnchorPlanner
+    start: int
     end: int
 
 
@@ -352,25 +354,32 @@ class RequestPlanner:
         for key in [k for k in self._plans if k[0] == uri]:
             del self._plans[key]
 
-    def base(self, engine: CompletionEngine, text: str, widened: Planned,
-             widening: Widening) -> Base | None:
-        """The base to hold once ``widened`` is adopted: the document's ``text`` from the
-        widened start on, beyond the cursor, with the widened request's project context (so
-        that the two share their beginning); ``None`` where the engine holds no prompt or
-        nothing follows the cursor."""
-        if not engine.features.holds_prompts:
+    def base(self, engine: CompletionEngine, uri: str, text: str, planned: Planned,
+             widening: Widening | None = None) -> Base | None:
+        """The document's base to hold after ``planned`` (the widened request, once
+        ``widening`` is adopted; without one, the request at the document's start as it is):
+        ``text`` from that start on, beyond the cursor, with the request's project context
+        (so that the two share their beginning).  ``None`` where the engine holds no prompt,
+        nothing follows the cursor, or that base is held already."""
+        anchors = widening.anchors if widening is not None else self._anchors
+        if not engine.features.holds_prompts or anchors is None:
             return None
         model = model_text.for_model(text)
-        end = widening.anchors.base_end(model, widening.start)
-        if end <= len(widened.request.left):
+        start = planned.request.left_start
+        held = anchors.base
+        if (widening is None and held is not None and held.uri == uri and held.offset == start
+                and model.startswith(held.text, start)):
             return None
-        request = dataclasses.replace(widened.request, left=model[:end], right="",
+        end = anchors.base_end(model, start)
+        if end <= len(planned.request.left):
+            return None
+        request = dataclasses.replace(planned.request, left=model[:end], right="",
                                       mode=Mode.UNCONSTRAINED, alternatives=1)
-        return Base(request, widening, end)
+        return Base(request, anchors, start, end)
 
     def hold(self, uri: str, base: Base) -> None:
         """``base`` is held in the model's cache: a cursor within it keeps its start."""
-        base.widening.anchors.hold(uri, base.request.left, base.widening.start, base.end)
+        base.anchors.hold(uri, base.request.left, base.start, base.end)
         self._replan(uri)
 
     # ----- plans -----------------------------------------------------------------------------

@@ -41,7 +41,7 @@ def rest_and_widen(engine: Engine, planner: RequestPlanner, cursor: int, hold: b
     widened = planner.plan(engine, SETTINGS, URI, TEXT, cursor, left_start=widening.start)
     assert engine.warm(widened.request, keep_cached=True)
     planner.adopt(URI, planned.request.left, widening)
-    base = planner.base(engine, TEXT, widened, widening)
+    base = planner.base(engine, URI, TEXT, widened, widening)
     assert base is not None and base.end > cursor
     if hold:
         assert engine.warm(base.request, keep_cached=True, hold=True)
@@ -84,3 +84,18 @@ def test_without_the_base_the_same_place_starts_a_narrow_window(engine) -> None:
     below = TEXT.rindex("\n", 0, base.end - 1) + 1
     planned = planner.plan(engine, SETTINGS, URI, TEXT, below)
     assert planned.request.left_start > widening.start
+
+
+def test_a_wide_window_without_a_base_gets_one_and_a_held_one_is_not_run_again(engine) -> None:
+    # A widening whose base was interrupted: the next answer there finds no wider start, and
+    # holds the window it has.
+    planner = fresh(engine)
+    rested = TEXT.index("value_300 ")
+    widening, _ = rest_and_widen(engine, planner, rested, hold=False)
+    planned = planner.plan(engine, SETTINGS, URI, TEXT, rested)
+    assert planner.wider(engine, SETTINGS, URI, planned) is None
+    base = planner.base(engine, URI, TEXT, planned)
+    assert base is not None and base.start == widening.start and base.end > rested
+    assert engine.warm(base.request, keep_cached=True, hold=True)
+    planner.hold(URI, base)
+    assert planner.base(engine, URI, TEXT, planned) is None
