@@ -151,7 +151,7 @@ class AnchorPlanner:
             tokens = self._count(text, found, cursor, self.left_max)
             anchor = self._anchors[uri]
             if tokens <= self.left_max and (tokens - anchor.reach <= self.left_first
-                                            or self._within_base(uri, text, found, cursor)):
+                                            or self.within_base(uri, text, found, cursor)):
                 return self._remember(uri, text, found, max(anchor.reach, tokens),
                                       max(anchor.reach_chars, cursor - found))
             slid = self._slide(text, cursor, found, anchor) if tokens > self.left_max else None
@@ -174,7 +174,7 @@ class AnchorPlanner:
             return None
         return self.fit(text, cursor, self.left_max - self.left_max // SLIDE_SLACK)
 
-    def _within_base(self, uri: str, text: str, start: int, cursor: int) -> bool:
+    def within_base(self, uri: str, text: str, start: int, cursor: int) -> bool:
         """Whether the held base of ``uri`` starts at ``start`` and holds ``text`` from there
         to ``cursor`` as it is now."""
         base = self.base

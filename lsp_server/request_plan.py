@@ -201,6 +201,9 @@ class Base:
     anchors: AnchorPlanner
     start: int
     end: int
+    #: the request's project context, which every request within the base keeps (a context
+    #: chosen again would differ after an edit, and its prompt would share nothing after it)
+    project: ProjectContext
 
 
 def open_documents(documents: Iterable[Document], languages: Sequence[str]
@@ -254,11 +257,15 @@ class RequestPlanner:
         self._changes: Counter[str] = Counter()
         #: plans made (not reused): what the test of "one plan per place" counts
         self.builds = 0
+        #: the base held in the model's cache, and its document (``hold``)
+        self._held: tuple[str, Base] | None = None
 
     # ----- what a plan depends on ------------------------------------------------------------
 
     def forget(self, uri: str) -> None:
         """The document was closed."""
+        if self._held is not None and self._held[0] == uri:
+            self._held = None
         if self._anchors is not None:
             self._anchors.forget(uri)
         if self.collector is not None:
@@ -270,8 +277,10 @@ class RequestPlanner:
         self._changes[uri] += 1
 
     def reset(self) -> None:
-        """The workspace changed (a folder came or went): no kept plan is reused."""
+        """The workspace changed (a folder came or went): no kept plan is reused, nor the held
+        base's project context."""
         self._plans.clear()
+        self._held = None
 
     def edited(self, ring: EditRing, uri: str, old_text: str, new_text: str,
                first_line: int | None = None, old_end: int | None = None,
@@ -375,12 +384,26 @@ class RequestPlanner:
             return None
         request = dataclasses.replace(planned.request, left=model[:end], right="",
                                       mode=Mode.UNCONSTRAINED, alternatives=1)
-        return Base(request, anchors, start, end)
+        return Base(request, anchors, start, end, planned.project)
 
     def hold(self, uri: str, base: Base) -> None:
-        """``base`` is held in the model's cache: a cursor within it keeps its start."""
+        """``base`` is held in the model's cache: a cursor within it keeps its start and its
+        project context."""
         base.anchors.hold(uri, base.request.left, base.start, base.end)
+        self._held = (uri, base)
         self._replan(uri)
+
+    def _held_project(self, uri: str, left: str, left_start: int,
+                      anchors: AnchorPlanner | None) -> ProjectContext | None:
+        """The held base's project context, for a request at the end of ``left`` that
+        starts where the base does and whose text is still the base's; else ``None``."""
+        if self._held is None or anchors is None:
+            return None
+        held_uri, base = self._held
+        if (held_uri != uri or base.anchors is not anchors or base.start != left_start
+                or not anchors.within_base(uri, left, left_start, len(left))):
+            return None
+        return base.project
 
     # ----- plans -----------------------------------------------------------------------------
 
@@ -435,8 +458,10 @@ class RequestPlanner:
         anchors = self.anchors(engine, policy, extra, settings)
         if left_start is None:
             left_start = anchors.left_start(uri, left, len(left)) if anchors is not None else 0
-        project = ProjectContext()
-        if self.collector is not None:
+        project = self._held_project(uri, left, left_start, anchors)
+        if project is None and self.collector is None:
+            project = ProjectContext()
+        elif project is None:
             # Where the server would widen this prompt to (found only if a source asks).
             widest_line = (WidestLine(anchors.fit, left, anchors.left_max)
                            if anchors is not None else WidestLine(None, left, 0))

@@ -6,10 +6,15 @@ through the real planner, engine and step model."""
 
 from __future__ import annotations
 
+from collections import Counter
+from types import SimpleNamespace
+
 import pytest
 
 from fim.api import Engine
 from fim.engines.model_specs import EngineKind
+from fim.templates import ContextFile
+from lsp_server.project.sources import ProjectContext
 from lsp_server.request_plan import RequestPlanner
 from lsp_server.settings import Settings
 from tests.support.seam_lsp_client import TEST_MODEL
@@ -99,3 +104,42 @@ def test_a_wide_window_without_a_base_gets_one_and_a_held_one_is_not_run_again(e
     assert engine.warm(base.request, keep_cached=True, hold=True)
     planner.hold(URI, base)
     assert planner.base(engine, URI, TEXT, planned) is None
+
+
+class EveryTimeAnother:
+    """A project-context collector whose every choice differs (as after an edit the ring of
+    recent edits does): what a request within the held base must not take."""
+
+    def __init__(self) -> None:
+        self.changes: Counter[str] = Counter()
+        self.ring = SimpleNamespace(changes=Counter())
+        self.calls = 0
+
+    def forget(self, uri: str) -> None:
+        pass
+
+    def collect(self, uri, text, line, sources, documents, counter, **_) -> ProjectContext:
+        self.calls += 1
+        note = ContextFile("notes.py", f"# choice {self.calls}\n")
+        return ProjectContext(files=(note,), repo="work", path="long.py", budget=32)
+
+
+def test_a_request_within_the_held_base_keeps_its_project_context(engine) -> None:
+    engine.step_model.reset()
+    planner = RequestPlanner(EveryTimeAnother(), left_first=128)
+    settings = Settings(model=TEST_MODEL, engine=EngineKind.TRANSFORMERS, context_tokens=1024,
+                        max_tokens=8, context_budget=64)
+    rested = TEXT.index("value_300 ")
+    planned = planner.plan(engine, settings, URI, TEXT, rested)
+    widening = planner.wider(engine, settings, URI, planned)
+    widened = planner.plan(engine, settings, URI, TEXT, rested, left_start=widening.start)
+    planner.adopt(URI, planned.request.left, widening)
+    base = planner.base(engine, URI, TEXT, widened, widening)
+    planner.hold(URI, base)
+    below = TEXT.rindex("\n", 0, base.end - 1) + 1
+    within = planner.plan(engine, settings, URI, TEXT, below)
+    assert within.request.left_start == widening.start
+    assert within.request.context_files == base.request.context_files
+    # Below the base: a place of its own, with its own context.
+    outside = planner.plan(engine, settings, URI, TEXT, TEXT.index("value_390 "))
+    assert outside.request.context_files != base.request.context_files
