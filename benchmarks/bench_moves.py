@@ -9,7 +9,10 @@ window below the cursor), then puts the author's text back, cuts the second hole
 an editor sends them) and asks there at once.  Only that second request is scored, split by
 where it lies from the rest place (above, or how far below) and by cursor kind (by what
 follows the cursor on its line, as ``bench_new_place``).  Each pair opens its file afresh and
-closes it after, so pairs do not share a cache.
+closes it after, so pairs do not share a cache.  With ``--keep-hole`` the rest place keeps its
+hole (the user read the suggestion there and moved on): the only edit is the new place's own,
+so the text between the window's start and a place below the rest place is what the server
+held; without it, the line written at the rest place changes the text above such a place.
 
 ``change`` is this checkout's server, ``baseline`` another checkout's (``--baseline-root``), in
 the same run.  "Prefilled" is the prompt less what the server's record says came from the
@@ -112,11 +115,16 @@ async def run_config(name: str, root: Path, texts: dict[str, str], moves: list[M
             session.open(uri, move.rest.hole(source))
             await session.inline(uri, move.rest.start)
             await asyncio.sleep(args.rest)
-            # Put the author's text back into the rest place's hole, then cut the next one.
-            session.edit(uri, move.rest.start, move.rest.start, move.rest.truth(source))
-            session.edit(uri, move.to.start, move.to.end, "")
+            # Put the author's text back into the rest place's hole (the user wrote the line
+            # there; ``--keep-hole``: the user left it and moved on), then cut the next one.
+            hole = 0
+            if not args.keep_hole:
+                session.edit(uri, move.rest.start, move.rest.start, move.rest.truth(source))
+            elif move.to.start > move.rest.start:
+                hole = move.rest.end - move.rest.start  # the text below moved up by it
+            session.edit(uri, move.to.start - hole, move.to.end - hole, "")
             before = await last_record(session)
-            shown, took = await session.inline(uri, move.to.start)
+            shown, took = await session.inline(uri, move.to.start - hole)
             rec = await last_record(session)
             fresh = rec if rec and rec != before else {}
             prompt, cached = fresh.get("prompt_tokens"), fresh.get("cached_tokens")
@@ -171,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-lines", type=int, default=1500)
     p.add_argument("--rest", type=float, default=15.0, help="the rest's seconds")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--keep-hole", action="store_true",
+                   help="leave the rest place's hole as it is (no edit above or below the "
+                        "next place but its own)")
     add_options(p, "moves")
     args = p.parse_args(argv)
     record = RunRecord(command_line(), packages=model_packages())
@@ -194,9 +205,11 @@ def main(argv: list[str] | None = None) -> int:
     record.finish()
     body = tables(rows, [c for c, _ in servers])
     n_moves = sum(len(m) for _, m, _ in corpora)
+    left = ("the rest place's hole left as it was" if args.keep_hole
+            else "the author's text put back at the rest place")
     body += (f"\n\n{baseline_note(args)}Packages {args.packages}: {n_moves} moves per "
              f"configuration, {args.at_least} to {args.within} lines each, after a rest of "
-             f"{args.rest:.0f} s; the run took {time.perf_counter() - started:.0f} s.")
+             f"{args.rest:.0f} s, {left}; the run took {time.perf_counter() - started:.0f} s.")
     publish(body, record, args.figures, args.section)
     save_rows(args.json, record, rows)
     return 0
