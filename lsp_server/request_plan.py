@@ -191,7 +191,7 @@ class Widening:
 
 
 @dataclass(frozen=True)
-class Base:
+class HeldWindow:
     """A document's window from its prompt start to a line end below the cursor
     (``prompt_anchors``' base): the prompt to hold in the model's cache (``request``: no
     right text, unconstrained, never decoded), the anchors it is for and where it lies in
@@ -258,7 +258,7 @@ class RequestPlanner:
         #: plans made (not reused): what the test of "one plan per place" counts
         self.builds = 0
         #: the base held in the model's cache, and its document (``hold``)
-        self._held: tuple[str, Base] | None = None
+        self._held: tuple[str, HeldWindow] | None = None
 
     # ----- what a plan depends on ------------------------------------------------------------
 
@@ -364,7 +364,7 @@ class RequestPlanner:
             del self._plans[key]
 
     def base(self, engine: CompletionEngine, uri: str, text: str, planned: Planned,
-             widening: Widening | None = None) -> Base | None:
+             widening: Widening | None = None) -> HeldWindow | None:
         """The document's base to hold after ``planned`` (the widened request, once
         ``widening`` is adopted; without one, the request at the document's start as it is):
         ``text`` from that start on, beyond the cursor, with the request's project context
@@ -384,9 +384,9 @@ class RequestPlanner:
             return None
         request = dataclasses.replace(planned.request, left=model[:end], right="",
                                       mode=Mode.UNCONSTRAINED, alternatives=1)
-        return Base(request, anchors, start, end, planned.project)
+        return HeldWindow(request, anchors, start, end, planned.project)
 
-    def hold(self, uri: str, base: Base) -> None:
+    def hold(self, uri: str, base: HeldWindow) -> None:
         """``base`` is held in the model's cache: a cursor within it keeps its start and its
         project context."""
         base.anchors.hold(uri, base.request.left, base.start, base.end)
