@@ -130,21 +130,18 @@ class Wider:
 
 @dataclass(frozen=True)
 class Widen:
-    """The work after the warm-up: the deferred project context, then the prompt started
-    higher in the document (``widened``, adopted through ``adopt`` once cached), then the
-    document's base (``base``, held; ``hold`` once it is)."""
+    """The work after the warm-up: the deferred project context, then ``wider``'s prompt
+    started higher in the document (adopted once cached), then the document's base (held,
+    and the planner told once it is)."""
 
     engine: CompletionEngine
     host: ModelHost
     planned: Planned
-    widened: Planned | None
-    adopt: Callable[[], None]  # on the event loop
+    wider: Wider
     post: Post
     where: str
     #: what the request at this place ran, when one did (its prompts are not built again)
     run: Runnable | None = None
-    base: CompletionRequest | None = None
-    hold: Callable[[], None] = _nothing
 
     def __call__(self, cancel: threading.Event) -> None:
         run = self.run or engine_work.runnable(self.engine, self.planned)
@@ -159,16 +156,17 @@ class Widen:
             log.info("warmed the project context at %s", self.where)
         # Forked, not cropped: the narrower prompt serves requests until the widened one is
         # cached and adopted, and a request that interrupts the widening needs it.
-        if self.widened is not None:
-            if not warm(self.engine, self.host, self.widened.request, cancel,
+        wider = self.wider
+        if wider.widened is not None:
+            if not warm(self.engine, self.host, wider.widened.request, cancel,
                         keep_cached=True):
                 return
-            self.post(self.adopt)
+            self.post(wider.adopt)
             log.info("widened the prompt at %s", self.where)
         # Held, and forked from the widened prompt at the cursor: only the lines below run.
-        if self.base is not None and warm(self.engine, self.host, self.base, cancel,
-                                          keep_cached=True, hold=True):
-            self.post(self.hold)
+        if wider.base is not None and warm(self.engine, self.host, wider.base, cancel,
+                                           keep_cached=True, hold=True):
+            self.post(wider.hold)
             log.info("held the document's window below %s", self.where)
 
 
@@ -262,8 +260,8 @@ class Background:
         if (wider.widened is not None or wider.base is not None
                 or planned.request.context_budget):
             self.jobs.background(uri, ("widen", uri),
-                                 Widen(engine, self.host, planned, wider.widened, wider.adopt,
-                                       self.post, where, run, wider.base, wider.hold),
+                                 Widen(engine, self.host, planned, wider, self.post, where,
+                                       run),
                                  priority=Priority.CONTEXT)
 
     def prefetch(self, engine: CompletionEngine, planned: Planned, place: Place) -> None:

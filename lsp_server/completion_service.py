@@ -231,14 +231,14 @@ class CompletionService:
         it once it is cached, and the document's base to hold after it."""
         widening = self.planner.wider(engine, self.settings, uri, planned)
         if widening is None:  # wide already (or as wide as it gets): hold what it holds
-            base = self.planner.base(engine, uri, text, planned)
+            base = self.planner.base(engine, uri, planned)
             return background.Wider(None, base=base and base.request,
                                     hold=lambda: base and self.planner.hold(uri, base))
         # The widened prompt starts higher, which can change what the project context
         # leaves out: plan it as the request that will be made there.
         widened = self._plan(engine, uri, text, offset, left_start=widening.start)
         left = planned.request.left
-        base = self.planner.base(engine, uri, text, widened, widening)
+        base = self.planner.base(engine, uri, widened, widening)
         return background.Wider(widened, lambda: self._adopt(uri, left, widening),
                                 base and base.request,
                                 lambda: base and self.planner.hold(uri, base))

@@ -52,7 +52,7 @@ from lsp_server.project.sources import (
     OpenDocument,
     ProjectContext,
 )
-from lsp_server.prompt_anchors import AnchorPlanner
+from lsp_server.prompt_anchors import MAX_CHARS_PER_TOKEN, AnchorPlanner
 from lsp_server.settings import (
     CONTEXT_BUDGET_TOKENS,
     GPU_CONTEXT_BUDGET_TOKENS,
@@ -363,24 +363,27 @@ class RequestPlanner:
         for key in [k for k in self._plans if k[0] == uri]:
             del self._plans[key]
 
-    def base(self, engine: CompletionEngine, uri: str, text: str, planned: Planned,
+    def base(self, engine: CompletionEngine, uri: str, planned: Planned,
              widening: Widening | None = None) -> HeldWindow | None:
         """The document's base to hold after ``planned`` (the widened request, once
         ``widening`` is adopted; without one, the request at the document's start as it is):
-        ``text`` from that start on, beyond the cursor, with the request's project context
+        the document from that start on, beyond the cursor, with the request's project context
         (so that the two share their beginning).  ``None`` where the engine holds no prompt,
         nothing follows the cursor, or that base is held already."""
         anchors = widening.anchors if widening is not None else self._anchors
         if not engine.features.holds_prompts or anchors is None:
             return None
-        model = model_text.for_model(text)
+        # The request's own texts, as the model sees them: no document-sized work here (it
+        # runs on the event loop), only the right text a base can reach.
+        left = planned.request.left
+        model = left + planned.request.right[:anchors.left_max * MAX_CHARS_PER_TOKEN]
         start = planned.request.left_start
         held = anchors.base
         if (widening is None and held is not None and held.uri == uri and held.offset == start
                 and model.startswith(held.text, start)):
             return None
         end = anchors.base_end(model, start)
-        if end <= len(planned.request.left):
+        if end <= len(left):
             return None
         request = dataclasses.replace(planned.request, left=model[:end], right="",
                                       mode=Mode.UNCONSTRAINED, alternatives=1)

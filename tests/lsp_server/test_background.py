@@ -13,7 +13,7 @@ import pytest
 from lsprotocol import types
 
 from fim.engines.model_specs import EngineKind
-from lsp_server.background import Place, Prefetch, Rank, WarmUp, Widen
+from lsp_server.background import Place, Prefetch, Rank, WarmUp, Widen, Wider
 from lsp_server.completion_service import CompletionService
 from lsp_server.messages import CursorMessage
 from lsp_server.model_host import ModelHost
@@ -84,8 +84,8 @@ def test_warm_up_runs_the_prompt_and_decodes_nothing(host: ModelHost) -> None:
 def test_widen_with_nothing_to_widen_runs_nothing(host: ModelHost) -> None:
     adopted: list = []
     planned = planned_here(host)
-    Widen(host.engine, host, planned, None, lambda: adopted.append(1), lambda fn: fn(),
-          "here")(threading.Event())
+    Widen(host.engine, host, planned, Wider(None, lambda: adopted.append(1)),
+          lambda fn: fn(), "here")(threading.Event())
     assert adopted == []
 
 

@@ -46,7 +46,7 @@ def rest_and_widen(engine: Engine, planner: RequestPlanner, cursor: int, hold: b
     widened = planner.plan(engine, SETTINGS, URI, TEXT, cursor, left_start=widening.start)
     assert engine.warm(widened.request, keep_cached=True)
     planner.adopt(URI, planned.request.left, widening)
-    base = planner.base(engine, URI, TEXT, widened, widening)
+    base = planner.base(engine, URI, widened, widening)
     assert base is not None and base.end > cursor
     if hold:
         assert engine.warm(base.request, keep_cached=True, hold=True)
@@ -99,11 +99,11 @@ def test_a_wide_window_without_a_base_gets_one_and_a_held_one_is_not_run_again(e
     widening, _ = rest_and_widen(engine, planner, rested, hold=False)
     planned = planner.plan(engine, SETTINGS, URI, TEXT, rested)
     assert planner.wider(engine, SETTINGS, URI, planned) is None
-    base = planner.base(engine, URI, TEXT, planned)
+    base = planner.base(engine, URI, planned)
     assert base is not None and base.start == widening.start and base.end > rested
     assert engine.warm(base.request, keep_cached=True, hold=True)
     planner.hold(URI, base)
-    assert planner.base(engine, URI, TEXT, planned) is None
+    assert planner.base(engine, URI, planned) is None
 
 
 class EveryTimeAnother:
@@ -134,7 +134,7 @@ def test_a_request_within_the_held_base_keeps_its_project_context(engine) -> Non
     widening = planner.wider(engine, settings, URI, planned)
     widened = planner.plan(engine, settings, URI, TEXT, rested, left_start=widening.start)
     planner.adopt(URI, planned.request.left, widening)
-    base = planner.base(engine, URI, TEXT, widened, widening)
+    base = planner.base(engine, URI, widened, widening)
     planner.hold(URI, base)
     below = TEXT.rindex("\n", 0, base.end - 1) + 1
     within = planner.plan(engine, settings, URI, TEXT, below)
