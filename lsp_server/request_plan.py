@@ -373,8 +373,8 @@ class RequestPlanner:
         anchors = widening.anchors if widening is not None else self._anchors
         if not engine.features.holds_prompts or anchors is None:
             return None
-        # The request's own texts, as the model sees them: no document-sized work here (it
-        # runs on the event loop), only the right text a base can reach.
+        # The request's own texts, as the model sees them (it runs on the event loop: the
+        # document is not normalised again), and only the right text a base can reach.
         left = planned.request.left
         model = left + planned.request.right[:anchors.left_max * MAX_CHARS_PER_TOKEN]
         start = planned.request.left_start
