@@ -76,14 +76,18 @@ class Branch:
 
 
 def branch_points(trace: list[TraceStep], limit: int) -> list[Branch]:
-    """Up to ``limit`` branches off ``trace``, the most promising first: each untried
-    candidate of the first step that wrote text (so a suggestion's first word can differ),
-    then the rest by smallest margin."""
-    # The last step before which the middle is empty (healing tokens write no middle).
+    """Up to ``limit`` branches off ``trace``, the most promising first: the untried
+    candidates of the steps taken before the middle had text (so a suggestion's first word
+    can differ), by smallest margin, then the rest by smallest margin."""
+    # Healing tokens write no middle, and which of them the model takes decides the first
+    # word too: an empty line's indentation re-typed as three spaces ends at once where
+    # eleven spaces are followed by `` return`` (cost_tracker.py:145, fresh2). Before, only
+    # the last such step's candidates came first: its three whitespace candidates used the
+    # search's runs there, each ending at once, and no branch wrote anything.
     first = max((i for i, t in enumerate(trace) if t.chars == 0), default=0)
     branches = [Branch(i, tid, step.logp - lp) for i, step in enumerate(trace)
                 for tid, lp in step.alts]
-    branches.sort(key=lambda b: (b.step != first, b.margin, b.step))
+    branches.sort(key=lambda b: (b.step > first, b.margin, b.step))
     return branches[:limit]
 
 

@@ -106,6 +106,16 @@ def test_branch_points_first_token_first_then_smallest_margin():
     assert [(b.step, b.token) for b in branch_points(trace, 1)] == [(0, 2)]
 
 
+def test_branch_points_take_every_step_before_the_first_text_first():
+    """Healing steps write no middle, and which of them the model takes decides the first
+    word too: their candidates join the first text step's, by margin, before later steps."""
+    trace = [TraceStep(1, -0.1, 0, ((2, -3.0),)),
+             TraceStep(4, -0.2, 0, ((5, -2.0), (6, -4.0), (7, -5.0))),
+             TraceStep(8, -0.5, 3, ((9, -0.6),))]
+    got = [(b.step, b.token) for b in branch_points(trace, 5)]
+    assert got == [(1, 5), (0, 2), (1, 6), (1, 7), (2, 9)]
+
+
 def test_bad_requests_are_refused(random_loaded):
     engine, _ = tree_engine(random_loaded, greedy_trap)
     with pytest.raises(ValueError, match="alternatives"):
@@ -210,6 +220,28 @@ def test_a_branch_that_shows_nothing_does_not_end_the_search():
     found, _ = search(run, first, 2, lambda m, s: (m, s), Ranking.GREEDY_FIRST)
     assert asked == [(10, 12), (10, 13), (30,)]
     assert [a.middle for a in found] == ["x", ""]
+
+
+def test_an_indentation_retyped_otherwise_is_tried_before_more_blanks_at_the_end():
+    """An empty line (cost_tracker.py:145): greedy re-types the healed indentation with a
+    short blank token and ends at once; at its end the model's next choices are more
+    blanks, each ending at once again.  The healing step's other candidate (the indentation
+    as the model writes it before a word) is what writes a line, and it is reached within
+    the search's runs (before, the end's three blank candidates and the healing step's
+    likelier one used all four)."""
+    trace = [TraceStep(10, -0.3, 0, ((11, -2.97), (12, -3.62)))]
+    first = Decoded("", StopReason.EOS, 1, trace=trace, logprob=-0.8,
+                    end_step=TraceStep(0, -0.46, 0, ((20, -2.55), (21, -7.0), (22, -7.7))))
+    asked: list[tuple[int, ...]] = []
+
+    def run(forced):
+        asked.append(forced)
+        middle = "return summary" if forced == (12,) else ""
+        return Decoded(middle, StopReason.EOS, len(forced) + 1, trace=[], logprob=-5.0)
+
+    found, _ = search(run, first, 2, lambda m, s: (m, s), Ranking.GREEDY_FIRST)
+    assert asked == [(10, 20), (11,), (12,)]
+    assert [a.middle for a in found] == ["return summary", ""]
 
 
 def test_other_stop_tokens_after_greedys_end_leave_room_for_a_middle(random_loaded):
