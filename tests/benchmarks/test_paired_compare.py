@@ -1,0 +1,46 @@
+"""benchmarks/paired_compare.py: runs grouped by commit, latencies paired cursor by cursor."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.paired_compare import main
+
+
+def _run(path, commit, seconds, shown=None):
+    rows = [{"id": f"f.py:{i}:empty_line", "config": "seam", "client": "plain",
+             "seconds": s, "shown": (shown or {}).get(i, "x")} for i, s in enumerate(seconds)]
+    path.write_text(json.dumps({"run": {"commit": commit, "started": "2026-11-29 06:49 UTC",
+                                        "load_before": [0.5, 0.5, 0.5]}, "rows": rows}))
+    return str(path)
+
+
+def test_the_ratio_pairs_cursors_and_averages_each_commits_runs(tmp_path, capsys):
+    """Cursor 0: new 1.0 and 3.0 (mean 2.0) over old 1.0 and 1.0: 2.0; cursor 1: 1.0 over
+    2.0: 0.5; cursor 2: 1.0 over 1.0.  A script that compared run medians, or the first run
+    of each commit only, or divided the other way, gives other numbers."""
+    runs = [_run(tmp_path / "1.json", "new000", [1.0, 1.0, 1.0]),
+            _run(tmp_path / "2.json", "old000", [1.0, 2.0, 1.0]),
+            _run(tmp_path / "3.json", "old000", [1.0, 2.0, 1.0]),
+            _run(tmp_path / "4.json", "new000", [3.0, 1.0, 1.0], shown={2: "y"})]
+    assert main(runs + ["--baseline", "old"]) == 0
+    out = capsys.readouterr().out
+    assert "`new000`'s mean latency over `old000`'s (n = 3): median 1.000, mean 1.167" in out
+    assert "the same suggestion in every run at 2 of 3 cursors" in out
+    assert "| 4 | `new000` |" in out and "| 1.00 s | 1.67 s |" in out
+
+
+def test_without_a_baseline_the_first_runs_commit_divides(tmp_path, capsys):
+    runs = [_run(tmp_path / "1.json", "aaa", [2.0]), _run(tmp_path / "2.json", "bbb", [1.0])]
+    main(runs)
+    assert "`bbb`'s mean latency over `aaa`'s (n = 1): median 0.500" in capsys.readouterr().out
+
+
+def test_runs_of_other_than_two_commits_are_refused(tmp_path):
+    runs = [_run(tmp_path / f"{c}.json", c, [1.0]) for c in ("a", "b", "c")]
+    with pytest.raises(SystemExit, match="two commits"):
+        main(runs)
+    with pytest.raises(SystemExit, match="baseline"):
+        main(runs[:2] + ["--baseline", "z"])
