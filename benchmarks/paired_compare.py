@@ -33,8 +33,13 @@ def row_key(row: dict) -> tuple[str, str, str]:
 
 
 def load(path: Path) -> tuple[dict, dict[tuple[str, str, str], dict]]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return data["run"], {row_key(r): r for r in data["rows"]}
+    """A paired run's record and rows by cursor; one line and exit 2 for anything else."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data["run"], {row_key(r): r for r in data["rows"]}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise SystemExit(f"{path}: not a paired_run.py JSON file ({type(exc).__name__}: "
+                         f"{exc})") from None
 
 
 def compare(runs: list[tuple[dict, dict]], baseline: str | None = None) -> str:

@@ -44,3 +44,23 @@ def test_runs_of_other_than_two_commits_are_refused(tmp_path):
         main(runs)
     with pytest.raises(SystemExit, match="baseline"):
         main(runs[:2] + ["--baseline", "z"])
+
+
+def test_a_file_that_is_no_paired_run_or_runs_without_a_common_cursor_end_in_one_line(
+        tmp_path):
+    """A missing file, one that is not JSON and one without rows each end with one line
+    naming the file (not a traceback); two runs at different cursors share nothing to pair."""
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    rowless = tmp_path / "rowless.json"
+    rowless.write_text('{"run": {}}')
+    good = _run(tmp_path / "1.json", "aaa", [1.0])
+    for path in (tmp_path / "missing.json", bad, rowless):
+        with pytest.raises(SystemExit, match=f"{path.name}: not a paired_run.py JSON file"):
+            main([good, str(path)])
+    other = tmp_path / "2.json"
+    other.write_text(json.dumps({"run": {"commit": "bbb", "started": "", "load_before": None},
+                                 "rows": [{"id": "g.py:1:empty_line", "config": "seam",
+                                           "client": "plain", "seconds": 1.0, "shown": ""}]}))
+    with pytest.raises(SystemExit, match="share no cursor"):
+        main([good, str(other)])
