@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -53,6 +52,7 @@ from fim import cli_args
 from fim.options import DEFAULT_MODEL, canonical_model
 from fim.vllm import speculative
 from fim.vllm.route_guard import LIMIT_ENVS, Limits
+from lsp_server.supervised_process import run_supervised
 
 PLUGIN = "fim.vllm.processor:SeamLogitsProcessor"
 #: The entry-point group vLLM loads logits-processor plugins from (no flag needed), and what
@@ -248,30 +248,18 @@ def team_server(argv: list[str]) -> int:
           + ("needs the API key" if env.get("VLLM_API_KEY") else "is open (no API key set)")
           + "; limits per request: " + ", ".join(f"{n}={v}" for n, v in limits.as_env().items()),
           file=sys.stderr, flush=True)
-    # vLLM runs in a session of its own (its worker processes with it), so it is stopped
-    # here, on Ctrl-C or a SIGTERM (a service manager's stop), never left running.
-    signal.signal(signal.SIGTERM, _interrupt)
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
     url = local_url(args.host, port)
     urls = editor_urls(args.host, port)
-    try:
+
+    def serve(proc: subprocess.Popen) -> int:
         if wait_ready(url, proc, START_TIMEOUT_S):
             print(f"seam team-server: ready at {url} (editors: engine \"vllm\", server "
                   + " or ".join(f'"{u}"' for u in urls) + ")", flush=True)
         return proc.wait()
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
 
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
+    # vLLM runs in a session of its own (its worker processes with it), stopped with this
+    # command on Ctrl-C or a SIGTERM (a service manager's stop), never left running.
+    return run_supervised(cmd, env, serve)
 
 
 def main() -> int:
