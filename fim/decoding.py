@@ -48,6 +48,7 @@ from fim.stopping import (
     Step,
     best_stopping_point,
     complete_line_end,
+    copy_pending,
     pending_rewrite,
     refused_end_cut,
     rewrite_cut_after,
@@ -181,6 +182,8 @@ class _Decoder:
         self.end_step: TraceStep | None = None  # the end chosen instead of a token, traced
         #: Where the model first chose to end and the file could not: (middle length, tokens)
         self.refused: tuple[int, int] | None = None
+        # A ``line_stop`` line end held while the next line tells a copy (``_line_end``).
+        self.held_line_end: int | None = None
 
     # ----- the loop ---------------------------------------------------------------------
 
@@ -317,19 +320,21 @@ class _Decoder:
             moved = seq.advance(setup.vocab.token_bytes[tid])
             if moved is None:
                 continue
+            held = self.held_line_end
             if self.line_stop and "\n" in moved[2]:
                 # The model wants the line to end: stop here if the middle is complete
                 # (the newline itself may be one the constraint does not allow).
                 k = moved[2].index("\n")
                 before = cache.feed(state, moved[2][:k]) if k else state
-                if before is not None and cache.is_complete(before):
-                    line_cut = seq.chars + k
+                if before is not None and cache.is_complete(before) and (
+                        line_cut := self._line_end(seq.chars + k, moved[2][:k])) is not None:
                     self._took(candidates, index, seq.chars)
                     seq.commit(*moved)
                     self.tokens += 1
                     return _Choice(stop=StopReason.LINE_END, line_cut=line_cut)
             nxt = cache.feed(state, moved[2]) if moved[2] else state
             if nxt is None:
+                self.held_line_end = held  # (a line end held for a token not taken)
                 if index == 0 and not forced and self.line_stop and "\n" in moved[2]:
                     # The model ends the line (its middle) where the file cannot.
                     self._refuse(seq.chars + moved[2].index("\n"))
@@ -390,6 +395,16 @@ class _Decoder:
             self.tokens += 1
         return c
 
+    def _line_end(self, end: int, added: str = "") -> int | None:
+        """Where a ``line_stop`` middle complete at ``end`` (``added``: the next token's text
+        before it) ends: there, or if the line may start a copy (``copy_pending``) later."""
+        if self.held_line_end is not None:  # (not the held one again, in ``_after_token``)
+            return self.held_line_end if end > self.held_line_end else None
+        if self.right and copy_pending((self.seq.joined() + added)[:end], self.right):
+            self.held_line_end = end
+            return None
+        return end
+
     def _after_token(self, added: str) -> int | None:
         """After a token that added a newline: the middle's length at the first complete
         line end, when ``line_stop`` ends the decode there; ``on_line`` hears of it."""
@@ -402,7 +417,7 @@ class _Decoder:
         if end is None:
             return None
         if self.line_stop:
-            return end
+            return self._line_end(end)
         middle = self.seq.joined()[:end]
         if not (self.right and pending_rewrite(middle, self.right)):
             # (A line that may be the right context's start again is not shown until the
@@ -462,6 +477,9 @@ class _Decoder:
         refused end (``_refused_end``), or (constrained, out of tokens, time or candidates)
         at the best complete stopping point."""
         raw = self.seq.joined()
+        if self.held_line_end is not None and stop != StopReason.RIGHT_CONTEXT:
+            # The line after a held line end was only looked at.
+            return self._decoded(raw[:self.held_line_end], StopReason.LINE_END, raw)
         if self.constrained and (back := self._refused_end(stop)) is not None:
             return self._back_before_refused(back)
         if stop == StopReason.RIGHT_CONTEXT:

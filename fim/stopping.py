@@ -209,6 +209,11 @@ def wrapped_right(right: str, wraps: bool) -> str:
 #: whole lines needs twice as much, or the end of the second line with text: a short line
 #: (``continue``, ``return True``) is often the model's own next line too.
 STRONG_AGREEMENT = 8
+#: A middle that writes this many whole lines of the right context again, one after the
+#: other, copies the code below the cursor (at a point past the right context's start: the
+#: model copying the loop a few lines down, issue 29's ``strikelist.py:552``), and is cut
+#: where the copy starts.
+COPIED_LINES = 2
 
 
 def _blank(char: str) -> bool:
@@ -255,15 +260,19 @@ class RightStop:
     next_line_end: int = 0
     wrapped_line_end: int = 0
     wrapped_next_line_end: int = 0
+    #: the whole lines of ``right`` (the last, perhaps cut by the probe, left out), without
+    #: their trailing blanks: what a copy of lines below the cursor is compared with
+    lines: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, right: str, wraps: bool, line_start: bool = False) -> RightStop:
         right = right[:RIGHT_PROBE_CHARS]
         first, second = _text_line_ends(right, 2)
         wrapped = wrapped_right(right, wraps)
+        lines = tuple(line.rstrip(" \t\r") for line in right.split("\n")[:-1])
         return cls(right, wrapped, line_start, first, second,
                    len(unwrap(right[:first])) if wrapped else 0,
-                   len(unwrap(right[:second])) if wrapped else 0)
+                   len(unwrap(right[:second])) if wrapped else 0, lines)
 
     def __bool__(self) -> bool:
         return bool(self.right.strip())
@@ -305,6 +314,30 @@ class RightStop:
             return (len(flat) >= self.wrapped_next_line_end
                     or _nonblank(flat) >= 2 * STRONG_AGREEMENT)
         return len(flat) >= self.wrapped_line_end or _nonblank(flat) >= STRONG_AGREEMENT
+
+    def copies_lines(self, text: str, c: int, ending: bool = False) -> bool:
+        """Whether ``text[c:]`` (``text`` the middle, ``c`` the start of one of its lines)
+        is a copy of lines below the cursor: ``COPIED_LINES`` or more whole lines equal, one
+        after the other and with their indentation, to lines of the right context, with
+        twice ``STRONG_AGREEMENT`` characters besides blanks among them.  The middle's first
+        line (``c`` 0, the cursor after nothing but blanks) is compared without its
+        indentation, which stands before the cursor.  Its last line counts once a line
+        break ends it, or where the model ends the middle (``ending``)."""
+        pieces = text[c:].split("\n")
+        done = [p.rstrip(" \t\r") for p in (pieces if ending else pieces[:-1])]
+        if len(done) < COPIED_LINES or not done[0].strip():
+            return False
+        first = done[0].strip() if c == 0 else done[0]
+        for j, line in enumerate(self.lines):
+            if (line.strip() if c == 0 else line) != first:
+                continue
+            n = 1
+            while (n < len(done) and j + n < len(self.lines)
+                   and self.lines[j + n] == done[n]):
+                n += 1
+            if n >= COPIED_LINES and sum(map(_nonblank, done[:n])) >= 2 * STRONG_AGREEMENT:
+                return True
+        return False
 
     def whole_lines(self, text: str, c: int) -> bool:
         """Whether a re-write starting at ``text[c]`` (``text`` the middle) starts a line of
@@ -373,8 +406,9 @@ def right_rewrite_cut(text: str, done: int, base: int, stop: RightStop,
     needs more (a short line like ``continue`` is often the model's own next line too), except
     where the model ends the middle after it (``ending``: ``text`` is the middle, and the
     model's likeliest token a stop where the middle is complete), when it reaches the end of
-    the first line with text.  The earliest re-write that starts at a complete point is the
-    cut.
+    the first line with text.  A middle that copies whole lines from further down the right
+    context (:meth:`RightStop.copies_lines`) is a re-write too, from the line the copy
+    starts at.  The earliest re-write that starts at a complete point is the cut.
     """
     right = stop.right
     if not stop:
@@ -383,6 +417,13 @@ def right_rewrite_cut(text: str, done: int, base: int, stop: RightStop,
     # starts in the last token (all of the right context written again).
     for c in range(max(0, min(base, done - len(right))), len(text)):
         first = text[c]
+        if ((c == 0 and stop.line_start or c and text[c - 1] == "\n")
+                and stop.copies_lines(text, c, ending)):
+            # A copy of lines further down: cut where it starts (or before the line break
+            # that leads to it, where only that is complete).
+            for cut in (c, c - 1) if c else (c,):
+                if complete_at(cut):
+                    return cut
         if c < base and first != right[0] and not (stop.wrapped and first in " \t\n"):
             continue
         tail = text[c:]
@@ -401,14 +442,29 @@ def right_rewrite_cut(text: str, done: int, base: int, stop: RightStop,
     return None
 
 
+def copy_pending(text: str, stop: RightStop) -> bool:
+    """Whether the last line of ``text`` (a middle that ends where a line ends) is a whole
+    line of the right context (its first line compared without the indentation before the
+    cursor): the start of a copy of the code below, which the next line settles
+    (:meth:`RightStop.copies_lines`) or refutes."""
+    start = text.rfind("\n") + 1
+    line = text[start:].rstrip(" \t\r")
+    if not line.strip() or not (start or stop.line_start):
+        return False
+    return line in stop.lines if start else line.strip() in map(str.strip, stop.lines)
+
+
 def pending_rewrite(text: str, stop: RightStop) -> bool:
     """Whether the end of ``text`` (a middle) agrees with the start of the right context so
     far (a tail with something besides blanks, not starting inside a run of blanks, that the
-    right context starts with): a re-write the next tokens may still settle, so the middle
-    is not yet worth showing as it is."""
+    right context starts with), or its last line (``text`` ending where a line ends) is a
+    whole line of the right context, the start of a copy of the code below: a re-write the
+    next tokens may still settle, so the middle is not yet worth showing as it is."""
     right = stop.right
     if not stop:
         return False
+    if copy_pending(text, stop):
+        return True
     for c in range(max(0, len(text) - len(right)), len(text)):
         tail = text[c:]
         if not tail.strip():

@@ -82,12 +82,12 @@ def _decoded(outcome: Outcome) -> bool:
 
 
 def _ended_at_once(outcome: Outcome) -> bool:
-    """Greedy decoding ended with nothing to show (no text, or only spaces and line breaks)
-    because the model chose to end there: not out of time or tokens (a search would take as
-    long again), not cancelled."""
+    """Greedy decoding ended with nothing to show (only blanks, if anything) because the
+    model chose to end there or to write the code below again (the right-context stop cut
+    it all): not out of time or tokens (a search would take as long again), not cancelled."""
     res = outcome.result
-    return (outcome.partial is None and res is not None and res.stop == StopReason.EOS
-            and not (res.middle or "").strip())
+    return (outcome.partial is None and res is not None and not (res.middle or "").strip()
+            and res.stop in (StopReason.EOS, StopReason.RIGHT_CONTEXT))
 
 
 @dataclass(frozen=True)

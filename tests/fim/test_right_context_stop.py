@@ -232,3 +232,26 @@ def test_a_line_that_may_be_a_rewrite_is_not_shown_early(random_loaded):
                           on_partial=shown.append)
     assert (res.middle, res.stop) == ("a += 1", "right_context")
     assert shown == ["a += 1"]
+
+
+# A line-start cursor above code the model may copy (``RightStop.copies_lines``): with
+# ``line_stop`` (the empty-line rescue's first line), a first line equal to a line below is
+# held until the next line tells a copy from the model's own code.
+COPY_LEFT = "def f(x):\n    "
+COPY_RIGHT = "\n    y = x * 2\n    print(x)\n    print(x + y)\n"
+
+
+@pytest.mark.parametrize(("said", "middle", "stop"), [
+    # a copy of the last two lines: cut where it starts
+    ("print(x)\n    print(x + y)\n", "", "right_context"),
+    # the same first line, then the model's own: the first line, the second only looked at
+    ("print(x)\n    return x\n", "print(x)", "line_end"),
+    # a first line that is no line below ends at once
+    ("return x\n    print(x)\n", "return x", "line_end"),
+])
+def test_a_line_stop_looks_one_line_further_where_a_copy_may_start(random_loaded, said,
+                                                                   middle, stop):
+    engine, script = python_engine(random_loaded, said)
+    res = engine.complete(CompletionRequest(COPY_LEFT, COPY_RIGHT, max_tokens=24,
+                                            line_stop=True, scope="block"))
+    assert (res.middle, res.stop) == (middle, stop)

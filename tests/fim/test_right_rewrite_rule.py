@@ -152,3 +152,44 @@ def test_a_rewrite_the_model_ends_after_is_cut():
         == (9, "a += 1")
     # Not where the model stops after a prefix of the line (" is" before "istributed").
     assert first_cut("# d", "istributed on an AS IS BASIS\n", ["ata", " is"]) is None
+
+
+# issue 29's ``strikelist.py:552``: on an empty line above a loop, the model copies the loop
+# a few lines down (never reaching a point where the file parses within its 96 tokens).
+LOOP_BELOW = ('\n\n        last_id = "0-0"\n        initial_load_complete = False\n'
+              "        while True:\n            try:\n"
+              "                async with self._redis.client() as r:\n"
+              "                    await self._read(r)\n"
+              "            except KeyError:\n                pass\n")
+MONITOR = ("class S:\n    async def _monitor(self):\n"
+           '        """Background task that monitors Redis."""\n        ')
+
+
+def _tokens(text: str) -> list[str]:
+    """``text`` a few characters at a time (the cut must not depend on where tokens split)."""
+    return [text[i:i + 3] for i in range(0, len(text), 3)]
+
+
+def test_a_copy_of_lines_further_down_is_cut_where_it_starts():
+    copy = ("while True:\n            try:\n"
+            "                async with self._redis.client() as r:\n")
+    step, middle = first_cut(MONITOR, LOOP_BELOW, _tokens(copy + "                    x"))
+    assert middle == ""
+    # Cut as soon as the second whole line of the copy is written, with enough text in it
+    # (``while True:`` and ``try:`` alone are 14 characters, short of 16).
+    assert "".join(_tokens(copy)[:step + 1]).count("\n") == 3
+    # After a line of the model's own, the copy is cut and that line kept.
+    own = "self._ready = True\n"
+    assert first_cut(MONITOR, LOOP_BELOW, _tokens(own + "        " + copy))[1] == own
+
+
+def test_lines_that_only_resemble_the_code_below_are_kept():
+    # One line equal to a line below, then the model's own: no copy.
+    own = ('last_id = "0-0"\n        retries = 0\n        while retries < 3:\n'
+           "            retries += 1\n")
+    assert first_cut(MONITOR, LOOP_BELOW, _tokens(own)) is None
+    # The same lines with another indentation are other code (a block around them).
+    nested = ("if self._redis:\n            while True:\n                try:\n"
+              "                    async with self._redis.client() as r:\n"
+              "                        await self._read(r)\n")
+    assert first_cut(MONITOR, LOOP_BELOW, _tokens(nested)) is None

@@ -37,12 +37,26 @@ def ends_at_once(one: Callable[[str], int], eos: int) -> dict:
             (one("z"),): {eos: 30.0}}
 
 
-def answer(position: types.Position, suggestions: int, again: bool = False
-           ) -> tuple[list[str], list[str]]:
+#: Below the empty line, after a line of its own, two lines the model copies (``copies``).
+COPY_SOURCE = "x = 1\n\nz = 2\nprint(x)\nprint(x + 1)\n"
+
+
+def copies(one: Callable[[str], int], eos: int) -> dict:
+    """Greedy writes the last two lines of ``COPY_SOURCE`` again, a character a token, and
+    ends; its second choice at the start is ``y``, then the end."""
+    ids = [one(ch) for ch in "print(x)\nprint(x + 1)\n"]
+    tree = {tuple(ids[:i]): {tid: 30.0} for i, tid in enumerate(ids)}
+    tree[()] = {ids[0]: 12.0, one("y"): 10.0}
+    tree[(one("y"),)] = {eos: 30.0}
+    return tree
+
+
+def answer(position: types.Position, suggestions: int, again: bool = False,
+           tree=ends_at_once, source: str = SOURCE) -> tuple[list[str], list[str]]:
     """The middles shown at ``position`` and the stops of the server's records (``again``:
     and then, once the worker is idle, those shown when asked there again)."""
     host = loaded_host()
-    host._engine, _ = tree_engine_over(host.engine.backend, ends_at_once)
+    host._engine, _ = tree_engine_over(host.engine.backend, tree)
 
     async def main() -> tuple[list[str], list[str]]:
         loop = asyncio.get_running_loop()
@@ -51,7 +65,7 @@ def answer(position: types.Position, suggestions: int, again: bool = False
                      time_budget_ms=60_000, context_budget=0), host,
             loop.call_soon_threadsafe)
         service.documents.open(types.TextDocumentItem(uri=URI, language_id="python",
-                                                      version=1, text=SOURCE))
+                                                      version=1, text=source))
         try:
             found = await service.suggest(URI, position)
             stops = [r.stop for r in service.recent]
@@ -78,3 +92,13 @@ def test_an_empty_line_where_greedy_ends_shows_the_best_middle_that_writes_somet
 def test_one_suggestion_per_place_or_a_cursor_in_a_line_keeps_nothing():
     assert answer(EMPTY_LINE, 1) == ([], ["eos"])
     assert answer(LINE_END, 3) == ([], ["eos"])
+
+
+def test_an_empty_line_where_greedy_copies_the_code_below_shows_what_else_it_would_write():
+    """The copy is cut where it starts (``fim.stopping.RightStop.copies_lines``): nothing is
+    left of greedy's middle, and, as where the model ends at once, the search's best middle
+    that writes something is shown."""
+    shown, stops = answer(EMPTY_LINE, 3, tree=copies, source=COPY_SOURCE)
+    assert stops[0] == "right_context" and shown == ["y"]
+    # One suggestion per place: the cut copy, nothing shown.
+    assert answer(EMPTY_LINE, 1, tree=copies, source=COPY_SOURCE) == ([], ["right_context"])
