@@ -47,6 +47,9 @@ CASES = [
     # and a short agreement ("    return") refuted, then the right context written again
     ("def f(x):\n    if x:\n        log(x)\n", "    return True\n",
      "    return False\n    return True\n", "free"),
+    # a line of its own, then a copy of two lines further down (``RightStop.copies_lines``)
+    ("def f(x):\n    ", "\n    y = x * 2\n    print(x)\n    print(x + y)\n",
+     "z = 1\n    print(x)\n    print(x + y)\n", "block"),
 ]
 
 
