@@ -204,6 +204,8 @@ class HeldWindow:
     #: the request's project context, which every request within the base keeps (a context
     #: chosen again would differ after an edit, and its prompt would share nothing after it)
     project: ProjectContext
+    #: the planner's ``workspace`` count when it was planned (``RequestPlanner.hold``)
+    workspace: int = 0
 
 
 def open_documents(documents: Iterable[Document], languages: Sequence[str]
@@ -259,6 +261,8 @@ class RequestPlanner:
         self.builds = 0
         #: the base held in the model's cache, and its document (``hold``)
         self._held: tuple[str, HeldWindow] | None = None
+        #: workspace changes (``reset``): a base planned before one is not held
+        self.workspace = 0
 
     # ----- what a plan depends on ------------------------------------------------------------
 
@@ -281,6 +285,7 @@ class RequestPlanner:
         base's project context."""
         self._plans.clear()
         self._held = None
+        self.workspace += 1
 
     def edited(self, ring: EditRing, uri: str, old_text: str, new_text: str,
                first_line: int | None = None, old_end: int | None = None,
@@ -387,11 +392,15 @@ class RequestPlanner:
             return None
         request = dataclasses.replace(planned.request, left=model[:end], right="",
                                       mode=Mode.UNCONSTRAINED, alternatives=1)
-        return HeldWindow(request, anchors, start, end, planned.project)
+        return HeldWindow(request, anchors, start, end, planned.project, self.workspace)
 
     def hold(self, uri: str, base: HeldWindow) -> None:
         """``base`` is held in the model's cache: a cursor within it keeps its start and its
-        project context."""
+        project context; not one planned before the workspace changed (its prefill ran
+        meanwhile), whose project context may lack a folder that came or read one that
+        left."""
+        if base.workspace != self.workspace:
+            return
         base.anchors.hold(uri, base.request.left, base.start, base.end)
         self._held = (uri, base)
         self._replan(uri)

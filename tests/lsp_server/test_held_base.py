@@ -143,3 +143,24 @@ def test_a_request_within_the_held_base_keeps_its_project_context(engine) -> Non
     # Below the base: a place of its own, with its own context.
     outside = planner.plan(engine, settings, URI, TEXT, TEXT.index("value_390 "))
     assert outside.request.context_files != base.request.context_files
+
+
+def test_a_base_planned_before_the_workspace_changed_is_not_held(engine) -> None:
+    """The base's prefill runs in the background; a folder that comes or goes meanwhile
+    (``reset``) makes its project context stale, and a request within it plans its own
+    (a race the server's test of announced folders met on a busy machine)."""
+    engine.step_model.reset()
+    planner = RequestPlanner(EveryTimeAnother(), left_first=128)
+    settings = Settings(model=TEST_MODEL, engine=EngineKind.TRANSFORMERS, context_tokens=1024,
+                        max_tokens=8, context_budget=64)
+    rested = TEXT.index("value_300 ")
+    planned = planner.plan(engine, settings, URI, TEXT, rested)
+    widening = planner.wider(engine, settings, URI, planned)
+    widened = planner.plan(engine, settings, URI, TEXT, rested, left_start=widening.start)
+    planner.adopt(URI, planned.request.left, widening)
+    base = planner.base(engine, URI, widened, widening)
+    planner.reset()  # a workspace folder came while the base was being prefilled
+    planner.hold(URI, base)
+    below = TEXT.rindex("\n", 0, base.end - 1) + 1
+    within = planner.plan(engine, settings, URI, TEXT, below)
+    assert within.request.context_files != base.request.context_files
