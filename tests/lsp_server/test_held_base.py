@@ -15,7 +15,7 @@ from fim.api import Engine
 from fim.engines.model_specs import EngineKind
 from fim.templates import ContextFile
 from lsp_server.project.sources import ProjectContext
-from lsp_server.request_plan import RequestPlanner
+from lsp_server.request_plan import HeldWindow, RequestPlanner, Widening
 from lsp_server.settings import Settings
 from tests.support.seam_lsp_client import TEST_MODEL
 
@@ -124,7 +124,9 @@ class EveryTimeAnother:
         return ProjectContext(files=(note,), repo="work", path="long.py", budget=32)
 
 
-def test_a_request_within_the_held_base_keeps_its_project_context(engine) -> None:
+def base_with_context(engine: Engine) -> tuple[RequestPlanner, Settings, Widening, HeldWindow]:
+    """A rest at ``value_300`` with project context on, its widening adopted and its base
+    planned (not yet held)."""
     engine.step_model.reset()
     planner = RequestPlanner(EveryTimeAnother(), left_first=128)
     settings = Settings(model=TEST_MODEL, engine=EngineKind.TRANSFORMERS, context_tokens=1024,
@@ -135,6 +137,11 @@ def test_a_request_within_the_held_base_keeps_its_project_context(engine) -> Non
     widened = planner.plan(engine, settings, URI, TEXT, rested, left_start=widening.start)
     planner.adopt(URI, planned.request.left, widening)
     base = planner.base(engine, URI, widened, widening)
+    return planner, settings, widening, base
+
+
+def test_a_request_within_the_held_base_keeps_its_project_context(engine) -> None:
+    planner, settings, widening, base = base_with_context(engine)
     planner.hold(URI, base)
     below = TEXT.rindex("\n", 0, base.end - 1) + 1
     within = planner.plan(engine, settings, URI, TEXT, below)
@@ -149,16 +156,7 @@ def test_a_base_planned_before_the_workspace_changed_is_not_held(engine) -> None
     """The base's prefill runs in the background; a folder that comes or goes meanwhile
     (``reset``) makes its project context stale, and a request within it plans its own
     (a race the server's test of announced folders met on a busy machine)."""
-    engine.step_model.reset()
-    planner = RequestPlanner(EveryTimeAnother(), left_first=128)
-    settings = Settings(model=TEST_MODEL, engine=EngineKind.TRANSFORMERS, context_tokens=1024,
-                        max_tokens=8, context_budget=64)
-    rested = TEXT.index("value_300 ")
-    planned = planner.plan(engine, settings, URI, TEXT, rested)
-    widening = planner.wider(engine, settings, URI, planned)
-    widened = planner.plan(engine, settings, URI, TEXT, rested, left_start=widening.start)
-    planner.adopt(URI, planned.request.left, widening)
-    base = planner.base(engine, URI, widened, widening)
+    planner, settings, _, base = base_with_context(engine)
     planner.reset()  # a workspace folder came while the base was being prefilled
     planner.hold(URI, base)
     below = TEXT.rindex("\n", 0, base.end - 1) + 1
