@@ -263,6 +263,8 @@ class RightStop:
     #: the whole lines of ``right`` (the last, perhaps cut by the probe, left out), without
     #: their trailing blanks: what a copy of lines below the cursor is compared with
     lines: tuple[str, ...] = ()
+    #: the same lines without their indentation (a middle's first line is compared so)
+    bare: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, right: str, wraps: bool, line_start: bool = False) -> RightStop:
@@ -272,7 +274,14 @@ class RightStop:
         lines = tuple(line.rstrip(" \t\r") for line in right.split("\n")[:-1])
         return cls(right, wrapped, line_start, first, second,
                    len(unwrap(right[:first])) if wrapped else 0,
-                   len(unwrap(right[:second])) if wrapped else 0, lines)
+                   len(unwrap(right[:second])) if wrapped else 0, lines,
+                   tuple(line.strip() for line in lines))
+
+    def line_places(self, line: str, loose: bool) -> list[int]:
+        """Where ``line`` (without trailing blanks) is a whole line of the right context, as
+        written or (``loose``) without indentation on either side."""
+        lines, line = (self.bare, line.strip()) if loose else (self.lines, line)
+        return [j for j, own in enumerate(lines) if own == line]
 
     def __bool__(self) -> bool:
         return bool(self.right.strip())
@@ -327,10 +336,7 @@ class RightStop:
         done = [p.rstrip(" \t\r") for p in (pieces if ending else pieces[:-1])]
         if len(done) < COPIED_LINES or not done[0].strip():
             return False
-        first = done[0].strip() if c == 0 else done[0]
-        for j, line in enumerate(self.lines):
-            if (line.strip() if c == 0 else line) != first:
-                continue
+        for j in self.line_places(done[0], loose=c == 0):
             n = 1
             while (n < len(done) and j + n < len(self.lines)
                    and self.lines[j + n] == done[n]):
@@ -451,7 +457,7 @@ def copy_pending(text: str, stop: RightStop) -> bool:
     line = text[start:].rstrip(" \t\r")
     if not line.strip() or not (start or stop.line_start):
         return False
-    return line in stop.lines if start else line.strip() in map(str.strip, stop.lines)
+    return bool(stop.line_places(line, loose=not start))
 
 
 def pending_rewrite(text: str, stop: RightStop) -> bool:
