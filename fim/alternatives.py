@@ -75,16 +75,24 @@ class Branch:
     margin: float
 
 
-def branch_points(trace: list[TraceStep], limit: int) -> list[Branch]:
+def branch_points(trace: list[TraceStep], limit: int, copied_from: int | None = None
+                  ) -> list[Branch]:
     """Up to ``limit`` branches off ``trace``, the most promising first: the untried
     candidates of the steps taken before the middle had text (so a suggestion's first word
-    can differ), by smallest margin, then the rest by smallest margin."""
+    can differ), by smallest margin, then the rest by smallest margin.  ``copied_from``: the
+    steps from there on wrote lines the right-context stop cut as a copy, and rank by margin
+    alone (a middle cut to nothing so has no steps before its text)."""
     # Healing tokens write no middle, and which of them the model takes decides the first
     # word too: an empty line's indentation re-typed as three spaces ends at once where
     # eleven spaces are followed by `` return`` (cost_tracker.py:145, fresh2). Before, only
     # the last such step's candidates came first: its three whitespace candidates used the
     # search's runs there, each ending at once, and no branch wrote anything.
-    first = max((i for i, t in enumerate(trace) if t.chars == 0), default=0)
+    # A copy's start is the model's choice of what kind of line comes (the one below, as
+    # parallel lines go), and where it was least sure is what the line says: at
+    # ``_pretty_print.py:66`` its first word's other candidates (``if``, ``for``) were three
+    # times further from it than ``Turn`` after the copy's ``output += f"\n- ``.
+    own = trace[:copied_from]
+    first = max((i for i, t in enumerate(own) if t.chars == 0), default=0 if own else -1)
     branches = [Branch(i, tid, step.logp - lp) for i, step in enumerate(trace)
                 for tid, lp in step.alts]
     branches.sort(key=lambda b: (b.step > first, b.margin, b.step))
@@ -119,14 +127,20 @@ def search(run: Runner, first: Decoded, n: int, check: Check, ranking: Ranking =
             found[middle] = dataclasses.replace(alt, greedy=greedy or bool(old and old.greedy))
 
     keep(first, greedy=True)
-    trace = first.trace or []
     # The end is a branch point too (going on where greedy stopped); its branches take the
-    # whole traced path first.
-    points = trace + ([first.end_step] if first.end_step is not None else [])
+    # whole traced path first.  Where the right-context stop cut lines written again, so is
+    # every step of the first of them (``Decoded.copied``, which starts at the end): a run
+    # that parts from the copy inside its line writes a line like it that is not one, as
+    # the next of several parallel lines often is (``_pretty_print.py:66``, issue 29:
+    # ``output += f"\n- Current turn: …"`` copied from below, the author's
+    # ``output += f"\n- Current agent: …"``).
+    points = (first.trace or []) + (list(first.copied) if first.copied else
+                                    [first.end_step] if first.end_step is not None else [])
     # Two branches per middle missing; twice that in reserve, for branches that find nothing
     # to count (another end token after greedy's end, a space: a run of a token or two).
     runs = max_runs if max_runs is not None else 4 * max(0, n - 1)
-    pending = branch_points(points, runs) if n > 1 else []
+    copied_from = len(first.trace or []) if first.copied else None
+    pending = branch_points(points, runs, copied_from) if n > 1 else []
 
     def missing() -> int:
         # A branch's middle that shows nothing (empty, or only spaces and line breaks) ranks
@@ -142,7 +156,7 @@ def search(run: Runner, first: Decoded, n: int, check: Check, ranking: Ranking =
                     deadline is not None and time.monotonic() > deadline):
                 pending = []
                 break
-            forced = tuple(t.token for t in trace[:branch.step]) + (branch.token,)
+            forced = tuple(t.token for t in points[:branch.step]) + (branch.token,)
             out = run(forced)
             if out is None:
                 continue

@@ -52,9 +52,8 @@ from fim.stopping import (
     pending_rewrite,
     refused_end_cut,
     rewrite_cut_after,
-    unwrap,
 )
-from fim.trace import TraceStep, untried
+from fim.trace import TraceStep, line_steps, logsumexp, untried
 from quotient.constraint import ConstraintState
 
 # Re-exported: callers and tests reach these through the loop's module.
@@ -82,6 +81,9 @@ class Decoded:
     #: Where the decode chose to end (a stop token, or the right context's first token)
     #: rather than take a token: its log-probability and the candidates that would go on.
     end_step: TraceStep | None = None
+    #: Where the right-context stop cut lines written again: the steps that wrote the first
+    #: of them (``fim.trace.line_steps``; the first is ``end_step``), more branch points.
+    copied: tuple[TraceStep, ...] = ()
 
 
 @dataclass
@@ -95,21 +97,11 @@ class DecodeSetup:
     heal_index: HealIndex | None = None
 
 
-def _logsumexp(x: np.ndarray) -> float:
-    top = float(np.max(x))
-    if not math.isfinite(top):
-        return top
-    return top + math.log(float(np.sum(np.exp(x - top, dtype=np.float64))))
-
-
 def _eos_logp(masked: np.ndarray, stop_list: list[int]) -> float:
     """Log-probability of stopping here (the likeliest stop token) under ``masked`` logits."""
     if not stop_list:
         return -math.inf
-    return float(np.max(masked[stop_list])) - _logsumexp(masked)
-
-
-_unwrap = unwrap  # the name tests and callers knew
+    return float(np.max(masked[stop_list])) - logsumexp(masked)
 
 
 def _order(scores: np.ndarray, k: int) -> list[int]:
@@ -180,6 +172,7 @@ class _Decoder:
         self.lse = 0.0  # log-normaliser of the current step's masked logits
         self.end_logp = 0.0  # the end's log-probability, for a traced decode
         self.end_step: TraceStep | None = None  # the end chosen instead of a token, traced
+        self.copied: tuple[TraceStep, ...] = ()  # ``Decoded.copied``
         #: Where the model first chose to end and the file could not: (middle length, tokens)
         self.refused: tuple[int, int] | None = None
         # A ``line_stop`` line end held while the next line tells a copy (``_line_end``).
@@ -260,7 +253,7 @@ class _Decoder:
             keep[allowed] = masked[allowed]
             masked = keep
         if self.constrained:
-            self.lse = _logsumexp(masked)
+            self.lse = logsumexp(masked)
             self.last_eos_logp = (float(np.max(masked[stop_list])) - self.lse if stop_list
                                   else -math.inf)
         scores = masked
@@ -445,7 +438,8 @@ class _Decoder:
                 logprob = sum(t.logp for t in self.trace if t.chars < cut) + (
                     end if end is not None else 0.0)
         return Decoded(middle, stop, self.tokens, self.model_s * 1e3,
-                       self.constraint_s * 1e3, raw, self.trace, logprob, self.end_step)
+                       self.constraint_s * 1e3, raw, self.trace, logprob, self.end_step,
+                       self.copied)
 
     def _refused_end(self, stop: StopReason) -> int | None:
         """The middle's length when it goes back before the model's refused end
@@ -483,6 +477,10 @@ class _Decoder:
         if self.constrained and (back := self._refused_end(stop)) is not None:
             return self._back_before_refused(back)
         if stop == StopReason.RIGHT_CONTEXT:
+            if self.trace is not None and line_cut < len(raw) and self.right.whole_lines(
+                    raw, line_cut):  # whole lines written again: where a branch may part
+                self.copied = line_steps(self.trace + [self.end_step] * bool(self.end_step),
+                                         raw, line_cut)
             self._trace_until(line_cut)  # the tokens that confirmed the re-write
         if stop in (StopReason.LINE_END, StopReason.RIGHT_CONTEXT):
             return self._decoded(raw[:line_cut], stop, raw)

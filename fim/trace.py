@@ -35,6 +35,14 @@ class TraceStep:
     alts: tuple[tuple[int, float], ...] = ()
 
 
+def logsumexp(x: np.ndarray) -> float:
+    """``log(sum(exp(x)))`` without overflow (``-inf`` when every entry is)."""
+    top = float(np.max(x))
+    if not math.isfinite(top):
+        return top
+    return top + math.log(float(np.sum(np.exp(x - top, dtype=np.float64))))
+
+
 def untried(candidates: Sequence[int], index: int, masked: np.ndarray, lse: float,
             stop_ids: Collection[int], *, ended: bool) -> tuple[tuple[int, float], ...]:
     """The candidates after ``candidates[index]`` (the model's order) a branch may take, with
@@ -55,3 +63,15 @@ def untried(candidates: Sequence[int], index: int, masked: np.ndarray, lse: floa
             ends_left -= 1
         out.append((tid, logit - lse))
     return tuple(out)
+
+
+def line_steps(trace: Sequence[TraceStep], text: str, start: int) -> tuple[TraceStep, ...]:
+    """The traced steps that wrote the line of ``text`` (a decode's characters) starting at
+    ``start``: those from ``start`` up to the line break after its first character besides
+    blanks (the line's end, where the text has none yet).  Where a decode cut what it wrote
+    from ``start`` on as the right context written again, these are where a run may branch
+    off into a line like it that is not a copy (``fim.alternatives``)."""
+    body = len(text) - len(text[start:].lstrip(" \t\r\n"))
+    end = text.find("\n", body)
+    end = len(text) if end < 0 else end
+    return tuple(t for t in trace if start <= t.chars <= end)

@@ -257,3 +257,69 @@ def test_other_stop_tokens_after_greedys_end_leave_room_for_a_middle(random_load
     res = engine.complete(CompletionRequest("x = 1\n", "\ny = 2\n", max_tokens=8,
                                             alternatives=2, ranking=Ranking.GREEDY_FIRST))
     assert [a.middle for a in res.alternatives] == ["z", ""]
+
+
+def test_branch_points_rank_a_copys_steps_by_margin_alone():
+    """A middle cut to nothing as a copy of the lines below: no step came before its text,
+    so the step inside the copied line where the model was least sure comes first; with
+    text of its own before the copy, that text's first word still comes first."""
+    trace = [TraceStep(1, -0.1, 0, ((2, -3.0),)),
+             TraceStep(4, -0.2, 6, ((5, -0.9),)),
+             TraceStep(6, -0.1, 7, ((7, -4.0),))]
+    assert [(b.step, b.token) for b in branch_points(trace, 3, copied_from=0)] == [
+        (1, 5), (0, 2), (2, 7)]
+    assert [(b.step, b.token) for b in branch_points(trace, 3)] == [(0, 2), (1, 5), (2, 7)]
+
+
+def test_a_middle_cut_as_a_copy_branches_inside_the_copied_line():
+    """Greedy's middle was cut to nothing as a copy (``Decoded.copied``: the steps of the
+    copied line, the first being the end); the search runs the copy's path up to the step
+    where the model was least sure, and the other token there: a line like the copy that
+    is not one.  Before, only the end's candidates were branch points."""
+    copied = (TraceStep(10, -0.1, 0, ((30, -3.0),)), TraceStep(11, -0.2, 6, ((21, -0.7),)),
+              TraceStep(12, -0.1, 7, ((31, -5.0),)))
+    first = Decoded("", StopReason.RIGHT_CONTEXT, 5, trace=[], logprob=-0.3,
+                    end_step=copied[0], copied=copied)
+    asked: list[tuple[int, ...]] = []
+
+    def run(forced):
+        asked.append(forced)
+        return Decoded({(10, 21): "print(y)"}.get(forced, ""), StopReason.EOS,
+                       len(forced) + 1, trace=[], logprob=-4.0)
+
+    found, _ = search(run, first, 2, lambda m, s: (m, s), Ranking.GREEDY_FIRST)
+    assert asked == [(10, 21)]
+    assert [a.middle for a in found] == ["print(y)", ""]
+
+
+COPY_LEFT = "def f(x):\n    "
+COPY_RIGHT = "\n    y = x * 2\n    print(x)\n    print(x + y)\n"
+
+
+def copy_tree(tok):
+    """Greedy writes the last two lines of ``COPY_RIGHT`` again; after ``print(`` it
+    prefers ``x`` only a little over ``y``, and after ``print(y`` it closes the call."""
+    def make(one, eos):
+        said = tok.encode("print(") + [one("x")] + tok.encode(")\n    print(x + y)\n")
+        tree = {tuple(said[:k]): {tid: 20.0} for k, tid in enumerate(said)}
+        at = len(tok.encode("print("))
+        tree[tuple(said[:at])] = {one("x"): 20.0, one("y"): 19.5}
+        tree[tuple(said[:at]) + (one("y"),)] = {one(")"): 20.0}
+        return tree
+    return make
+
+
+def test_a_copy_of_the_lines_below_is_searched_for_a_line_like_it(random_loaded):
+    """Through the engine, with the real constraint: greedy's middle is cut to nothing as a
+    copy, and the search's first run parts from the copy where the model was least sure
+    (``x`` against ``y``), which writes a line of the model's own."""
+    backend = backend_from_loaded(random_loaded)
+    engine, model = tree_engine_over(backend, copy_tree(backend.tokenizer))
+    req = CompletionRequest(COPY_LEFT, COPY_RIGHT, max_tokens=24, line_stop=True,
+                            scope="block")
+    greedy = engine.complete(req)
+    assert (greedy.middle, greedy.stop) == ("", "right_context")
+    res = engine.complete(CompletionRequest(COPY_LEFT, COPY_RIGHT, max_tokens=24,
+                                            line_stop=True, scope="block", alternatives=2,
+                                            ranking=Ranking.GREEDY_FIRST))
+    assert [a.middle for a in res.alternatives] == ["print(y)", ""]

@@ -1,5 +1,7 @@
 """The candidates a traced step keeps for branches (``fim.trace.untried``): a stop token
-ends a middle where any other would, so a step keeps one at most, and an end keeps none."""
+ends a middle where any other would, so a step keeps one at most, and an end keeps none.
+And the steps that wrote a copied line (``fim.trace.line_steps``), where a branch may part
+from the copy."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import math
 
 import numpy as np
 
-from fim.trace import TRACE_ALTS, untried
+from fim.trace import TRACE_ALTS, TraceStep, line_steps, untried
 
 STOPS = {0, 1, 2}
 
@@ -45,3 +47,15 @@ def test_ruled_out_candidates_are_skipped_and_at_most_trace_alts_kept():
 def test_the_last_candidate_has_none_after_it():
     masked = logits({7: 5.0})
     assert untried([7], 0, masked, 5.0, STOPS, ended=False) == ()
+
+
+def test_line_steps_are_those_of_the_first_line_with_text_from_the_cut():
+    """``text`` is ``"a = 1\n\n    print(x)\n    print(y)"``, cut at 5 (the line break
+    before the copy): the steps from there to the line break after ``print(x)``, the one
+    that writes that break included (going on with the line is a branch too)."""
+    text = "a = 1\n\n    print(x)\n    print(y)"
+    starts = [0, 2, 5, 6, 7, 11, 17, 18, 19, 21, 30]
+    trace = [TraceStep(i, -0.1, c) for i, c in enumerate(starts)]
+    assert [t.chars for t in line_steps(trace, text, 5)] == [5, 6, 7, 11, 17, 18, 19]
+    # Where the text has no line break after the line yet, the line runs to the end.
+    assert [t.chars for t in line_steps(trace, "    print(x", 0)] == [0, 2, 5, 6, 7, 11]
