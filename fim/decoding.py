@@ -479,8 +479,8 @@ class _Decoder:
         if stop == StopReason.RIGHT_CONTEXT:
             if self.trace is not None and line_cut < len(raw) and self.right.whole_lines(
                     raw, line_cut):  # whole lines written again: where a branch may part
-                self.copied = line_steps(self.trace + [self.end_step] * bool(self.end_step),
-                                         raw, line_cut)
+                ended = [self.end_step] if self.end_step is not None else []
+                self.copied = line_steps(self.trace + ended, raw, line_cut)
             self._trace_until(line_cut)  # the tokens that confirmed the re-write
         if stop in (StopReason.LINE_END, StopReason.RIGHT_CONTEXT):
             return self._decoded(raw[:line_cut], stop, raw)
