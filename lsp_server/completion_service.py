@@ -11,8 +11,8 @@ place asked about, the suggestion cache, the plan (``request_plan``: made once p
 reused), the decode on the worker (``jobs`` runs ``engine_work.Decode``, which decides there
 whether the project context is cached yet and runs the engine), and the answer. What the
 worker does besides, giving way to any request, is ``background``'s: the cursor's place warmed
-and widened (:meth:`cursor`, or where a plain client's last edit ended: ``edit_rests``), the
-suggestion after a shown one prefetched
+and widened (:meth:`cursor`, or for a plain client where its last edit ended or the start of
+the document it opened: ``edit_rests``), the suggestion after a shown one prefetched
 (:meth:`_prefetch_past`, the one place that decides when), a project context that was not in
 the model's cache warmed after the request that went without it.
 
@@ -77,8 +77,7 @@ class Suggestion:
 def _decoded(outcome: Outcome) -> bool:
     """The decode ran to an end (an empty middle included), neither superseded nor
     cancelled: its prompt is in the model's cache, the start of a widening."""
-    res = outcome.result
-    return res is not None and res.stop != StopReason.CANCELLED
+    return outcome.result is not None and outcome.result.stop != StopReason.CANCELLED
 
 
 def _ended_at_once(outcome: Outcome) -> bool:
@@ -145,9 +144,10 @@ class CompletionService:
     def folder_removed(self) -> None:
         self.folders_changed(removed=True)
 
-    def opened(self, uri: str) -> None:
-        """A document was opened (the open-files source of other places changed)."""
-        self.planner.changed(uri)
+    def opened(self, doc: Document) -> None:
+        """A document was opened (other places' open files changed; a plain client rests here)."""
+        self.planner.changed(doc.uri)
+        self.edit_rests.opened(doc)
 
     def close(self, uri: str) -> None:
         """The document was closed: stop its decode and forget what was kept for it."""

@@ -1,4 +1,4 @@
-"""A plain client's edits taken as the cursor's resting place.
+"""A plain client's edits and opens taken as the cursor's resting place.
 
 Seam's editor clients send ``seam/cursor`` when the cursor rests, and the service warms the
 prompt there (``background.Background.at_cursor``) so that the request which follows only
@@ -7,6 +7,16 @@ after a ranged change the cursor is, nearly always, at the end of the text the c
 in. So when a document has had no edit for ``EDIT_REST_S`` (the editors' own cursor
 debounce) and no request came in that time, the service is told the cursor rests at the end
 of the last change, as if the client had said so.
+
+An open says where the user is too: a document just opened is what the user looks at, and an
+editor shows it from its start unless it restores a place. So when the latest opened document
+goes ``EDIT_REST_S`` without an edit or a request anywhere, the cursor is taken to rest at its
+start; the warm-up there widens into the document's window from its start, held in the model's
+cache (``background.Widen``), so that the first request anywhere in that window runs only its
+right text (the issue asked that the visible file be warmed when it is opened, not when the
+cursor first rests: ``docs/latency.md``, "A file opened and read"). Only the latest open counts
+(a session that reopens ten files warms the last one), and any edit or request, in any
+document, cancels it: the user has shown where they are.
 
 What is not taken for a rest: a whole-document change (it names no place), an edit followed
 within the debounce by a request (the request runs the prompt itself) or by another edit (the
@@ -70,20 +80,32 @@ class EditRests:
         self._later = later
         self._delay = delay
         self._timers: dict[str, Timer] = {}
+        #: the latest opened document and its rest, until it fires or the user acts
+        self._open: tuple[str, Timer] | None = None
         self.client_sends_cursor = False
+
+    def opened(self, doc: Document) -> None:
+        """``doc`` was just opened: unless the user acts first, the cursor rests at its start
+        (an earlier open's rest that has not fired is replaced)."""
+        self._stop_open()
+        if self.client_sends_cursor:
+            return
+        message = CursorMessage(doc.uri, 0, 0)
+        self._open = (doc.uri, self._start(lambda: self._fire_open(message)))
 
     def edited(self, doc: Document,
                changes: Sequence[types.TextDocumentContentChangeEvent]) -> None:
-        """``doc`` was just changed by ``changes``: its rest starts again from now."""
+        """``doc`` was just changed by ``changes``: its rest starts again from now (and an
+        opened document's rest is off: the user works here)."""
         self._stop(doc.uri)
+        self._stop_open()
         if self.client_sends_cursor:
             return
         end = edit_end(doc, changes)
         if end is None:
             return
         message = CursorMessage(doc.uri, end.line, end.character)
-        later = self._later or asyncio.get_running_loop().call_later
-        self._timers[doc.uri] = later(self._delay, lambda: self._fire(message))
+        self._timers[doc.uri] = self._start(lambda: self._fire(message))
 
     def cursor_sent(self) -> None:
         """The client sent ``seam/cursor``: from now on its cursor, not its edits, says where
@@ -91,22 +113,40 @@ class EditRests:
         self.client_sends_cursor = True
         for uri in list(self._timers):
             self._stop(uri)
+        self._stop_open()
 
     def asked(self, uri: str) -> None:
-        """A request came for ``uri``: it runs the prompt itself."""
+        """A request came for ``uri``: it runs the prompt itself, and says where the user is
+        (an opened document's rest is off too)."""
         self._stop(uri)
+        self._stop_open()
 
     def closed(self, uri: str) -> None:
         self._stop(uri)
+        if self._open is not None and self._open[0] == uri:
+            self._stop_open()
 
     def pending(self) -> int:
-        """Documents whose last edit has not yet become a rest."""
-        return len(self._timers)
+        """Documents whose last edit or open has not yet become a rest."""
+        return len(self._timers) + (self._open is not None)
+
+    def _start(self, fire: Callable[[], None]) -> Timer:
+        later = self._later or asyncio.get_running_loop().call_later
+        return later(self._delay, fire)
 
     def _stop(self, uri: str) -> None:
         timer = self._timers.pop(uri, None)
         if timer is not None:
             timer.cancel()
+
+    def _stop_open(self) -> None:
+        if self._open is not None:
+            self._open[1].cancel()
+            self._open = None
+
+    def _fire_open(self, message: CursorMessage) -> None:
+        self._open = None
+        self._rest(message)
 
     def _fire(self, message: CursorMessage) -> None:
         self._timers.pop(message.uri, None)

@@ -28,7 +28,9 @@ share the same cores and both be late).  Two kinds of jobs share it:
 An ``early`` request that has been answered and decodes on (the rest of a block, for the
 user's next keystrokes) is work nobody waits for: any newer request, on any document, stops
 it, the way it stops background work, and so does warming the cursor's place in another
-document.
+document.  That warming also drops what is queued for other documents, as a request there
+does: the warm-ups and widenings of a document the cursor has left would otherwise run after
+its own and leave the model's held window (one at a time) in the document the user left.
 """
 
 from __future__ import annotations
@@ -368,10 +370,14 @@ class JobScheduler:
                 self._queue_again()
         if prepares:
             # The user rests the cursor in another document: the rest of a block answered
-            # in this one is no longer what they will ask for next.
+            # in this one is no longer what they will ask for next, nor are its queued
+            # warm-ups and widenings (one stopped just now for this one included).
             for job in self._inflight.values():
                 if job.answered and job.uri != uri:
                     job.request_cancel()
+            for other, pending in list(self._pending.items()):
+                if pending.uri != uri and pending.priority not in KEPT_ACROSS_DOCUMENTS:
+                    del self._pending[other]
         self._pump()
 
     def _pump(self) -> None:

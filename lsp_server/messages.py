@@ -144,7 +144,7 @@ class StatusReply:
     recent: tuple[CompletionRecord, ...] = ()  # the last completions, oldest first
     decodes: tuple[DecodeRecord, ...] = ()  # the worker's recent jobs, oldest first
     running: tuple[str, ...] = ()  # documents whose request is being decoded now
-    idle: bool = True  # nothing queued or running (for tests and benchmarks)
+    idle: bool = True  # nothing queued, running or about to rest (for tests and benchmarks)
     documents: int = 0  # open documents
     runtime: RuntimeInfo | None = None  # once a model is loaded
     #: the editors' language ids whose suggestions are exact; every other file's are unchecked

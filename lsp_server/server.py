@@ -307,7 +307,7 @@ class SeamServer(LanguageServer):
 
     def on_open(self, params: types.DidOpenTextDocumentParams) -> None:
         doc = self.documents.open(params.text_document)
-        self.service.opened(doc.uri)
+        self.service.opened(doc)
         log.info("opened %s (%s, %d chars)", doc.uri, doc.language_id, len(doc.text))
 
     def on_change(self, params: types.DidChangeTextDocumentParams) -> None:
@@ -380,7 +380,9 @@ class SeamServer(LanguageServer):
         jobs = self.service.jobs
         return StatusReply(self.host.state, settings_json(self.settings),
                            tuple(self.service.recent), tuple(jobs.finished),
-                           tuple(jobs.running()), jobs.idle(), len(self.documents),
+                           tuple(jobs.running()),
+                           jobs.idle() and not self.service.edit_rests.pending(),
+                           len(self.documents),
                            runtime, checked_lsp_ids()).to_json()
 
     def on_cursor(self, params: Any) -> None:

@@ -123,3 +123,44 @@ def test_rests_of_two_documents_are_kept_apart():
     er.asked("file:///w/a.py")
     timers.fire()
     assert seen == [CursorMessage("file:///w/b.py", 0, 2)]
+
+
+def opened(uri: str, text: str = "import os\n\nos.getcwd()\n") -> Document:
+    return Document(uri, text, 1, "python")
+
+
+def test_an_opened_document_rests_at_its_start_and_only_the_latest_open_counts():
+    er, timers, seen = rests()
+    er.opened(opened("file:///w/a.py"))
+    assert [t[0] for t in timers.armed] == [EDIT_REST_S] and er.pending() == 1
+    er.opened(opened("file:///w/b.py"))  # a session reopening files: the last one is warmed
+    timers.fire()
+    assert seen == [CursorMessage("file:///w/b.py", 0, 0)]
+    assert er.pending() == 0
+
+
+def test_any_edit_or_request_takes_the_place_of_an_opened_documents_rest():
+    for act in ("asked", "edited"):
+        er, timers, seen = rests()
+        er.opened(opened("file:///w/b.py"))
+        if act == "asked":
+            er.asked(URI)  # a request in another document says where the user is
+        else:
+            change = partial(0, 0, 0, 0, "x")
+            er.edited(changed("\n", change), [change])
+        timers.fire()
+        assert seen == ([] if act == "asked" else [CursorMessage(URI, 0, 1)]), act
+
+
+def test_closing_the_opened_document_or_sending_a_cursor_leaves_no_open_rest():
+    er, timers, seen = rests()
+    er.opened(opened("file:///w/b.py"))
+    er.closed(URI)  # another document: the open's rest stays
+    er.closed("file:///w/b.py")
+    timers.fire()
+    assert seen == []
+    er.opened(opened("file:///w/b.py"))
+    er.cursor_sent()
+    er.opened(opened("file:///w/c.py"))  # never guessed once the client sends its cursor
+    timers.fire()
+    assert seen == [] and er.pending() == 0

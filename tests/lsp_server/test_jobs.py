@@ -440,7 +440,43 @@ def test_warming_another_document_stops_an_answered_early_decode() -> None:
 
     finals, log = asyncio.run(main())
     assert finals and finals[0].stop == "cancelled" and finals[0].tokens < 40
-    assert log == ["warm b", "same doc"]  # after the stopped block; the newest first
+    # After the stopped block; the warm-up queued in ``a`` follows a cursor that has left it.
+    assert log == ["warm b"]
+
+
+def test_warming_another_document_drops_the_work_queued_for_the_one_left() -> None:
+    """A rest in ``b`` stops ``a``'s widening and does not queue it again (it would run after
+    ``b``'s and hold ``a``'s window); ``a``'s shown place keeps its alternatives."""
+    import threading
+
+    from lsp_server.jobs import Priority
+
+    async def main():
+        dec = JobScheduler()
+        log = []
+        begun = threading.Event()
+
+        def widen_a(cancel):
+            begun.set()
+            cancel.wait(0.3)
+            log.append("widen a stopped" if cancel.is_set() else "widen a done")
+
+        try:
+            dec.background("a", ("widen", "a"), widen_a, priority=Priority.CONTEXT)
+            await asyncio.to_thread(begun.wait, 5)
+            dec.background("a", ("ranked", "a"), lambda c: log.append("alternatives a"),
+                           priority=Priority.ALTERNATIVES)
+            dec.background("a", ("prefetch", "a"), lambda c: log.append("prefetch a"),
+                           priority=Priority.PREFETCH)
+            dec.background("b", ("warm", "b"), lambda c: log.append("warm b"),
+                           share_key="b-here", priority=Priority.WARM, prepares=True)
+            await logged(log, 3)
+            await asyncio.sleep(0.5)  # nothing else runs
+            return log
+        finally:
+            dec.shutdown()
+
+    assert asyncio.run(main()) == ["widen a stopped", "warm b", "alternatives a"]
 
 
 def test_a_server_gone_is_one_log_line_and_a_bug_is_a_traceback(caplog) -> None:
