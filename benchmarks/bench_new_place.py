@@ -6,6 +6,8 @@ the request there, so the first request at a new place waits for whatever of its
 model's cache does not hold.  Three situations, each the *first* request at its place:
 
 * ``new file``: the file was just opened and asked at once;
+* ``new file, read first`` (with ``--open-rest``): the file was opened and left that many
+  seconds (the user reads it) before the first request, nothing else sent meanwhile;
 * ``open file``: the file was open and asked elsewhere before; the cursor moved down to a new
   place and asked at once (the background work of the last answer may still be running);
 * ``after a rest``: the same, after the user rested ``--rest`` seconds (the server's
@@ -63,6 +65,8 @@ from benchmarks.stats import percentile  # noqa: E402
 from fim.eval.evaluation import edit_similarity  # noqa: E402
 
 SITUATIONS = ("new file", "open file", "after a rest")
+#: The first request of a file asked ``--open-rest`` seconds after it was opened.
+READ_FIRST = "new file, read first"
 FINE_KINDS = ("inside a word", "before a word", "before punctuation", "before nothing",
               "empty line")
 _WORD = re.compile(r"\w")
@@ -169,6 +173,8 @@ async def run_config(name: str, root: Path, files: dict[str, str],
             uri = (workspace / path).as_uri()
             first = places[0].spot
             session.open(uri, first.hole(source))
+            if args.open_rest:
+                await asyncio.sleep(args.open_rest)
             last = first
             for c in places:
                 if c.spot is not last:
@@ -186,7 +192,8 @@ async def run_config(name: str, root: Path, files: dict[str, str],
                 cached = fresh.get("cached_tokens")
                 rows.append({
                     "config": name, "file": path, "kind": c.spot.kind.value, "fine": c.fine,
-                    "situation": c.situation, "line": c.spot.line, "seconds": round(took, 3),
+                    "situation": READ_FIRST if c.spot is first and args.open_rest
+                    else c.situation, "line": c.spot.line, "seconds": round(took, 3),
                     "shown": shown, "truth": c.spot.truth(source),
                     "prompt_tokens": prompt,
                     "prefilled": None if prompt is None or cached is None else prompt - cached,
@@ -217,7 +224,8 @@ def tables(rows: list[dict], configs: list[str]) -> str:
     head = ("| {} | config | cursors | exact | edit sim. | p50 / p90 s | prefilled tokens "
             "(median) |\n|---|---|---:|---:|---:|---|---:|")
     out = [head.format("situation")]
-    for s in SITUATIONS:
+    for s in [s for s in (SITUATIONS[0], READ_FIRST, *SITUATIONS[1:])
+              if any(r["situation"] == s for r in rows)]:
         for c in configs:
             out.append(f"| {s} | {c} | " + _summary(
                 [r for r in rows if r["situation"] == s and r["config"] == c]) + " |")
@@ -263,6 +271,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--min-lines", type=int, default=150)
     p.add_argument("--max-lines", type=int, default=1500)
     p.add_argument("--rest", type=float, default=20.0, help="the rest's seconds")
+    p.add_argument("--open-rest", type=float, default=0.0,
+                   help="seconds each file stays open before its first request (0: asked at "
+                        "once, the 'new file' situation)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-inside-words", action="store_true",
                    help="only the cursor-kind benchmark's cursors (no holes inside words)")
@@ -290,7 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     n_files = sum(len(c) for _, c, _ in corpora)
     n_cursors = sum(len(v) for _, c, _ in corpora for v in c.values())
     body += (f"\n\n{baseline_note(args)}Packages {args.packages}: {n_files} files, "
-             f"{n_cursors} cursors per configuration, rest {args.rest:.0f} s; the run took "
+             f"{n_cursors} cursors per configuration, rest {args.rest:.0f} s"
+             + (f", each file read {args.open_rest:.0f} s before its first request"
+                if args.open_rest else "") + "; the run took "
              f"{time.perf_counter() - started:.0f} s.")
     publish(body, record, args.figures, args.section)
     save_rows(args.json, record, rows)
