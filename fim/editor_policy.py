@@ -138,8 +138,15 @@ def auto_policy(line_before: str, line_after: str, *, device_type: str = "cpu",
     known = known_context(context_tokens, device_type, model_window)
     if known is not None:
         max_tokens = max(1, min(max_tokens, known - MIN_PROMPT_TOKENS))
-    return replace(auto, max_tokens=max_tokens,
-                   context_tokens=context_tokens or auto_context(device_type))
+    # A context asked for (or "auto" on a CPU) never exceeds the model's window: the engine
+    # cuts every prompt to its window anyway, and the server's planner, which places prompt
+    # starts and held windows by this budget, would place them where the engine cuts them
+    # away (a model with a 1,024-token window planned for 2,048 never reused its prompts).
+    # "auto" on a GPU stays ``None``: the whole window, unplanned.
+    context = context_tokens or auto_context(device_type)
+    if context is not None and model_window is not None:
+        context = min(context, model_window)
+    return replace(auto, max_tokens=max_tokens, context_tokens=context)
 
 
 def policy_at(left: str, right: str) -> EditorPolicy:

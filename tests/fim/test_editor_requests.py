@@ -201,3 +201,12 @@ def test_an_auto_budget_leaves_room_for_the_prompt_in_a_small_window() -> None:
     assert auto_policy("", "", device_type="cuda").max_tokens == EMPTY_LINE.max_tokens
     small = auto_policy("", "", device_type="cuda", model_window=100)
     assert small.max_tokens == 100 - MIN_PROMPT_TOKENS and small.context_tokens is None
+
+
+def test_the_context_asked_for_is_capped_by_the_models_window() -> None:
+    # The planner places prompt starts and held windows by this budget: beyond the window
+    # the engine would cut them away.
+    assert auto_policy("", "", device_type="cpu", model_window=1024).context_tokens == 1024
+    assert auto_policy("", "", device_type="cpu", model_window=32768).context_tokens == 2048
+    assert auto_policy("", "", context_tokens=4096, model_window=2048).context_tokens == 2048
+    assert auto_policy("", "", context_tokens=4096).context_tokens == 4096  # no model yet

@@ -21,7 +21,12 @@ from tests.support.seam_lsp_client import TEST_MODEL
 
 pytestmark = [pytest.mark.timeout(300)]
 
-SETTINGS = Settings(model=TEST_MODEL, engine=EngineKind.TRANSFORMERS, time_budget_ms=60_000)
+#: No project context: the test model's whole window (1,024 tokens, what the planner plans
+#: for) is the file's, a left share of some 860 tokens, room for the wide windows below.
+NO_CONTEXT = {"context_definitions": False, "context_open_files": False,
+              "context_recent_edits": False, "context_similar_code": False}
+SETTINGS = Settings(model=TEST_MODEL, engine=EngineKind.TRANSFORMERS, time_budget_ms=60_000,
+                    **NO_CONTEXT)
 
 
 class Clock:
@@ -174,7 +179,7 @@ def test_a_longer_new_place_time_reads_a_wider_first_window(engine) -> None:
     auto = RequestPlanner().plan(engine, SETTINGS, "file:///a.py", text, cursor)
     assert count(text[auto.request.left_start:cursor]) <= LEFT_FIRST_TOKENS
     patient = Settings(model=TEST_MODEL, engine=EngineKind.TRANSFORMERS, time_budget_ms=60_000,
-                       new_place_ms=3000)
+                       new_place_ms=3000, **NO_CONTEXT)
     longer = RequestPlanner().plan(engine, patient, "file:///a.py", text, cursor)
     longer_tokens = count(text[longer.request.left_start:cursor])
     assert 2 * LEFT_FIRST_TOKENS < longer_tokens <= 4 * LEFT_FIRST_TOKENS

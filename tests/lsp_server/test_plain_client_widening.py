@@ -21,7 +21,11 @@ SOURCE = "".join(f"value_{i} = compute({i}, offset={i * 7})\n" for i in range(12
 
 
 async def test_an_answer_to_a_plain_client_is_followed_by_the_widened_prompt(tmp_path):
-    async with lsp_session(tmp_path, settings("llama.cpp")) as lc:
+    # No project context: the test model's window (1,024 tokens) is the file's, a left share
+    # of some 860 tokens that the widened prompt can reach into.
+    async with lsp_session(tmp_path, settings("llama.cpp", contextDefinitions=False,
+                                              contextOpenFiles=False, contextRecentEdits=False,
+                                              contextSimilarCode=False)) as lc:
         await wait_ready(lc)
         open_doc(lc, URI, SOURCE)
         await inline(lc, URI, 120, 4)  # no cursor notification before or after

@@ -16,8 +16,12 @@ from lsp_server.settings import Settings
 
 LOOP = ("    for v in values:\n        total = total + scale(v, 2)\n"
         "        total = shift(total)\n        count = count + 1\n")
+#: Few enough repeats of the loop that the document's own similar code above the prompt does
+#: not crowd folder B's out of the context (the test model's window, 1,024 tokens, leaves the
+#: context some 730).
+REPEATS = 8
 MAIN = ("from helpers import scale\nfrom bee import shift\n\n\ndef compute(values):\n"
-        "    total = 0\n    count = 0\n" + LOOP * 30 + "    return total\n")
+        "    total = 0\n    count = 0\n" + LOOP * REPEATS + "    return total\n")
 #: Folder B: a module main imports, code like main's loop, and a note the user has open.
 BEE = ("def shift(x):\n    # BEE-SECRET-DEFINITION\n    return x + 1\n\n\n"
        "def bee_compute(values):\n    total = 0\n    count = 0\n"
@@ -120,7 +124,7 @@ def test_no_carriage_return_reaches_the_prompt(engine, tmp_path, newline):
     (root / "bee.py").write_bytes(BEE.replace("\n", newline).encode())
     notes = NOTES.replace("\n", newline)
     # Long enough that the document's own code far above the cursor is similar code too.
-    text = MAIN.replace(LOOP * 30, LOOP * 200).replace("\n", newline)
+    text = MAIN.replace(LOOP * REPEATS, LOOP * 200).replace("\n", newline)
     ws = Workspace()
     ws.add(root.as_uri())
     collector = ContextCollector(ws)

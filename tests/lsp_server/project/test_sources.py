@@ -198,7 +198,9 @@ def test_the_context_comes_out_of_the_left_share_so_the_prompt_start_holds(engin
     # Nothing beyond the planned start was cut to make room for the context.
     assert prompt.left_chars_dropped == req.left_start
     budget = project_budget(planned.policy, ContextSources(budget=10**6))
-    room = 2048 - 96 - planned.policy.right_tokens - 4
+    # The "auto" context (2,048 tokens) is capped by the test model's window (1,024).
+    assert planned.policy.context_tokens == min(2048, engine.window) == 1024
+    room = 1024 - 96 - planned.policy.right_tokens - 4
     assert budget == room - LEFT_FIRST_TOKENS
     # A window too small to spare the context's minimum gets none.
     small = dataclasses.replace(
