@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
@@ -264,6 +265,16 @@ async def logged(log: list, entries: int, seconds: float = 10.0) -> None:
         await asyncio.sleep(0.01)
 
 
+def runs_until_stopped(name: str, log: list, begun) -> Callable:
+    """Background work that says it began (``begun``), runs 0.3 s unless stopped, and logs
+    ``"<name> stopped"`` or ``"<name> done"``."""
+    def work(cancel):
+        begun.set()
+        cancel.wait(0.3)
+        log.append(f"{name} stopped" if cancel.is_set() else f"{name} done")
+    return work
+
+
 def test_the_widening_runs_before_the_shown_places_alternatives() -> None:
     """After an answer the server queues the widened prompt (``Priority.CONTEXT``) and the
     place's other suggestions (``Priority.ALTERNATIVES``): the widening runs first, and a
@@ -365,11 +376,7 @@ def test_background_work_of_lower_priority_does_not_stop_a_prefetch() -> None:
         log = []
         begun = threading.Event()
 
-        def prefetch(cancel):
-            begun.set()
-            cancel.wait(0.3)
-            log.append("prefetch stopped" if cancel.is_set() else "prefetch done")
-
+        prefetch = runs_until_stopped("prefetch", log, begun)
         try:
             dec.background("u", "prefetch", prefetch, priority=Priority.PREFETCH)
             await asyncio.to_thread(begun.wait, 5)
@@ -394,11 +401,7 @@ def test_a_request_waits_for_the_warm_up_of_its_own_prompt(same_cursor: bool) ->
         log = []
         begun = threading.Event()
 
-        def warm(cancel):
-            begun.set()
-            cancel.wait(0.3)
-            log.append("warm stopped" if cancel.is_set() else "warm done")
-
+        warm = runs_until_stopped("warm", log, begun)
         try:
             dec.background("u", "warm", warm, share_key="here", priority=Priority.WARM,
                            prepares=True)
@@ -456,11 +459,7 @@ def test_warming_another_document_drops_the_work_queued_for_the_one_left() -> No
         log = []
         begun = threading.Event()
 
-        def widen_a(cancel):
-            begun.set()
-            cancel.wait(0.3)
-            log.append("widen a stopped" if cancel.is_set() else "widen a done")
-
+        widen_a = runs_until_stopped("widen a", log, begun)
         try:
             dec.background("a", ("widen", "a"), widen_a, priority=Priority.CONTEXT)
             await asyncio.to_thread(begun.wait, 5)
