@@ -203,11 +203,13 @@ class JobScheduler:
         if job is not None:
             job.request_cancel()
 
-    def _drop_pending(self, uri: str) -> None:
-        """A request on ``uri``: forget the queued background work it makes moot (all but
-        other documents' work of a kind in ``KEPT_ACROSS_DOCUMENTS``)."""
+    def _drop_pending(self, uri: str, *, own: bool = True) -> None:
+        """A request on ``uri`` (or, ``own=False``, the cursor resting there): forget the
+        queued background work it makes moot, other documents' but of a kind in
+        ``KEPT_ACROSS_DOCUMENTS``, and (``own``) all of ``uri``'s."""
         for key, pending in list(self._pending.items()):
-            if pending.uri == uri or pending.priority not in KEPT_ACROSS_DOCUMENTS:
+            if (own and pending.uri == uri) or (
+                    pending.uri != uri and pending.priority not in KEPT_ACROSS_DOCUMENTS):
                 del self._pending[key]
 
     def _yield_background(self, uri: str, share_key: Hashable | None = None) -> None:
@@ -375,9 +377,7 @@ class JobScheduler:
             for job in self._inflight.values():
                 if job.answered and job.uri != uri:
                     job.request_cancel()
-            for other, pending in list(self._pending.items()):
-                if pending.uri != uri and pending.priority not in KEPT_ACROSS_DOCUMENTS:
-                    del self._pending[other]
+            self._drop_pending(uri, own=False)
         self._pump()
 
     def _pump(self) -> None:
