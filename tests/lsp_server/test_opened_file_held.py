@@ -21,6 +21,7 @@ NO_PROJECT_CONTEXT = {"contextTokens": 1024, "contextDefinitions": False,
                       "contextOpenFiles": False, "contextRecentEdits": False,
                       "contextSimilarCode": False}
 ASKED = "file:///work/asked_at_once.py"
+EMPTY = "file:///work/empty.py"
 
 
 def source(name: str) -> str:
@@ -53,3 +54,10 @@ async def test_a_file_left_open_is_held_from_its_start(tmp_path):
         assert first["prompt_tokens"] - first["context_tokens"] > 30 * 14
         assert first["prompt_tokens"] - first["cached_tokens"] < 100
         assert asked["prompt_tokens"] - asked["cached_tokens"] > 100
+        # An empty file opened and left alone rests at its start too: nothing to hold, and
+        # the server goes idle and still answers there.
+        open_doc(lc, EMPTY, "")
+        await idle(lc)
+        await inline(lc, EMPTY, 0, 0)
+        assert (await status(lc))["state"] == "ready"
+        assert f"warmed the prompt at {EMPTY}:1:1" in (tmp_path / "server.log").read_text()
