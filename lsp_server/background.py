@@ -244,6 +244,7 @@ class Background:
                   where: str) -> None:
         """The cursor rests at ``planned``'s place: warm its prompt, then widen it (both give
         way to any request)."""
+        log.debug("warm-up queued at %s", where)
         # A request at this cursor waits for this warm-up instead of stopping it: it runs
         # the same prompt, and work stopped inside a llama.cpp batch would be lost.
         self.jobs.background(uri, ("warm", uri), WarmUp(engine, self.host, planned, where),

@@ -29,6 +29,7 @@ warm-up gives way to any request.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -36,6 +37,8 @@ from lsprotocol import types
 
 from lsp_server.documents import Document, PositionError
 from lsp_server.messages import CursorMessage
+
+log = logging.getLogger(__name__)
 
 #: How long a document must go without an edit before its last edit counts as a rest (s);
 #: the editor clients wait as long before they send ``seam/cursor``.
@@ -146,10 +149,13 @@ class EditRests:
 
     def _fire_open(self, message: CursorMessage) -> None:
         self._open = None
+        log.debug("opened %s: taken to rest at its start", message.uri)
         self._rest(message)
 
     def _fire(self, message: CursorMessage) -> None:
         self._timers.pop(message.uri, None)
+        log.debug("edited %s: taken to rest at %d:%d", message.uri, message.line + 1,
+                  message.character + 1)
         self._rest(message)
 
 

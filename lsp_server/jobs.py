@@ -31,6 +31,11 @@ it, the way it stops background work, and so does warming the cursor's place in 
 document.  That warming also drops what is queued for other documents, as a request there
 does: the warm-ups and widenings of a document the cursor has left would otherwise run after
 its own and leave the model's held window (one at a time) in the document the user left.
+Warming the cursor's place stops the running work for any other place, too, whatever its
+priority: a prefetch of the suggestion after the shown one (the user went elsewhere instead of
+accepting it), an earlier rest's warm-up. Until it did, a plain client that asked at a new
+place half a second after an edit found its prompt not yet begun: the prefetch from its last
+answer held the worker until the request stopped it (``docs/latency.md``).
 """
 
 from __future__ import annotations
@@ -353,8 +358,11 @@ class JobScheduler:
         One job per ``key``: a newer one replaces a queued one.  The highest ``priority``
         runs first, the newest among equals (the user's current focus); running work of a
         lower priority is stopped for it.  ``prepares``: the work runs the prompt of the
-        request with ``share_key`` (see the module docstring).  Must be called on the event
-        loop.
+        request with ``share_key`` (see the module docstring): the cursor rests there, so
+        running work for any other place is stopped whatever its priority (a prefetch that
+        foresaw the shown suggestion accepted, the warm-up of an earlier rest), as a request
+        would stop it; a shown place's alternatives are stopped by priority and queued again.
+        Must be called on the event loop.
         """
         if self._closed:
             return
@@ -362,7 +370,9 @@ class JobScheduler:
         self._pending.pop(key, None)
         self._pending[key] = _Pending(uri, share_key, work, priority, prepares)
         running = self._background
-        if running is not None and running.priority < priority:
+        if running is not None and (running.priority < priority or (
+                prepares and running.share_key != share_key
+                and running.priority not in KEPT_ACROSS_DOCUMENTS)):
             running.request_cancel()
             # Project context stopped before it ran into the cache is still wanted (a request
             # defers it until it is cached, and nothing else asks for it again), and so are a
@@ -395,6 +405,7 @@ class JobScheduler:
 
         def work() -> Outcome:
             job.started_at = time.perf_counter()
+            log.debug("background %s on %s: started", job.priority.name, job.uri)
             try:
                 out = pending.work(job.cancel)
             except ConnectionError as exc:
@@ -408,6 +419,8 @@ class JobScheduler:
                 out = None
             self._record(job, DecodeOutcome.CANCELLED if job.cancel.is_set()
                          else DecodeOutcome.DONE, None)
+            log.debug("background %s on %s: %s", job.priority.name, job.uri,
+                      self.finished[-1].to_json())
             return Outcome(out, 0.0, False, time.perf_counter())
 
         job.future = self._loop.run_in_executor(self._executor, work)

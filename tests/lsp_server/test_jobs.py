@@ -555,3 +555,35 @@ def test_another_documents_alternatives_survive_a_request_queued_or_running() ->
     assert out.result.middle == "y = 2"
     assert log[0] == "rank a stopped"
     assert sorted(log[1:]) == ["rank a again", "rank c"]  # not b's: the request made it moot
+
+
+@pytest.mark.parametrize("running", ["prefetch", "warm"])
+def test_a_rest_elsewhere_stops_the_running_prefetch_or_warm_up(running: str) -> None:
+    """The cursor resting at a place stops the running work of another place, even of a
+    higher priority (a prefetch that foresaw the shown suggestion accepted) or the same (an
+    earlier rest's warm-up): the user went elsewhere. A rest at the prefetch's own place lets
+    it run."""
+    import threading
+
+    from lsp_server.jobs import Priority
+
+    priority = Priority.PREFETCH if running == "prefetch" else Priority.WARM
+
+    async def main(rest_at: str):
+        dec = JobScheduler()
+        log = []
+        begun = threading.Event()
+        try:
+            dec.background("a", running, runs_until_stopped(running, log, begun),
+                           share_key="a-there", priority=priority,
+                           prepares=running == "warm")
+            await asyncio.to_thread(begun.wait, 5)
+            dec.background("a", "rest", lambda c: log.append("warm here"), share_key=rest_at,
+                           priority=Priority.WARM, prepares=True)
+            await logged(log, 2)
+            return log
+        finally:
+            dec.shutdown()
+
+    assert asyncio.run(main("a-here")) == [f"{running} stopped", "warm here"]
+    assert asyncio.run(main("a-there")) == [f"{running} done", "warm here"]
