@@ -240,17 +240,18 @@ class Background:
         self.post = post
         self.keep = keep
 
-    def at_cursor(self, engine: CompletionEngine, uri: str, planned: Planned, wider: Wider,
-                  where: str) -> None:
+    def at_cursor(self, engine: CompletionEngine, uri: str, planned: Planned,
+                  wider: Callable[[], Wider], where: str) -> None:
         """The cursor rests at ``planned``'s place: warm its prompt, then widen it (both give
-        way to any request)."""
+        way to any request). ``wider`` plans the widening once the warm-up runs: planning
+        it tokenizes the whole wide window, time the warm-up would otherwise wait."""
         log.debug("warm-up queued at %s", where)
         # A request at this cursor waits for this warm-up instead of stopping it: it runs
         # the same prompt, and work stopped inside a llama.cpp batch would be lost.
         self.jobs.background(uri, ("warm", uri), WarmUp(engine, self.host, planned, where),
                              share_key=planned.share_key, priority=Priority.WARM,
                              prepares=True)
-        self.widen(engine, uri, planned, wider, where)
+        self.widen(engine, uri, planned, wider(), where)
 
     def widen(self, engine: CompletionEngine, uri: str, planned: Planned, wider: Wider,
               where: str, run: Runnable | None = None) -> None:

@@ -222,7 +222,7 @@ class CompletionService:
             return  # answered from the suggestion cache already
         planned = self._plan(engine, uri, text, cur.offset)
         self.background.at_cursor(engine, uri, planned,
-                                  self._widening(engine, uri, text, cur.offset, planned),
+                                  lambda: self._widening(engine, uri, text, cur.offset, planned),
                                   f"{uri}:{position.line + 1}:{position.character + 1}")
 
     def _widening(self, engine: CompletionEngine, uri: str, text: str, offset: int,

@@ -156,3 +156,25 @@ def test_a_kept_plan_is_made_again_when_other_documents_change(host: ModelHost) 
     planner.collector.visit(URI, 0)  # its own document: the place says it all
     plan()
     assert planner.builds == 4
+
+
+def test_the_warm_up_is_queued_before_the_widening_is_planned(host: ModelHost) -> None:
+    """Planning the widening tokenizes the whole wide window: the cursor's warm-up must not
+    wait for it, so ``at_cursor`` queues the warm-up first and plans the widening after."""
+    from lsp_server.background import Background
+
+    order: list = []
+
+    class Jobs:  # records what is queued, in order
+        def background(self, uri, key, work, share_key=None, priority=None, prepares=False):
+            order.append(key[0])
+
+    def wider() -> Wider:
+        order.append("widening planned")
+        return Wider(None)
+
+    calls: list = []
+    keep, post = kept_by(calls)
+    Background(Jobs(), host, post, keep).at_cursor(host.engine, URI, planned_here(host), wider,
+                                                   "here")
+    assert order[:2] == ["warm", "widening planned"]
