@@ -20,6 +20,7 @@ first line.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from dataclasses import dataclass
@@ -115,9 +116,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("--figures", type=Path, default=None)
     p.add_argument("--section", default="prompt-windows")
+    p.add_argument("--report-only", action="store_true",
+                   help="render the table from the rows in --json (no model runs)")
     args = p.parse_args(argv)
     windows = [Window.parse(w) for w in args.windows.split(",") if w]
     kinds = {KINDS[k][1] for k in args.kinds.split(",") if k}
+    if args.report_only:
+        if args.json is None:
+            p.error("--report-only reads the rows from --json")
+        saved = json.loads(args.json.read_text(encoding="utf-8"))
+        rows = saved["rows"]
+        names = list(dict.fromkeys(r["window"] for r in rows))  # in the order they ran
+        body = (_head(args.line_cap) + "\n\n" + table(rows, [Window.parse(n) for n in names])
+                + f"\n\nRendered from the rows in `{args.json}` by `{command_line()}`; "
+                "measured as follows.")
+        publish(body, RunRecord(**saved["run"]), args.figures, args.section)
+        return 0
     record = RunRecord(command_line(), packages=model_packages())
     engine = Engine.load(args.model)
     count = TokenCount(engine.tokenizer)
@@ -137,13 +151,17 @@ def main(argv: list[str] | None = None) -> int:
                   f"{judged_text(row)!r:.50}", file=sys.stderr, flush=True)
     record.finish()
     save_rows(args.json, record, rows)
-    head = ("The paired run's cursors, one prompt per window (`LEFTxRIGHT`: left tokens from a "
+    publish(_head(args.line_cap) + "\n\n" + table(rows, windows), record, args.figures,
+            args.section)
+    return 0
+
+
+def _head(line_cap: int) -> str:
+    return ("The paired run's cursors, one prompt per window (`LEFTxRIGHT`: left tokens from a "
             "line start, right tokens to a line end; `Nl`: N whole lines below the cursor, at "
-            f"most {args.line_cap} tokens; `+o`: with the document's outline above the "
+            f"most {line_cap} tokens; `+o`: with the document's outline above the "
             "prompt's start), no other project context, constrained greedy, no time "
             "budget; cells: exact / edit similarity.")
-    publish(head + "\n\n" + table(rows, windows), record, args.figures, args.section)
-    return 0
 
 
 if __name__ == "__main__":

@@ -25,11 +25,12 @@ from fim.options import Mode, Scope
 #: Prompts keep a stable start per document, so most of the left context comes from the
 #: model's cache and a long context costs little per request.
 CPU_CONTEXT_TOKENS = 2048
-#: The right context's share of a prompt, in tokens: what a keystroke on a new line (or a
-#: cursor move) reruns.  benchmarks/prompt_layouts.py (docs/latency.md) measured 64 tokens
-#: as good as 256 on the dev cases (same exact match, edit similarity 0.270 vs 0.279, same
-#: share that parse) at half the tokens per keystroke.
-RIGHT_TOKENS = 64
+#: The right context's share of a prompt, in tokens: what every request, a keystroke's
+#: included, runs again after the cached left text.  benchmarks/prompt_layouts.py
+#: (docs/latency.md) measured 64 tokens as good as 256 on the dev cases, and
+#: benchmarks/prompt_windows.py 32 as good as 64 on the two fresh corpora's cursors
+#: (docs/usefulness.md, "The right side's share"), 32 fewer tokens for every request.
+RIGHT_TOKENS = 32
 #: Left-context tokens of the first request in a region of a file the cache does not hold
 #: (the server widens the window in idle time).  benchmarks/usefulness.py measured 128 as
 #: good as 256 on 72 project cases (docs/usefulness.md, "The first window at a new place")
