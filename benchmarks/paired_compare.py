@@ -67,12 +67,24 @@ def compare(runs: list[tuple[dict, dict]], baseline: str | None = None) -> str:
         return statistics.fmean(rows[key]["seconds"] for run, rows in runs
                                 if run["commit"] == commit)
 
+    def read_before(commit: str) -> str:
+        """Of the requests that ran the model, how many found their whole prompt in the
+        model's cache (read by the cursor's warm-up before the request came)."""
+        servers = [rows[k].get("server") or {} for run, rows in runs if run["commit"] == commit
+                   for k in keys]
+        ran = [s for s in servers if s.get("prompt_tokens")]
+        whole = sum(s.get("cached_tokens") == s["prompt_tokens"] for s in ran)
+        return f"{whole} of {len(ran)}"
+
     ratios = [mean_at(commits[1], k) / mean_at(commits[0], k) for k in sorted(keys)]
     same = sum(len({rows[k]["shown"] or "" for _, rows in runs}) == 1 for k in keys)
     lines += ["", f"Per cursor, `{commits[1]}`'s mean latency over `{commits[0]}`'s "
               f"(n = {len(keys)}): median {statistics.median(ratios):.3f}, mean "
               f"{statistics.fmean(ratios):.3f}; the same suggestion in every run at "
-              f"{same} of {len(keys)} cursors."]
+              f"{same} of {len(keys)} cursors.",
+              "", "Requests that ran the model and found their whole prompt already read "
+              f"(over all runs of each commit): `{commits[0]}` {read_before(commits[0])}, "
+              f"`{commits[1]}` {read_before(commits[1])}."]
     return "\n".join(lines)
 
 

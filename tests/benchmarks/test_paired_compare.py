@@ -64,3 +64,24 @@ def test_a_file_that_is_no_paired_run_or_runs_without_a_common_cursor_end_in_one
                                            "client": "plain", "seconds": 1.0, "shown": ""}]}))
     with pytest.raises(SystemExit, match="share no cursor"):
         main([good, str(other)])
+
+
+def test_requests_that_found_their_prompt_read_are_counted_per_commit(tmp_path, capsys):
+    """Only requests with a prompt count (an early answer has no record); a prompt counts as
+    read when all of it came from the cache, not part of it."""
+    def run(path, commit, servers):
+        rows = [{"id": f"f.py:{i}:empty_line", "config": "seam", "client": "plain",
+                 "seconds": 1.0, "shown": "x", "server": s} for i, s in enumerate(servers)]
+        path.write_text(json.dumps({"run": {"commit": commit, "started": "",
+                                            "load_before": None}, "rows": rows}))
+        return str(path)
+
+    old = run(tmp_path / "1.json", "old000", [{"prompt_tokens": 180, "cached_tokens": 1},
+                                              {"prompt_tokens": 180, "cached_tokens": 180},
+                                              {}])
+    new = run(tmp_path / "2.json", "new000", [{"prompt_tokens": 180, "cached_tokens": 180},
+                                              {"prompt_tokens": 180, "cached_tokens": 179},
+                                              {"prompt_tokens": None}])
+    main([old, new])
+    assert "already read (over all runs of each commit): `old000` 1 of 2, `new000` 1 of 2." \
+        in capsys.readouterr().out
