@@ -370,9 +370,8 @@ class JobScheduler:
         self._pending.pop(key, None)
         self._pending[key] = _Pending(uri, share_key, work, priority, prepares)
         running = self._background
-        if running is not None and (running.priority < priority or (
-                prepares and running.share_key != share_key
-                and running.priority not in KEPT_ACROSS_DOCUMENTS)):
+        if running is not None and (running.priority < priority
+                                    or (prepares and running.share_key != share_key)):
             running.request_cancel()
             # Project context stopped before it ran into the cache is still wanted (a request
             # defers it until it is cached, and nothing else asks for it again), and so are a
@@ -420,7 +419,7 @@ class JobScheduler:
             self._record(job, DecodeOutcome.CANCELLED if job.cancel.is_set()
                          else DecodeOutcome.DONE, None)
             log.debug("background %s on %s: %s", job.priority.name, job.uri,
-                      self.finished[-1].to_json())
+                      self.finished[-1])
             return Outcome(out, 0.0, False, time.perf_counter())
 
         job.future = self._loop.run_in_executor(self._executor, work)
