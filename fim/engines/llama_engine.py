@@ -287,6 +287,8 @@ class LlamaStepModel(StepModel):
         if self.governor is not None:
             self.last_threads = self.governor.choose()
             self.llama.set_threads(self.last_threads.threads)
+            log.debug("prefill of %d tokens, %d threads (%s)", len(ids),
+                      self.last_threads.threads, self.last_threads.source.value)
         return super().prefill(ids, interrupt, progress, keep_cached, hold)
 
     @property

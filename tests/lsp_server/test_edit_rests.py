@@ -7,7 +7,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from lsp_server.documents import Document
-from lsp_server.edit_rests import EDIT_REST_S, EditRests, edit_end
+from lsp_server.edit_rests import AT_ONCE_S, EDIT_REST_S, EditRests, edit_end, is_keystroke
 from lsp_server.messages import CursorMessage
 
 URI = "file:///w/a.py"
@@ -74,7 +74,7 @@ def test_the_rest_is_at_the_end_of_what_the_last_change_put_in():
 
 def test_an_edit_rests_after_the_debounce_and_a_later_edit_replaces_it():
     er, timers, seen = rests()
-    first = partial(0, 0, 0, 0, "import os\n")
+    first = partial(0, 0, 0, 0, "i")
     er.edited(changed("\n", first), [first])
     assert [t[0] for t in timers.armed] == [EDIT_REST_S] and not seen
     second = partial(1, 0, 1, 0, "os.pa")
@@ -82,6 +82,60 @@ def test_an_edit_rests_after_the_debounce_and_a_later_edit_replaces_it():
     timers.fire()
     assert seen == [CursorMessage(URI, 1, 5)]
     assert er.pending() == 0
+
+
+KEYSTROKES = {
+    "a typed character": partial(2, 4, 2, 4, "x"),
+    "an emoji (two UTF-16 units, one character)": partial(2, 4, 2, 4, "😋"),
+    "backspace": partial(2, 3, 2, 4, ""),
+    "backspace over an emoji": partial(2, 2, 2, 4, ""),
+    "backspace at a line start": partial(1, 9, 2, 0, ""),
+    "a range sent backwards": partial(2, 4, 2, 3, ""),
+    "enter with indentation": partial(2, 4, 2, 4, "\n        "),
+    "tab": partial(2, 4, 2, 4, "    "),
+    "an auto-closed pair": partial(2, 4, 2, 4, "()"),
+    "a character typed over one": partial(2, 4, 2, 5, ")"),
+}
+NOT_KEYSTROKES = {
+    "a cut on one line": partial(2, 4, 2, 20, ""),
+    "a cut over lines": partial(1, 4, 3, 0, ""),
+    "a whole line deleted": partial(2, 0, 3, 0, ""),
+    "a paste": partial(2, 4, 2, 4, "os.getcwd()"),
+    "an accepted suggestion over a selection": partial(2, 4, 2, 6, "return x"),
+    "a whole document": types.TextDocumentContentChangeWholeDocument(text="x = 1\n"),
+}
+
+
+def test_what_one_key_press_sends_is_told_from_cuts_pastes_and_undos():
+    for what, change in KEYSTROKES.items():
+        assert is_keystroke([change]), what
+    for what, change in NOT_KEYSTROKES.items():
+        assert not is_keystroke([change]), what
+    # Several cursors typing at once are typing; one of them pasting is not.
+    assert is_keystroke([KEYSTROKES["a typed character"], partial(5, 4, 5, 4, "x")])
+    assert not is_keystroke([KEYSTROKES["a typed character"], NOT_KEYSTROKES["a paste"]])
+    assert not is_keystroke([])
+
+
+def test_a_cut_or_a_paste_rests_at_once_and_a_keystroke_after_the_debounce():
+    text = "def f(x):\n    y = 1\n    return os.path.join(x, y)\n"
+    for change, delay in ((KEYSTROKES["backspace"], EDIT_REST_S),
+                          (NOT_KEYSTROKES["a cut on one line"], AT_ONCE_S),
+                          (NOT_KEYSTROKES["a paste"], AT_ONCE_S)):
+        er, timers, seen = rests()
+        doc = changed(text, change)
+        er.edited(doc, [change])
+        assert [t[0] for t in timers.armed] == [delay], change
+        timers.fire()
+        end = edit_end(doc, [change])
+        assert seen == [CursorMessage(URI, end.line, end.character)]
+    # A request sent with the cut still takes the rest's place.
+    er, timers, seen = rests()
+    cut = NOT_KEYSTROKES["a cut on one line"]
+    er.edited(changed(text, cut), [cut])
+    er.asked(URI)
+    timers.fire()
+    assert seen == []
 
 
 def test_a_request_a_close_or_a_whole_text_leaves_no_rest():
