@@ -191,11 +191,8 @@ def serve(argv: list[str]) -> int:
 
     with quiet_library_warnings():
         try:
-            # Idle OpenMP threads otherwise spin for a while after each forward pass. On a
-            # busy CPU that spinning delays the event loop (measured here: 5-35 ms before the
-            # answer is sent) and slows the next forward pass several times over. Must be set
-            # before torch loads; an explicit user setting wins.
-            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+            # OpenMP's wait policy is chosen per engine where the engine is imported
+            # (``fim.engines.loading``): torch's idle threads sleep, llama.cpp's spin.
             new_session = _sessions(args, limit)
         except _Refused as exc:
             return cli_args.fail("seam serve", str(exc))
