@@ -12,8 +12,9 @@ loaded. The two want opposite settings. torch's idle threads spun after each for
 delayed the server's event loop (5 to 35 ms before an answer went out, on a busy CPU), so torch
 is imported with ``PASSIVE``: idle threads sleep at once. llama.cpp meets its threads at a
 barrier after every operation of a forward pass, hundreds of times per token, and sleeping
-there made a decode step 40% slower (75 to 110 ms per token on the project's two-core machine,
-and prefill 10% slower), so llama.cpp keeps the runtime's default (spin a little, then sleep).
+there made a decode step 40% slower (73 to 103 ms per token on the project's two-core machine;
+a prompt's large batches barely change), so llama.cpp keeps the runtime's default (spin a
+little, then sleep).
 The setting is made only for torch's import and taken back after it; a user's own
 ``OMP_WAIT_POLICY`` is left alone.
 """
