@@ -14,9 +14,8 @@ is imported with ``PASSIVE``: idle threads sleep at once. llama.cpp meets its th
 barrier after every operation of a forward pass, hundreds of times per token, and sleeping
 there made a decode step 40% slower (73 to 103 ms per token on the project's two-core machine;
 a prompt's large batches barely change), so llama.cpp keeps the runtime's default (spin a
-little, then sleep).
-The setting is made only for torch's import and taken back after it; a user's own
-``OMP_WAIT_POLICY`` is left alone.
+little, then sleep). The setting is made only for torch's import and taken back after it; a
+user's own ``OMP_WAIT_POLICY`` is left alone.
 """
 
 from __future__ import annotations
