@@ -38,12 +38,12 @@ def measure(model: str, prompt: int, tokens: int, repeats: int) -> dict:
     """One process's figures (the policy is whatever this process was started with)."""
     import numpy as np
 
-    from fim.engines import bundled
-    from fim.engines.llama_engine import LlamaModel, default_threads
+    from fim.engines.loading import load_backend
 
-    path = (bundled.gguf_file(bundled.lookup_spec(model)) if model.startswith("bundled")
-            else Path(model).expanduser())
-    llama = LlamaModel(path, slots=1, context=prompt + tokens + 8, threads=default_threads())
+    # The engine's own loader (any GGUF spec it reads); the model is driven below the step
+    # model, one pass at a time, so that only llama.cpp's passes are timed.
+    backend = load_backend(model, engine="llama.cpp", slots=1, window=prompt + tokens + 8)
+    llama = backend.step_model.llama
     ids = llama.tokenize(Path(os.__file__).read_text(encoding="utf-8").encode(), False)
     speeds, steps = [], []
     for r in range(repeats):
