@@ -23,10 +23,13 @@ cache through the ``keep`` callback, posted to the event loop.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from fim.engine_interface import CompletionEngine, EnginePrompt
 from fim.options import StopReason
@@ -40,8 +43,41 @@ from lsp_server.request_plan import Planned
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 #: Runs a function on the event loop thread (never raises; a closed loop drops it).
 Post = Callable[[Callable[[], None]], None]
+#: How often a worker waiting on the event loop looks at its cancel flag (a request that
+#: stops the work waits that long at most for the worker), and how long it waits at all (a
+#: loop that closed drops what is posted to it) (s).
+LOOP_POLL_S = 0.005
+LOOP_WAIT_S = 10.0
+
+
+def on_loop(post: Post, fn: Callable[[], T], cancel: threading.Event) -> T | None:
+    """``fn()`` run on the event loop, for work on the worker that needs what only the loop
+    may touch (the planner); the worker waits meanwhile, so the two never share the cores.
+    ``None`` when ``cancel`` is raised first, or the loop did not run it within
+    ``LOOP_WAIT_S``; what ``fn`` raises is raised here."""
+    box: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+    def run() -> None:
+        if box.set_running_or_notify_cancel():
+            try:
+                box.set_result(fn())
+            except BaseException as exc:  # handed to the waiting worker, which raises it
+                box.set_exception(exc)
+
+    post(run)
+    deadline = time.monotonic() + LOOP_WAIT_S
+    while not cancel.is_set() and time.monotonic() < deadline:
+        try:
+            return box.result(timeout=LOOP_POLL_S)
+        except concurrent.futures.TimeoutError:
+            continue
+    if not box.cancel():  # it started meanwhile: its result is still this call's
+        return box.result()
+    return None
 
 
 @dataclass(frozen=True)
@@ -132,12 +168,17 @@ class Wider:
 class Widen:
     """The work after the warm-up: the deferred project context, then ``wider``'s prompt
     started higher in the document (adopted once cached), then the document's base (held,
-    and the planner told once it is)."""
+    and the planner told once it is).
+
+    ``wider`` plans the widening when the work gets there, on the event loop while the
+    worker waits: planning it tokenizes the whole wide window, which planned at the rest or
+    after an answer shared the two cores with the warm-up's prompt or the prefetch's decode
+    (docs/latency.md, "The event loop's share of the cores")."""
 
     engine: CompletionEngine
     host: ModelHost
     planned: Planned
-    wider: Wider
+    wider: Callable[[], Wider]
     post: Post
     where: str
     #: what the request at this place ran, when one did (its prompts are not built again)
@@ -154,9 +195,11 @@ class Widen:
                         prompt=run.deferred_prompt):
                 return
             log.info("warmed the project context at %s", self.where)
+        wider = on_loop(self.post, self.wider, cancel)
+        if wider is None:
+            return
         # Forked, not cropped: the narrower prompt serves requests until the widened one is
         # cached and adopted, and a request that interrupts the widening needs it.
-        wider = self.wider
         if wider.widened is not None:
             if not warm(self.engine, self.host, wider.widened.request, cancel,
                         keep_cached=True):
@@ -243,28 +286,24 @@ class Background:
     def at_cursor(self, engine: CompletionEngine, uri: str, planned: Planned,
                   wider: Callable[[], Wider], where: str) -> None:
         """The cursor rests at ``planned``'s place: warm its prompt, then widen it (both give
-        way to any request). ``wider`` plans the widening once the warm-up runs: planning
-        it tokenizes the whole wide window, time the warm-up would otherwise wait."""
+        way to any request; ``wider`` plans the widening when the worker gets to it)."""
         log.debug("warm-up queued at %s", where)
         # A request at this cursor waits for this warm-up instead of stopping it: it runs
         # the same prompt, and work stopped inside a llama.cpp batch would be lost.
         self.jobs.background(uri, ("warm", uri), WarmUp(engine, self.host, planned, where),
                              share_key=planned.share_key, priority=Priority.WARM,
                              prepares=True)
-        self.widen(engine, uri, planned, wider(), where)
+        self.widen(engine, uri, planned, wider, where)
 
-    def widen(self, engine: CompletionEngine, uri: str, planned: Planned, wider: Wider,
-              where: str, run: Runnable | None = None) -> None:
+    def widen(self, engine: CompletionEngine, uri: str, planned: Planned,
+              wider: Callable[[], Wider], where: str, run: Runnable | None = None) -> None:
         """Widen the prompt at ``planned``'s place when the worker is idle (its deferred
-        project context first): after a cursor's warm-up, and after an answer (``run``: what
-        the request ran), so that a plain LSP client, which sends no cursor notifications,
-        gets the wide window too."""
-        if (wider.widened is not None or wider.base is not None
-                or planned.request.context_budget):
-            self.jobs.background(uri, ("widen", uri),
-                                 Widen(engine, self.host, planned, wider, self.post, where,
-                                       run),
-                                 priority=Priority.CONTEXT)
+        project context first, then what ``wider`` plans): after a cursor's warm-up, and
+        after an answer (``run``: what the request ran), so that a plain LSP client, which
+        sends no cursor notifications, gets the wide window too."""
+        self.jobs.background(uri, ("widen", uri),
+                             Widen(engine, self.host, planned, wider, self.post, where, run),
+                             priority=Priority.CONTEXT)
 
     def prefetch(self, engine: CompletionEngine, planned: Planned, place: Place) -> None:
         """Decode the suggestion at ``place``; a request that comes while it runs adopts it."""

@@ -183,14 +183,18 @@ class CompletionService:
                              middles[1:] if ranked else None)
 
     def _plan(self, engine: CompletionEngine, uri: str, text: str, offset: int,
-              left_start: int | None = None) -> Planned:
-        """The request a completion at ``offset`` of ``text`` makes (``request_plan``: the
-        place's kept plan when there is one)."""
+              left_start: int | None = None, *, stops_work: bool = False) -> Planned:
+        """The request a completion at ``offset`` of ``text`` makes (``request_plan``: kept per
+        place). ``stops_work``: a rest's or a request's, which stop the worker's background
+        work anyway: a new plan stops it first (``JobScheduler.clear_for_planning``)."""
         doc = self.documents.get(uri)
-        return self.planner.plan(
-            engine, self.settings, uri, text, offset,
-            OpenDocuments(self.documents, self.settings.languages), left_start=left_start,
-            language=doc.language.id if doc is not None else "python")
+        language = doc.language.id if doc is not None else "python"
+        if stops_work and not self.planner.is_kept(engine, self.settings, uri, text, offset,
+                                                    language):
+            self.jobs.clear_for_planning()
+        return self.planner.plan(engine, self.settings, uri, text, offset,
+                                 OpenDocuments(self.documents, self.settings.languages),
+                                 left_start=left_start, language=language)
 
     # ----- the cursor rests: warm and widen --------------------------------------------------
 
@@ -220,7 +224,7 @@ class CompletionService:
         self.project.visit(uri, cur.line)
         if self.suggestions.lookup(uri, text[:cur.offset], text[cur.offset:]) is not None:
             return  # answered from the suggestion cache already
-        planned = self._plan(engine, uri, text, cur.offset)
+        planned = self._plan(engine, uri, text, cur.offset, stops_work=True)
         self.background.at_cursor(engine, uri, planned,
                                   lambda: self._widening(engine, uri, text, cur.offset, planned),
                                   f"{uri}:{position.line + 1}:{position.character + 1}")
@@ -234,8 +238,7 @@ class CompletionService:
             base = self.planner.base(engine, uri, planned)
             return background.Wider(None, base=base and base.request,
                                     hold=lambda: base and self.planner.hold(uri, base))
-        # The widened prompt starts higher, which can change what the project context
-        # leaves out: plan it as the request that will be made there.
+        # Higher, the project context may leave out other things: plan the request made there.
         widened = self._plan(engine, uri, text, offset, left_start=widening.start)
         left = planned.request.left
         base = self.planner.base(engine, uri, widened, widening)
@@ -309,7 +312,7 @@ class CompletionService:
         rather than lost.  ``rescue``: greedy decoding ended at once on this empty line, and
         the answer is the first line of the likeliest middle that writes something (below)."""
         uri, text, cur = ask.place.uri, ask.text, ask.cursor
-        planned = self._plan(engine, uri, text, cur.offset)
+        planned = self._plan(engine, uri, text, cur.offset, stops_work=True)
         wanted = self._wanted(engine)
         # Asked explicitly where one is shown: the ranked search now (adopting the one
         # running in the background); else the greedy middle, the ranked ones after.
@@ -330,30 +333,27 @@ class CompletionService:
             return None
         resume_ms = (time.perf_counter() - outcome.finished_at) * 1000.0
         deferred = decode.run is not None and decode.run.deferred is not None
+        middle = self._middle_of(engine, ask, planned, outcome, resume_ms, deferred=deferred)
+        if (middle is None and alternatives == 1 and wanted > 1 and _ended_at_once(outcome)
+                and planned.policy.kind == CursorKind.EMPTY_LINE):
+            # An empty line where the model would end at once shows nothing where the user
+            # stopped to have something written. The ranked search puts an empty middle after
+            # every one that writes something (``fim.alternatives``): answer with its best
+            # such middle's first line; two middles end it after one branch where they can.
+            # Nothing is queued first: work started in between would run over its prompt.
+            return await self._from_model(engine, ask, position, False, retry=retry,
+                                          rescue=True)
         if deferred and decode.run is not None:
             self.background.project_context(engine, uri, decode.run)
-        middle = self._middle_of(engine, ask, planned, outcome, resume_ms, deferred=deferred)
         if middle is not None or _decoded(outcome):
             # The prompt here widens when the worker is idle: a client that sends no cursor
             # notifications (a plain LSP client) learns of the place only from its requests.
             # An empty answer too: the wider window may find what this one did not.
             self.background.widen(engine, uri, planned,
-                                  self._widening(engine, uri, text, cur.offset, planned),
+                                  lambda: self._widening(engine, uri, text, cur.offset, planned),
                                   f"{uri}:{position.line + 1}:{position.character + 1}",
                                   decode.run)
         if middle is None:
-            if (alternatives == 1 and wanted > 1 and _ended_at_once(outcome)
-                    and planned.policy.kind == CursorKind.EMPTY_LINE):
-                # On an empty line the model's wish to end at once, however likely, shows
-                # nothing where the user stopped to have something written. The ranked
-                # search puts an empty middle after every middle that writes something
-                # (``fim.alternatives``): answer with its best such middle, if any. Two
-                # middles (the empty one and the first that writes something) end the search
-                # after one branch where they can, and that branch ends with its line where
-                # the file is complete (what an empty line's early answer shows): not a
-                # whole block's wait. The place's other suggestions follow in idle time.
-                return await self._from_model(engine, ask, position, False, retry=retry,
-                                              rescue=True)
             return None
         ranked = (ranked_middles(outcome.result, ask.place.line_break)
                   if alternatives > 1 and outcome.result is not None else ())

@@ -356,7 +356,10 @@ class RequestPlanner:
         anchors = self.anchors(engine, planned.policy, extra, settings)
         left = planned.request.left
         start = anchors.wider(uri, left, len(left)) if anchors is not None else None
-        return None if anchors is None or start is None else Widening(anchors, start)
+        # Planned late (background.Widen), the anchors may have moved on: it must start higher.
+        if anchors is None or start is None or start >= planned.request.left_start:
+            return None
+        return Widening(anchors, start)
 
     def adopt(self, uri: str, left: str, widening: Widening) -> None:
         """The widened prompt is in the model's cache: requests in ``uri`` start there from
@@ -438,11 +441,7 @@ class RequestPlanner:
         warmed); by default it is the document's anchor.  ``language``: the document's
         (``fim.languages`` id), which the request and the project context keep to.
         """
-        elsewhere = self._elsewhere(uri)
-        # The text by its length and hash (cached on the string: the document's text is hashed
-        # once per edit), so that no old text is kept alive by the key.
-        key = (uri, len(text), hash(text), offset, left_start, elsewhere, id(settings),
-               id(engine), language)
+        key = self._key(engine, settings, uri, text, offset, left_start, language)
         kept = self._plans.get(key)
         if kept is not None and kept[0] is settings and kept[1] is engine:
             self._plans.move_to_end(key)
@@ -455,6 +454,18 @@ class RequestPlanner:
         while len(self._plans) > PLANS_KEPT:
             self._plans.popitem(last=False)
         return planned
+
+    def is_kept(self, engine: CompletionEngine, settings: Settings, uri: str, text: str,
+                offset: int, language: str = "python") -> bool:
+        """Whether :meth:`plan` keeps this place's plan (it would cost nothing)."""
+        return self._key(engine, settings, uri, text, offset, None, language) in self._plans
+
+    def _key(self, engine: CompletionEngine, settings: Settings, uri: str, text: str,
+             offset: int, left_start: int | None, language: str) -> tuple:
+        # The text by its length and hash (cached on the string: the document's text is hashed
+        # once per edit), so that no old text is kept alive by the key.
+        return (uri, len(text), hash(text), offset, left_start, self._elsewhere(uri),
+                id(settings), id(engine), language)
 
     def _build(self, engine: CompletionEngine, settings: Settings, uri: str, text: str,
                offset: int, documents: Sequence[OpenDocument], left_start: int | None,

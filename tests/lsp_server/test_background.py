@@ -84,7 +84,7 @@ def test_warm_up_runs_the_prompt_and_decodes_nothing(host: ModelHost) -> None:
 def test_widen_with_nothing_to_widen_runs_nothing(host: ModelHost) -> None:
     adopted: list = []
     planned = planned_here(host)
-    Widen(host.engine, host, planned, Wider(None, lambda: adopted.append(1)),
+    Widen(host.engine, host, planned, lambda: Wider(None, lambda: adopted.append(1)),
           lambda fn: fn(), "here")(threading.Event())
     assert adopted == []
 
@@ -158,23 +158,104 @@ def test_a_kept_plan_is_made_again_when_other_documents_change(host: ModelHost) 
     assert planner.builds == 4
 
 
-def test_the_warm_up_is_queued_before_the_widening_is_planned(host: ModelHost) -> None:
-    """Planning the widening tokenizes the whole wide window: the cursor's warm-up must not
-    wait for it, so ``at_cursor`` queues the warm-up first and plans the widening after."""
+def test_the_widening_is_planned_when_the_worker_gets_to_it(host: ModelHost) -> None:
+    """Planning the widening tokenizes the whole wide window: at the rest it shared the two
+    cores with the warm-up's prompt, so ``at_cursor`` queues the warm-up and the widening
+    and plans nothing; the widening is planned when its work runs, on the loop."""
     from lsp_server.background import Background
 
     order: list = []
+    queued: list = []
 
     class Jobs:  # records what is queued, in order
         def background(self, uri, key, work, share_key=None, priority=None, prepares=False):
             order.append(key[0])
+            queued.append(work)
 
     def wider() -> Wider:
         order.append("widening planned")
         return Wider(None)
 
+    posted: list = []
+
+    def post(fn) -> None:
+        posted.append(fn)
+        fn()
+
     calls: list = []
-    keep, post = kept_by(calls)
+    keep, _ = kept_by(calls)
     Background(Jobs(), host, post, keep).at_cursor(host.engine, URI, planned_here(host), wider,
                                                    "here")
-    assert order[:2] == ["warm", "widening planned"]
+    assert order == ["warm", "widen"]
+    queued[1](threading.Event())
+    assert order == ["warm", "widen", "widening planned"]
+    assert posted  # planned through ``post``, on the event loop
+
+
+def test_on_loop_returns_what_the_loop_ran_and_gives_up_when_cancelled() -> None:
+    from lsp_server.background import on_loop
+
+    assert on_loop(lambda fn: fn(), lambda: 42, threading.Event()) == 42
+    cancel = threading.Event()
+    dropped: list = []
+    # A loop that never runs what is posted (closed): the cancel flag ends the wait.
+    threading.Timer(0.1, cancel.set).start()
+    assert on_loop(dropped.append, lambda: 42, cancel) is None
+    assert len(dropped) == 1
+    dropped[0]()  # run late, after the worker gave up: nothing happens (cancelled)
+
+    def fails() -> int:
+        raise ValueError("planning failed")
+
+    with pytest.raises(ValueError, match="planning failed"):
+        on_loop(lambda fn: fn(), fails, threading.Event())
+
+
+@pytest.mark.parametrize("kept", [False, True])
+def test_a_rest_at_a_new_place_stops_the_running_work_before_it_is_planned(
+        host: ModelHost, kept: bool) -> None:
+    """Planning a new place (the project context, token counts) would share the cores with
+    the background work its warm-up stops anyway: it is stopped first. A place whose plan is
+    kept costs no planning, and work that prepares it (its own prefetch) runs on."""
+    async def main() -> tuple[list, bool]:
+        loop = asyncio.get_running_loop()
+        service = CompletionService(
+            Settings(model=TEST_MODEL, engine=EngineKind.TRANSFORMERS, suggestions=1,
+                     time_budget_ms=60_000), host, loop.call_soon_threadsafe)
+        service.documents.open(types.TextDocumentItem(uri=URI, language_id="python",
+                                                      version=1, text=TEXT))
+        share_key = (service._plan(host.engine, URI, TEXT, 4).share_key if kept
+                     else "elsewhere")
+        seen: list = []
+        collect = service.project.collect
+        begun, stop = threading.Event(), threading.Event()
+
+        def running(cancel: threading.Event) -> None:  # a prefetch, until stopped
+            begun.set()
+            while not cancel.is_set() and not stop.is_set():
+                cancel.wait(0.01)
+
+        def counted(uri, text, *args, **kwargs):
+            seen.append(job.cancel.is_set())  # stopped by the time the place is planned?
+            return collect(uri, text, *args, **kwargs)
+
+        service.project.collect = counted
+        from lsp_server.jobs import Priority
+        service.jobs.background(URI, "prefetch", running, share_key=share_key,
+                                priority=Priority.PREFETCH)
+        try:
+            await asyncio.to_thread(begun.wait, 5)
+            job = service.jobs._background
+            service.cursor(CursorMessage(URI, 0, 4))
+            stopped = job.cancel.is_set()
+            stop.set()
+            await until_idle(service)
+            return seen, stopped
+        finally:
+            service.shutdown()
+
+    seen, stopped = asyncio.run(main())
+    if kept:
+        assert seen == [] and not stopped  # no planning, and its own prefetch runs on
+    else:
+        assert seen == [True] and stopped

@@ -102,3 +102,32 @@ def test_an_empty_line_where_greedy_copies_the_code_below_shows_what_else_it_wou
     assert stops[0] == "right_context" and shown == ["y"]
     # One suggestion per place: the cut copy, nothing shown.
     assert answer(EMPTY_LINE, 1, tree=copies, source=COPY_SOURCE) == ([], ["right_context"])
+
+
+def test_no_background_work_runs_between_the_empty_answer_and_its_search() -> None:
+    """The search reads the prompt the empty answer left in the model's cache: work started
+    in between (the widening, the project context, queued after an answer) would run its own
+    prompt over those cells first, and the search would run the prompt again (two seconds
+    of a first request on a two-core CPU). It is queued after the search's answer."""
+    host = loaded_host()
+    host._engine, _ = tree_engine_over(host.engine.backend, ends_at_once)
+
+    async def main() -> tuple[list[str], list[bool]]:
+        loop = asyncio.get_running_loop()
+        service = CompletionService(
+            Settings(model=TEST_MODEL, engine=EngineKind.TRANSFORMERS, suggestions=3,
+                     time_budget_ms=60_000), host, loop.call_soon_threadsafe)
+        service.documents.open(types.TextDocumentItem(uri=URI, language_id="python",
+                                                      version=1, text=SOURCE))
+        try:
+            found = await service.suggest(URI, EMPTY_LINE)
+            await until_idle(service)
+            shown = [] if found is None else [found[1].middle]
+            return shown, [bool(r.background) for r in service.jobs.finished]
+        finally:
+            service.shutdown()
+
+    shown, background = asyncio.run(main())
+    assert shown == ["y"]
+    assert background[:2] == [False, False]  # the empty answer, then its search
+    assert True in background[2:]  # the widening came after

@@ -587,3 +587,41 @@ def test_a_rest_elsewhere_stops_the_running_prefetch_or_warm_up(running: str) ->
 
     assert asyncio.run(main("a-here")) == [f"{running} stopped", "warm here"]
     assert asyncio.run(main("a-there")) == [f"{running} done", "warm here"]
+
+
+@pytest.mark.parametrize("running", ["prefetch", "context"])
+def test_clearing_for_planning_stops_the_running_work_and_queues_what_is_still_due(
+        running: str) -> None:
+    """Before the event loop plans a new rest, the running background work (which queuing
+    the rest's warm-up would stop) is stopped; project context, still due, runs again."""
+    import threading
+
+    from lsp_server.jobs import Priority
+
+    priority = Priority.PREFETCH if running == "prefetch" else Priority.CONTEXT
+
+    async def main():
+        dec = JobScheduler()
+        log = []
+        begun = threading.Event()
+        runs = runs_until_stopped(running, log, begun)
+
+        def work(cancel):
+            if f"{running} stopped" in log:
+                log.append(f"{running} again")
+                return None
+            return runs(cancel)
+
+        try:
+            dec.background("a", running, work, priority=priority)
+            await asyncio.to_thread(begun.wait, 5)
+            dec.clear_for_planning()
+            await logged(log, 1)
+            dec.clear_for_planning()  # nothing running: nothing happens
+            await asyncio.sleep(0.4)
+            return log
+        finally:
+            dec.shutdown()
+
+    again = [f"{running} again"] if running == "context" else []
+    assert asyncio.run(main()) == [f"{running} stopped", *again]
