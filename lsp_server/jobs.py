@@ -390,11 +390,11 @@ class JobScheduler:
         self._pump()
 
     def clear_for_planning(self) -> None:
-        """The event loop is about to plan a rest at a new place, and queuing its warm-up
-        (``background`` with ``prepares``) will stop whatever background work runs now:
-        stop it before the planning, not after, so that the two do not share the cores (a
-        prefetch's step took four times as long beside it: docs/latency.md, "The event
-        loop's share of the cores"). Work still due is queued again."""
+        """The event loop is about to plan a rest or a request at a new place, whose warm-up
+        (``background`` with ``prepares``) or decode (``run``) will stop whatever background
+        work runs now: stop it before the planning, not after, so that the two do not share
+        the cores (a prefetch's step took four times as long beside it: docs/latency.md,
+        "The event loop's share of the cores"). Work still due is queued again."""
         running = self._background
         if running is not None and not running.cancel.is_set():
             running.request_cancel()
