@@ -19,7 +19,7 @@ from lsp_server.messages import CursorMessage
 from lsp_server.model_host import ModelHost
 from lsp_server.request_plan import RequestPlanner
 from lsp_server.settings import Settings
-from tests.support.in_process_service import loaded_host, until_idle
+from tests.support.in_process_service import loaded_host, service_with, until_idle
 from tests.support.seam_lsp_client import TEST_MODEL
 from tests.support.tree_model import greedy_trap, tree_engine_over
 
@@ -218,12 +218,7 @@ def test_a_rest_at_a_new_place_stops_the_running_work_before_it_is_planned(
     the background work its warm-up stops anyway: it is stopped first. A place whose plan is
     kept costs no planning, and work that prepares it (its own prefetch) runs on."""
     async def main() -> tuple[list, bool]:
-        loop = asyncio.get_running_loop()
-        service = CompletionService(
-            Settings(model=TEST_MODEL, engine=EngineKind.TRANSFORMERS, suggestions=1,
-                     time_budget_ms=60_000), host, loop.call_soon_threadsafe)
-        service.documents.open(types.TextDocumentItem(uri=URI, language_id="python",
-                                                      version=1, text=TEXT))
+        service = service_with(host, URI, TEXT, suggestions=1)
         share_key = (service._plan(host.engine, URI, TEXT, 4).share_key if kept
                      else "elsewhere")
         seen: list = []

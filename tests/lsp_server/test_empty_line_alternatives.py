@@ -18,7 +18,7 @@ from lsprotocol import types
 from fim.engines.model_specs import EngineKind
 from lsp_server.completion_service import CompletionService
 from lsp_server.settings import Settings
-from tests.support.in_process_service import loaded_host, until_idle
+from tests.support.in_process_service import loaded_host, service_with, until_idle
 from tests.support.seam_lsp_client import TEST_MODEL
 from tests.support.tree_model import tree_engine_over
 
@@ -113,12 +113,7 @@ def test_no_background_work_runs_between_the_empty_answer_and_its_search() -> No
     host._engine, _ = tree_engine_over(host.engine.backend, ends_at_once)
 
     async def main() -> tuple[list[str], list[bool]]:
-        loop = asyncio.get_running_loop()
-        service = CompletionService(
-            Settings(model=TEST_MODEL, engine=EngineKind.TRANSFORMERS, suggestions=3,
-                     time_budget_ms=60_000), host, loop.call_soon_threadsafe)
-        service.documents.open(types.TextDocumentItem(uri=URI, language_id="python",
-                                                      version=1, text=SOURCE))
+        service = service_with(host, URI, SOURCE, suggestions=3)
         try:
             found = await service.suggest(URI, EMPTY_LINE)
             await until_idle(service)

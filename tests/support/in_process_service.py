@@ -4,10 +4,14 @@ random test model loaded, and a wait for the service's worker to finish its back
 from __future__ import annotations
 
 import asyncio
+from typing import Any
+
+from lsprotocol import types
 
 from fim.engines.model_specs import EngineKind
 from lsp_server.completion_service import CompletionService
 from lsp_server.model_host import LoadState, ModelHost
+from lsp_server.settings import Settings
 from tests.support.seam_lsp_client import TEST_MODEL
 
 
@@ -27,3 +31,16 @@ async def until_idle(service: CompletionService) -> None:
             return
         await asyncio.sleep(0.05)
     raise TimeoutError("the worker did not become idle")
+
+
+def service_with(host: ModelHost, uri: str, text: str, **settings: Any) -> CompletionService:
+    """A completion service on ``host``, made on the running event loop, with the Python
+    document ``uri`` open holding ``text``; ``settings`` over the test model on the
+    transformers engine with a one-minute time budget."""
+    loop = asyncio.get_running_loop()
+    service = CompletionService(
+        Settings(**{"model": TEST_MODEL, "engine": EngineKind.TRANSFORMERS,
+                    "time_budget_ms": 60_000, **settings}), host, loop.call_soon_threadsafe)
+    service.documents.open(types.TextDocumentItem(uri=uri, language_id="python", version=1,
+                                                  text=text))
+    return service
