@@ -206,11 +206,12 @@ class AnchorPlanner:
         replaces any other: the cache holds one)."""
         self.base = Base(uri, start, text[start:end])
 
-    def wider(self, uri: str, text: str, cursor: int) -> int | None:
+    def wider(self, uri: str, text: str, cursor: int, above: int | None = None) -> int | None:
         """A start up to ``left_max`` tokens above ``cursor`` if that is earlier than the
-        current anchor (worth running into the cache while the user is idle), else ``None``:
-        the last one offered while it still holds half to all of ``left_max``, else one a
-        quarter less than ``left_max`` above."""
+        current anchor and than ``above`` (the start of the request it widens, planned when
+        the worker gets to it: the anchor may have moved on meanwhile) (worth running into the
+        cache while the user is idle), else ``None``: the last one offered while it still
+        holds half to all of ``left_max``, else one a quarter less than ``left_max`` above."""
         current = self._find(uri, text)
         if (self.slides and current is not None and current <= cursor
                 and self._count(text, current, cursor, self.left_max // 2) > self.left_max // 2):
@@ -218,7 +219,8 @@ class AnchorPlanner:
         start = self._last_widening(uri, text, cursor)
         if start is None:
             start = self.fit(text, cursor, self.left_max - self.left_max // SLIDE_SLACK)
-        if current is None or start < current:
+        bound = min((b for b in (current, above) if b is not None), default=None)
+        if bound is None or start < bound:
             self._widenings[uri] = Anchor(start, text[start:start + _SIGNATURE])
             return start
         return None

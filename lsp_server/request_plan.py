@@ -355,11 +355,9 @@ class RequestPlanner:
         extra = project_budget(planned.policy, sources, self.left_first)
         anchors = self.anchors(engine, planned.policy, extra, settings)
         left = planned.request.left
-        start = anchors.wider(uri, left, len(left)) if anchors is not None else None
-        # Planned late (background.Widen), the anchors may have moved on: it must start higher.
-        if anchors is None or start is None or start >= planned.request.left_start:
-            return None
-        return Widening(anchors, start)
+        start = (anchors.wider(uri, left, len(left), above=planned.request.left_start)
+                 if anchors is not None else None)
+        return None if anchors is None or start is None else Widening(anchors, start)
 
     def adopt(self, uri: str, left: str, widening: Widening) -> None:
         """The widened prompt is in the model's cache: requests in ``uri`` start there from
